@@ -1,0 +1,200 @@
+// Package apitest is the HTTP test client of the API: it sends real requests to a real server
+// and holds every response it receives to the OpenAPI document.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/agentplane/agentplane/api"
+)
+
+// Client talks to one test server.
+type Client struct {
+	t      testing.TB
+	URL    string
+	doc    *openapi3.T
+	router routers.Router
+	http   *http.Client
+}
+
+// New serves h on a loopback port for the test's lifetime and returns a client of it.
+func New(t testing.TB, h http.Handler) *Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return Dial(t, srv.URL)
+}
+
+// Dial returns a client of a server already running at baseURL.
+func Dial(t testing.TB, baseURL string) *Client {
+	t.Helper()
+	doc, err := api.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Servers = nil
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Client{t: t, URL: strings.TrimRight(baseURL, "/"), doc: doc, router: router, http: &http.Client{}}
+}
+
+// Request is one request to send. Body is marshalled as JSON unless Raw is set; Raw is sent as
+// is, with an unknown length (chunked) when Chunked is true.
+type Request struct {
+	Method      string
+	Path        string
+	Key         string
+	Body        any
+	Raw         []byte
+	Chunked     bool
+	ContentType string
+	Header      map[string]string
+}
+
+// Response is what came back.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends r, checks the response against the OpenAPI document and returns it.
+func (c *Client) Do(r Request) *Response {
+	c.t.Helper()
+	var body io.Reader
+	contentType := r.ContentType
+	switch {
+	case r.Raw != nil:
+		body = bytes.NewReader(r.Raw)
+		if r.Chunked {
+			body = io.MultiReader(body)
+		}
+	case r.Body != nil:
+		b, err := json.Marshal(r.Body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+		if contentType == "" {
+			contentType = "application/json"
+		}
+	}
+	req, err := http.NewRequest(r.Method, c.URL+r.Path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if r.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: reading body: %v", r.Method, r.Path, err)
+	}
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: got}
+	c.check(req, out)
+	return out
+}
+
+// check holds the response to the document: a documented route must answer a documented status
+// with a body of its schema; any error, on any route, must have the error shape.
+func (c *Client) check(req *http.Request, res *Response) {
+	c.t.Helper()
+	if res.Header.Get("X-Request-ID") == "" {
+		c.t.Errorf("%s %s: no X-Request-ID header", req.Method, req.URL.Path)
+	}
+	if res.Status >= 400 {
+		c.checkError(req, res)
+	}
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		if res.Status < 400 {
+			c.t.Errorf("%s %s answered %d but is not in the OpenAPI document", req.Method, req.URL.Path, res.Status)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  res.Status,
+		Header:  res.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(res.Body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		c.t.Errorf("%s %s answered %d, which breaks the OpenAPI document: %v\nbody: %s", req.Method, req.URL.Path, res.Status, err, res.Body)
+	}
+}
+
+func (c *Client) checkError(req *http.Request, res *Response) {
+	c.t.Helper()
+	schema := c.doc.Components.Schemas["Error"].Value
+	var v any
+	if err := json.Unmarshal(res.Body, &v); err != nil {
+		c.t.Errorf("%s %s answered %d with a body that is not JSON: %q", req.Method, req.URL.Path, res.Status, res.Body)
+		return
+	}
+	if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		c.t.Errorf("%s %s answered %d without the error shape: %v\nbody: %s", req.Method, req.URL.Path, res.Status, err, res.Body)
+		return
+	}
+	if status := v.(map[string]any)["error"].(map[string]any)["status"]; status != float64(res.Status) {
+		c.t.Errorf("%s %s answered %d but error.status is %v", req.Method, req.URL.Path, res.Status, status)
+	}
+}
+
+// JSON decodes the body into a map.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// Decode decodes the body into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding body: %v: %s", err, r.Body)
+	}
+}
+
+// ErrorCode returns error.code of an error body.
+func (r *Response) ErrorCode(t testing.TB) string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	r.Decode(t, &e)
+	return e.Error.Code
+}

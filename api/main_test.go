@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentplane/agentplane/api"
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// bundle is what an API test needs: a real server on real stores, and a tenant to call it as.
+type bundle struct {
+	client  *apitest.Client
+	tenancy *tenancy.Service
+	// key and project belong to one fresh account.
+	key     string
+	project tenancy.Project
+}
+
+const adminToken = "test-admin-token"
+
+type option func(*api.Deps)
+
+func withRateLimit(n int) option       { return func(d *api.Deps) { d.RateLimit = n } }
+func withAdminToken(t string) option   { return func(d *api.Deps) { d.AdminToken = t } }
+func withRedis(r *redis.Client) option { return func(d *api.Deps) { d.Redis = r } }
+func withChecks(c ...api.Check) option { return func(d *api.Deps) { d.Checks = c } }
+
+func setup(t *testing.T, opts ...option) *bundle {
+	t.Helper()
+	db := testenv.Mongo(t)
+	ten := tenancy.NewService(store.NewTenancy(db))
+	deps := api.Deps{
+		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Tenancy:      ten,
+		Redis:        testenv.Redis(t),
+		AdminToken:   adminToken,
+		MaxBodyBytes: 1 << 20,
+		RateLimit:    1000,
+	}
+	deps.Checks = []api.Check{
+		{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, db) }},
+		{Name: "redis", Ping: func(ctx context.Context) error { return deps.Redis.Ping(ctx).Err() }},
+	}
+	for _, o := range opts {
+		o(&deps)
+	}
+	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten}
+	b.key, b.project = b.newTenant(t)
+	return b
+}
+
+// newTenant creates an account with a key and a project.
+func (b *bundle) newTenant(t *testing.T) (string, tenancy.Project) {
+	t.Helper()
+	ctx := context.Background()
+	a, key, err := b.tenancy.CreateAccount(ctx, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.tenancy.CreateProject(ctx, a.ID, "project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, p
+}
+
+// expect fails the test unless res has status and, for errors, code.
+func expect(t *testing.T, res *apitest.Response, status int, code string) {
+	t.Helper()
+	if res.Status != status {
+		t.Fatalf("status %d, want %d; body: %s", res.Status, status, res.Body)
+	}
+	if code != "" {
+		if got := res.ErrorCode(t); got != code {
+			t.Fatalf("error code %q, want %q; body: %s", got, code, res.Body)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package api
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/tenancy"
+)
+
+const (
+	requestIDKey = "request_id"
+	loggerKey    = "logger"
+	principalKey = "principal"
+)
+
+// requestID keeps a sane X-Request-ID from the client or makes one, and answers with it.
+func (s *server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if !saneRequestID(id) {
+		id = uuid.NewString()
+	}
+	c.Set(requestIDKey, id)
+	c.Set(loggerKey, s.log.With("request_id", id))
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+// accessLog logs one line per request. It logs the route, never the headers or the query (they
+// may carry keys).
+func (s *server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	logger(c).Info("request", "method", c.Request.Method, "route", route, "status", c.Writer.Status(),
+		"duration_ms", time.Since(start).Milliseconds(), "bytes", c.Writer.Size())
+}
+
+// recover turns a panic into a 500 with the error body; the process keeps serving.
+func (s *server) recover(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			logger(c).Error("panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				fail(c, fmt.Errorf("panic: %v", p))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func (s *server) notFound(c *gin.Context) {
+	fail(c, apperr.New(apperr.NotFound, "route_not_found", "No route "+c.Request.Method+" "+c.Request.URL.Path+"."))
+}
+
+func (s *server) methodNotAllowed(c *gin.Context) {
+	fail(c, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+"."))
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(c *gin.Context) (string, error) {
+	h := c.GetHeader("Authorization")
+	if h == "" {
+		return "", apperr.New(apperr.Unauthorized, "missing_api_key", "Send your API key as: Authorization: Bearer <API_KEY>.")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", apperr.New(apperr.Unauthorized, "malformed_authorization", "The Authorization header must be: Bearer <API_KEY>.")
+	}
+	return token, nil
+}
+
+// authenticate resolves the API key to its account.
+func (s *server) authenticate(c *gin.Context) {
+	token, err := bearer(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	p, err := s.tenancy.Authenticate(c, token)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(principalKey, p)
+	c.Next()
+}
+
+func principal(c *gin.Context) tenancy.Principal {
+	return c.MustGet(principalKey).(tenancy.Principal)
+}
+
+// requireAdmin guards the admin routes with AGENTPLANE_ADMIN_TOKEN; with no token configured
+// they do not exist.
+func (s *server) requireAdmin(c *gin.Context) {
+	if s.adminToken == "" {
+		s.notFound(c)
+		return
+	}
+	token, err := bearer(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) != 1 {
+		fail(c, apperr.New(apperr.Unauthorized, "invalid_admin_token", "The admin token is not valid."))
+		return
+	}
+	c.Next()
+}
+
+// rateLimited applies the per-key request limit (GCRA in Redis, shared by every API replica)
+// and reports it in X-RateLimit-* headers.
+func (s *server) rateLimited(c *gin.Context) {
+	if s.rateLimit == 0 {
+		c.Next()
+		return
+	}
+	res, err := s.limiter.Allow(c, "ratelimit:key:"+principal(c).KeyID, redis_rate.PerMinute(s.rateLimit))
+	if err != nil {
+		fail(c, apperr.Unavailablef("redis", err))
+		return
+	}
+	reset := time.Now().Add(res.ResetAfter)
+	c.Header("X-RateLimit-Limit", strconv.Itoa(s.rateLimit))
+	c.Header("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(reset.UnixMilli())/1000)), 10))
+	if res.Allowed == 0 {
+		retry := int(math.Ceil(res.RetryAfter.Seconds()))
+		fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited", RetryAfter: max(retry, 1),
+			Message: fmt.Sprintf("Rate limit of %d requests per minute exceeded; retry in %d s.", s.rateLimit, max(retry, 1))})
+		return
+	}
+	c.Next()
+}

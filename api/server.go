@@ -1,0 +1,65 @@
+// Package api is the HTTP front end: router, middleware, handlers, error mapping and the
+// OpenAPI document.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentplane/agentplane/shared/tenancy"
+)
+
+// Check is one readiness check: a dependency's name and how to reach it.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Deps is everything the API needs; NewServer takes nothing from globals.
+type Deps struct {
+	Logger  *slog.Logger
+	Tenancy *tenancy.Service
+	Redis   redis.UniversalClient
+	Checks  []Check
+	// AdminToken guards /v1/admin/*; empty turns the admin routes off.
+	AdminToken string
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64
+	// RateLimit is requests per minute per API key; 0 is no limit.
+	RateLimit int
+}
+
+type server struct {
+	log        *slog.Logger
+	tenancy    *tenancy.Service
+	limiter    *redis_rate.Limiter
+	checks     []Check
+	adminToken string
+	maxBody    int64
+	rateLimit  int
+}
+
+// NewServer returns the HTTP handler of the whole API.
+func NewServer(d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	s := &server{
+		log:        d.Logger,
+		tenancy:    d.Tenancy,
+		limiter:    redis_rate.NewLimiter(d.Redis),
+		checks:     d.Checks,
+		adminToken: d.AdminToken,
+		maxBody:    d.MaxBodyBytes,
+		rateLimit:  d.RateLimit,
+	}
+	r := gin.New()
+	r.ContextWithFallback = true
+	r.HandleMethodNotAllowed = true
+	r.RemoveExtraSlash = false
+	s.routes(r)
+	return r
+}

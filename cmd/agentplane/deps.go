@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/agentplane/agentplane/api"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/tenancy"
+)
+
+// deps are the connections of one process.
+type deps struct {
+	cfg     config.Config
+	log     *slog.Logger
+	db      *mongo.Database
+	redis   *redis.Client
+	redisOp asynq.RedisConnOpt
+	nats    *nats.Conn
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("role", cfg.Role)
+}
+
+// connect opens every dependency of cfg. Connections are lazy: a dependency that is down makes
+// requests fail with 503 and /readyz report it, it does not stop the process.
+func connect(cfg config.Config, log *slog.Logger) (*deps, error) {
+	db, err := store.Open(cfg.MongoURI, cfg.MongoDatabase)
+	if err != nil {
+		return nil, err
+	}
+	ropt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTPLANE_REDIS_URL: %w", err)
+	}
+	aopt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTPLANE_REDIS_URL: %w", err)
+	}
+	nc, err := events.Connect(cfg.NATSURL, "agentplane-"+cfg.Role, log)
+	if err != nil {
+		return nil, err
+	}
+	return &deps{cfg: cfg, log: log, db: db, redis: redis.NewClient(ropt), redisOp: aopt, nats: nc}, nil
+}
+
+func (d *deps) close(ctx context.Context) {
+	d.nats.Close()
+	_ = d.redis.Close()
+	_ = d.db.Client().Disconnect(ctx)
+}
+
+func (d *deps) tenancy() *tenancy.Service { return tenancy.NewService(store.NewTenancy(d.db)) }
+
+func (d *deps) checks() []api.Check {
+	return []api.Check{
+		{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, d.db) }},
+		{Name: "redis", Ping: func(ctx context.Context) error { return d.redis.Ping(ctx).Err() }},
+		{Name: "nats", Ping: func(ctx context.Context) error { return events.Ping(ctx, d.nats) }},
+	}
+}
+
+// migrate creates indexes and the event stream.
+func (d *deps) migrate(ctx context.Context) error {
+	if err := store.Migrate(ctx, d.db); err != nil {
+		return err
+	}
+	return events.EnsureStream(ctx, d.nats)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+)
+
+// devSetup prepares the dev stack for a newcomer: indexes and stream, the dev account, project
+// and key, and an admin token. It returns the banner to print once the address is known.
+func devSetup(ctx context.Context, d *deps, stdout io.Writer) (func(addr string), error) {
+	if err := d.migrate(ctx); err != nil {
+		return nil, err
+	}
+	setup, err := d.tenancy().EnsureDev(ctx, d.cfg.DevAPIKey)
+	if err != nil {
+		return nil, err
+	}
+	if d.cfg.AdminToken == "" {
+		b := make([]byte, 24)
+		_, _ = rand.Read(b)
+		d.cfg.AdminToken = hex.EncodeToString(b)
+	}
+	return func(addr string) {
+		base := "http://" + browsable(addr)
+		key := setup.APIKey
+		keyNote := "(shown once; set AGENTPLANE_DEV_API_KEY to fix it)"
+		if key == "" {
+			key = "<the key printed on first start>"
+			keyNote = "(keys are stored only as hashes; set AGENTPLANE_DEV_API_KEY to fix one)"
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "\nagentplane dev is running\n\n")
+		fmt.Fprintf(&b, "  base URL     %s/v1\n", base)
+		fmt.Fprintf(&b, "  API key      %s %s\n", key, keyNote)
+		fmt.Fprintf(&b, "  project id   %s\n", setup.Project.ID)
+		fmt.Fprintf(&b, "  admin token  %s\n", d.cfg.AdminToken)
+		fmt.Fprintf(&b, "  MongoDB      %s (embedded unless AGENTPLANE_MONGO_URI is set)\n", d.cfg.MongoURI)
+		fmt.Fprintf(&b, "  data         %s\n\n", d.cfg.DataDir)
+		fmt.Fprintf(&b, "  try:\n    curl -s %s/v1/projects/%s -H 'Authorization: Bearer %s'\n\n", base, setup.Project.ID, key)
+		_, _ = io.WriteString(stdout, b.String())
+	}, nil
+}
+
+// browsable turns a listen address into one a client can dial (":8080" -> "127.0.0.1:8080").
+func browsable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

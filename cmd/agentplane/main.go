@@ -1,0 +1,56 @@
+// Command agentplane is the whole service: one binary, several roles.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: agentplane <command>
+
+roles:
+  api          HTTP API
+  worker       asynq worker (agent runs, ingestion, workflows, webhooks)
+  scheduler    cron schedules that enqueue periodic work
+  dev          all roles in one process, on an embedded stack when no URLs are set
+
+commands:
+  migrate                   create MongoDB indexes and the JetStream stream
+  accounts create --name N  create an account; prints its API key once
+
+configuration: AGENTPLANE_* environment variables (see README.md)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "agentplane:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the program: main and the tests call it the same way.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("no command given")
+	}
+	switch args[0] {
+	case "api", "worker", "scheduler", "dev":
+		return serve(ctx, args[0], getenv, stdout, stderr)
+	case "migrate":
+		return migrate(ctx, getenv, stderr)
+	case "accounts":
+		return accounts(ctx, args[1:], getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/api"
+	"github.com/agentplane/agentplane/jobs"
+	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/workers"
+)
+
+// serve runs a role until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, role string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(role, getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	if role == "dev" {
+		stack, err := devstack.Start(ctx, &cfg, log)
+		if err != nil {
+			return err
+		}
+		defer stack.Close(context.WithoutCancel(ctx))
+	}
+	d, err := connect(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.close(context.WithoutCancel(ctx))
+
+	var banner func(addr string)
+	if role == "dev" {
+		if banner, err = devSetup(ctx, d, stdout); err != nil {
+			return err
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		errs = make(chan error, 3)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := func(f func() error) {
+		wg.Go(func() {
+			if err := f(); err != nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	if role == "api" || role == "dev" {
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		}
+		if banner != nil {
+			banner(ln.Addr().String())
+		}
+		start(func() error { return serveHTTP(ctx, d, ln) })
+	}
+	if role == "worker" || role == "dev" {
+		start(func() error {
+			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Concurrency: cfg.WorkerConcurrency, ShutdownTimeout: cfg.ShutdownTimeout})
+		})
+	}
+	if role == "scheduler" || role == "dev" {
+		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log}) })
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+// serveHTTP serves the API on ln until ctx ends, then stops accepting and lets in-flight
+// requests finish within the shutdown timeout.
+func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
+	srv := &http.Server{
+		Handler: api.NewServer(api.Deps{
+			Logger:       d.log,
+			Tenancy:      d.tenancy(),
+			Redis:        d.redis,
+			Checks:       d.checks(),
+			AdminToken:   d.cfg.AdminToken,
+			MaxBodyBytes: d.cfg.MaxBodyBytes,
+			RateLimit:    d.cfg.RateLimit,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	d.log.Info("api listening", "addr", ln.Addr().String())
+	select {
+	case err := <-served:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	d.log.Info("api stopped")
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package apperr is the one error type of the domain: every error that reaches a user carries a
+// Kind (mapped to an HTTP status in one table in api/) and a snake_case code.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is the class of an error; the API maps each kind to one HTTP status.
+type Kind int
+
+// The kinds of error, in the order of their HTTP statuses.
+const (
+	Internal Kind = iota
+	Malformed
+	Unauthorized
+	Forbidden
+	NotFound
+	MethodNotAllowed
+	Conflict
+	TooLarge
+	UnsupportedMedia
+	Invalid
+	RateLimited
+	BadGateway
+	Unavailable
+	GatewayTimeout
+)
+
+// Detail names one problem with one field (or one dependency).
+type Detail struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// Error is a domain error with a code users can match on.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Message string
+	Details []Detail
+	// RetryAfter, in seconds, is set on RateLimited errors.
+	RetryAfter int
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an error of kind with code and message.
+func New(kind Kind, code, message string) *Error {
+	return &Error{Kind: kind, Code: code, Message: message}
+}
+
+// Invalidf returns an Invalid error about one field.
+func Invalidf(field, format string, args ...any) *Error {
+	problem := fmt.Sprintf(format, args...)
+	return &Error{Kind: Invalid, Code: "invalid_field", Message: field + ": " + problem,
+		Details: []Detail{{Field: field, Problem: problem}}}
+}
+
+// NotFoundf returns a NotFound error for a resource: "project_not_found", "Project not found.".
+func NotFoundf(resource string) *Error {
+	return &Error{Kind: NotFound, Code: resource + "_not_found", Message: resource + " not found"}
+}
+
+// Unavailablef wraps a failure of a dependency (mongo, redis, nats).
+func Unavailablef(dependency string, err error) *Error {
+	return &Error{Kind: Unavailable, Code: "dependency_unavailable",
+		Message: dependency + " is unavailable; retry shortly",
+		Details: []Detail{{Field: dependency, Problem: "unreachable"}}, Err: err}
+}
+
+// As returns the *Error in err's chain, or an Internal error wrapping err.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Kind: Internal, Code: "internal_error", Message: "Internal error.", Err: err}
+}
+
+// Problems collects field problems and returns them as one Invalid error.
+type Problems []Detail
+
+// Add records a problem with field.
+func (p *Problems) Add(field, format string, args ...any) {
+	*p = append(*p, Detail{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+// Err returns nil when there are no problems, else an Invalid error listing them all.
+func (p Problems) Err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	msg := p[0].Field + ": " + p[0].Problem
+	if len(p) > 1 {
+		msg = fmt.Sprintf("%s (and %d more)", msg, len(p)-1)
+	}
+	return &Error{Kind: Invalid, Code: "invalid_field", Message: msg, Details: p}
+}

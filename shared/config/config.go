@@ -1,0 +1,118 @@
+// Package config loads agentplane's configuration from AGENTPLANE_ environment variables.
+// It is the only place that reads the environment.
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Var describes one environment variable: the README's configuration table and the
+// docker-compose test are both checked against this list.
+type Var struct {
+	Name        string
+	Default     string
+	Description string
+}
+
+// Vars lists every variable the binary reads.
+var Vars = []Var{
+	{"AGENTPLANE_HTTP_ADDR", "`:8080` (`127.0.0.1:8080` for `dev`)", "Listen address of the HTTP API."},
+	{"AGENTPLANE_DATA_DIR", "`./data`", "Where `dev` keeps the embedded stores (MongoDB-compatible store, Redis, JetStream)."},
+	{"AGENTPLANE_MONGO_URI", "`mongodb://127.0.0.1:27017` (`dev`: embedded store)", "MongoDB connection string. Set in `dev` to use a real MongoDB instead of the embedded store."},
+	{"AGENTPLANE_MONGO_DATABASE", "`agentplane`", "MongoDB database name."},
+	{"AGENTPLANE_DEV_MONGO_ADDR", "`127.0.0.1:27018`", "Loopback address where `dev` serves its embedded MongoDB-compatible store, for `mongosh` and the CLI."},
+	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
+	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
+	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*`."},
+	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
+	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
+	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
+	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
+	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
+	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
+}
+
+// Config is the whole configuration of one process.
+type Config struct {
+	Role              string
+	HTTPAddr          string
+	DataDir           string
+	MongoURI          string
+	MongoDatabase     string
+	DevMongoAddr      string
+	RedisURL          string
+	NATSURL           string
+	AdminToken        string
+	DevAPIKey         string
+	MaxBodyBytes      int64
+	RateLimit         int
+	WorkerConcurrency int
+	ShutdownTimeout   time.Duration
+	LogLevel          string
+}
+
+// Embedded reports whether dev should start an embedded store in place of an unset URL.
+func (c Config) Embedded() bool { return c.Role == "dev" }
+
+// Load reads the configuration for role from getenv.
+func Load(role string, getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		Role:          role,
+		HTTPAddr:      get("AGENTPLANE_HTTP_ADDR", ":8080"),
+		DataDir:       get("AGENTPLANE_DATA_DIR", "./data"),
+		MongoURI:      get("AGENTPLANE_MONGO_URI", "mongodb://127.0.0.1:27017"),
+		MongoDatabase: get("AGENTPLANE_MONGO_DATABASE", "agentplane"),
+		DevMongoAddr:  get("AGENTPLANE_DEV_MONGO_ADDR", "127.0.0.1:27018"),
+		RedisURL:      get("AGENTPLANE_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		NATSURL:       get("AGENTPLANE_NATS_URL", "nats://127.0.0.1:4222"),
+		AdminToken:    get("AGENTPLANE_ADMIN_TOKEN", ""),
+		DevAPIKey:     get("AGENTPLANE_DEV_API_KEY", ""),
+		LogLevel:      get("AGENTPLANE_LOG_LEVEL", "info"),
+	}
+	if role == "dev" {
+		c.HTTPAddr = get("AGENTPLANE_HTTP_ADDR", "127.0.0.1:8080")
+		c.MongoURI = get("AGENTPLANE_MONGO_URI", "")
+		c.RedisURL = get("AGENTPLANE_REDIS_URL", "")
+		c.NATSURL = get("AGENTPLANE_NATS_URL", "")
+	}
+	var err error
+	if c.MaxBodyBytes, err = positiveInt(get("AGENTPLANE_MAX_BODY_BYTES", "1048576"), "AGENTPLANE_MAX_BODY_BYTES", 1); err != nil {
+		return c, err
+	}
+	rate, err := positiveInt(get("AGENTPLANE_RATE_LIMIT", "600"), "AGENTPLANE_RATE_LIMIT", 0)
+	if err != nil {
+		return c, err
+	}
+	c.RateLimit = int(rate)
+	conc, err := positiveInt(get("AGENTPLANE_WORKER_CONCURRENCY", "10"), "AGENTPLANE_WORKER_CONCURRENCY", 1)
+	if err != nil {
+		return c, err
+	}
+	c.WorkerConcurrency = int(conc)
+	if c.ShutdownTimeout, err = time.ParseDuration(get("AGENTPLANE_SHUTDOWN_TIMEOUT", "30s")); err != nil || c.ShutdownTimeout <= 0 {
+		return c, fmt.Errorf("AGENTPLANE_SHUTDOWN_TIMEOUT: want a positive duration such as 30s")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("AGENTPLANE_LOG_LEVEL: want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return c, nil
+}
+
+func positiveInt(s, name string, min int64) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < min {
+		return 0, fmt.Errorf("%s: want an integer >= %d, got %q", name, min, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,76 @@
+// Package store is the MongoDB adapter: connection, indexes and the repositories of the domain.
+// It uses only what both MongoDB 7 and the embedded FerretDB store support: single-document
+// atomic writes and ordinary indexes, no transactions.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+)
+
+// Open connects to uri and returns database name. It does not wait for the server: the first
+// operation does, and fails with an Unavailable error after a few seconds when it is down.
+func Open(uri, name string) (*mongo.Database, error) {
+	opts := options.Client().ApplyURI(uri).
+		SetServerSelectionTimeout(5 * time.Second).
+		SetConnectTimeout(5 * time.Second).
+		SetWriteConcern(writeconcern.Majority()).
+		SetAppName("agentplane")
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, fmt.Errorf("mongo: %w", err)
+	}
+	return client.Database(name), nil
+}
+
+// Ping checks that the database answers.
+func Ping(ctx context.Context, db *mongo.Database) error {
+	return db.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+}
+
+// Migrate creates the indexes every collection needs. It is idempotent.
+func Migrate(ctx context.Context, db *mongo.Database) error {
+	for coll, models := range indexes {
+		if _, err := db.Collection(coll).Indexes().CreateMany(ctx, models); err != nil {
+			return fmt.Errorf("indexes of %s: %w", coll, wrap(err, coll))
+		}
+	}
+	return nil
+}
+
+var indexes = map[string][]mongo.IndexModel{
+	keysColl: {
+		{Keys: bson.D{{Key: "hash", Value: 1}}, Options: options.Index().SetUnique(true).SetName("hash_unique")},
+		{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+	},
+	projectsColl: {
+		{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+	},
+}
+
+// wrap turns driver errors into domain errors: missing documents into NotFound errors of
+// resource, unreachable servers into Unavailable, duplicates into Conflict.
+func wrap(err error, resource string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return apperr.NotFoundf(resource)
+	case mongo.IsDuplicateKeyError(err):
+		return &apperr.Error{Kind: apperr.Conflict, Code: resource + "_exists", Message: resource + " already exists", Err: err}
+	case mongo.IsNetworkError(err), mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &topology.ServerSelectionError{}), errors.Is(err, mongo.ErrClientDisconnected):
+		return apperr.Unavailablef("mongodb", err)
+	}
+	return err
+}

@@ -1,0 +1,55 @@
+// Package tenancy is accounts, their projects and their API keys: who may call and on what.
+package tenancy
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/paging"
+)
+
+// Account is a tenant: it owns projects and API keys.
+type Account struct {
+	ID        string    `json:"id" bson:"_id"`
+	Name      string    `json:"name" bson:"name"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+}
+
+// Project groups an account's agents and everything they own.
+type Project struct {
+	ID        string    `json:"id" bson:"_id"`
+	AccountID string    `json:"account_id" bson:"account_id"`
+	Name      string    `json:"name" bson:"name"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+}
+
+// Key is an API key's record. The secret itself is never stored: only its SHA-256 hash.
+type Key struct {
+	ID        string     `json:"id" bson:"_id"`
+	AccountID string     `json:"account_id" bson:"account_id"`
+	Name      string     `json:"name" bson:"name"`
+	Prefix    string     `json:"prefix" bson:"prefix"`
+	Hash      string     `json:"-" bson:"hash"`
+	CreatedAt time.Time  `json:"created_at" bson:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at" bson:"revoked_at,omitempty"`
+}
+
+// Principal is who a request acts as: the account of the key it presented.
+type Principal struct {
+	AccountID string
+	KeyID     string
+}
+
+// Repo persists tenancy records. Methods return apperr NotFound errors for missing records and
+// apperr Unavailable errors when the database cannot be reached.
+type Repo interface {
+	InsertAccount(ctx context.Context, a Account) error
+	Account(ctx context.Context, id string) (Account, error)
+	InsertKey(ctx context.Context, k Key) error
+	KeyByHash(ctx context.Context, hash string) (Key, error)
+	Keys(ctx context.Context, accountID string) ([]Key, error)
+	RevokeKey(ctx context.Context, accountID, keyID string, at time.Time) error
+	InsertProject(ctx context.Context, p Project) error
+	Project(ctx context.Context, accountID, id string) (Project, error)
+	Projects(ctx context.Context, accountID string, page paging.Page) ([]Project, int, error)
+}

@@ -15,6 +15,8 @@ require (
 	github.com/redis/go-redis/v9 v9.14.1
 	github.com/robfig/cron/v3 v3.0.1
 	go.mongodb.org/mongo-driver/v2 v2.9.3
+	golang.org/x/mod v0.42.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -34,6 +34,13 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("role", cfg.Role)
 }
 
+// redisLogger sends go-redis's internal messages (reconnects, pool trouble) to the JSON log.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, fmt.Sprintf(format, v...))
+}
+
 // connect opens every dependency of cfg. Connections are lazy: a dependency that is down makes
 // requests fail with 503 and /readyz report it, it does not stop the process.
 func connect(cfg config.Config, log *slog.Logger) (*deps, error) {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const usage = `usage: agentplane <command>
@@ -28,6 +31,8 @@ configuration: AGENTPLANE_* environment variables (see README.md)
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// go-redis logs through a package global: set it once, here, and not in run.
+	redis.SetLogger(redisLogger{slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "redis")})
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "agentplane:", err)
 		os.Exit(1)

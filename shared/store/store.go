@@ -38,11 +38,14 @@ func Ping(ctx context.Context, db *mongo.Database) error {
 	return db.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
 }
 
-// Migrate creates the indexes every collection needs. It is idempotent.
+// Migrate creates the indexes every collection needs. It is idempotent. Indexes are created one
+// at a time: FerretDB fails a createIndexes of several indexes that all exist already.
 func Migrate(ctx context.Context, db *mongo.Database) error {
 	for coll, models := range indexes {
-		if _, err := db.Collection(coll).Indexes().CreateMany(ctx, models); err != nil {
-			return fmt.Errorf("indexes of %s: %w", coll, wrap(err, coll))
+		for _, model := range models {
+			if _, err := db.Collection(coll).Indexes().CreateOne(ctx, model); err != nil {
+				return fmt.Errorf("indexes of %s: %w", coll, wrap(err, coll))
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// output is an io.Writer that the test can read while the program writes.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitFor polls out until re matches, and returns the submatches.
+func waitFor(t *testing.T, out *output, re *regexp.Regexp, p *program) []string {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("program ended early: %v\n%s", p.err, out.String())
+		case <-deadline:
+			t.Fatalf("no %s in output:\n%s", re, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+type program struct {
+	cancel context.CancelFunc
+	exited chan struct{}
+	err    error
+	stdout *output
+	stderr *output
+}
+
+func start(t *testing.T, env map[string]string, args ...string) *program {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &program{cancel: cancel, exited: make(chan struct{}), stdout: &output{}, stderr: &output{}}
+	go func() {
+		p.err = run(ctx, args, func(k string) string { return env[k] }, p.stdout, p.stderr)
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+// stop sends the equivalent of SIGTERM and waits for a clean exit.
+func (p *program) stop(t *testing.T) {
+	t.Helper()
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	p.cancel = nil
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Errorf("exit: %v\n%s", p.err, p.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no exit 60s after shutdown began")
+	}
+}
+
+var (
+	bannerKey     = regexp.MustCompile(`API key\s+(ap_\S+)`)
+	bannerBase    = regexp.MustCompile(`base URL\s+(\S+)/v1`)
+	bannerProject = regexp.MustCompile(`project id\s+(\S+)`)
+	bannerCurl    = regexp.MustCompile(`curl -s (\S+) -H 'Authorization: Bearer (\S+)'`)
+)
+
+// A newcomer's first run: dev prints a URL, key and project; the printed curl works; data
+// survives a restart.
+func TestDevFirstRunAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"AGENTPLANE_DATA_DIR": dir, "AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_DEV_MONGO_ADDR": "127.0.0.1:0"}
+	first := start(t, env, "dev")
+	key := waitFor(t, first.stdout, bannerKey, first)[1]
+	base := waitFor(t, first.stdout, bannerBase, first)[1]
+	project := waitFor(t, first.stdout, bannerProject, first)[1]
+	curl := waitFor(t, first.stdout, bannerCurl, first)
+	if curl[2] != key || !strings.HasPrefix(curl[1], base) {
+		t.Fatalf("curl line %q does not use the printed key and base URL", curl[0])
+	}
+
+	c := apitest.Dial(t, base)
+	res := c.Do(apitest.Request{Method: "GET", Path: strings.TrimPrefix(curl[1], base), Key: key})
+	if res.Status != http.StatusOK || !strings.Contains(string(res.Body), project) {
+		t.Fatalf("printed curl: %d %s", res.Status, res.Body)
+	}
+	res = c.Do(apitest.Request{Method: "POST", Path: "/v1/projects", Key: key, Body: map[string]string{"name": "kept"}})
+	if res.Status != http.StatusOK {
+		t.Fatalf("create project: %d %s", res.Status, res.Body)
+	}
+	if res := c.Do(apitest.Request{Method: "GET", Path: "/readyz"}); res.Status != http.StatusOK {
+		t.Fatalf("readyz: %d %s", res.Status, res.Body)
+	}
+	if strings.Contains(first.stderr.String(), key) {
+		t.Fatal("the API key appears in the logs")
+	}
+	first.stop(t)
+
+	second := start(t, env, "dev")
+	base = waitFor(t, second.stdout, bannerBase, second)[1]
+	if got := waitFor(t, second.stdout, bannerProject, second)[1]; got != project {
+		t.Fatalf("project after restart %s, want %s", got, project)
+	}
+	if strings.Contains(second.stdout.String(), key) {
+		t.Fatal("the key is printed again after restart: it must be stored only as a hash")
+	}
+	res = apitest.Dial(t, base).Do(apitest.Request{Method: "GET", Path: "/v1/projects", Key: key})
+	if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"kept"`) {
+		t.Fatalf("after restart: %d %s", res.Status, res.Body)
+	}
+}
+
+func TestDevFixedKey(t *testing.T) {
+	const fixed = "ap_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	env := map[string]string{"AGENTPLANE_DATA_DIR": t.TempDir(), "AGENTPLANE_HTTP_ADDR": "127.0.0.1:0",
+		"AGENTPLANE_DEV_MONGO_ADDR": "127.0.0.1:0", "AGENTPLANE_DEV_API_KEY": fixed}
+	p := start(t, env, "dev")
+	if key := waitFor(t, p.stdout, bannerKey, p)[1]; key != fixed {
+		t.Fatalf("printed key %s, want the configured one", key)
+	}
+	base := waitFor(t, p.stdout, bannerBase, p)[1]
+	if res := apitest.Dial(t, base).Do(apitest.Request{Method: "GET", Path: "/v1/projects", Key: fixed}); res.Status != http.StatusOK {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+}
+
+// serviceEnv points a role at the test servers, with a database of its own.
+func serviceEnv(t *testing.T) map[string]string {
+	db := testenv.Mongo(t)
+	return map[string]string{
+		"AGENTPLANE_MONGO_URI": testenv.MongoURI(), "AGENTPLANE_MONGO_DATABASE": db.Name(),
+		"AGENTPLANE_REDIS_URL": testenv.RedisURL(), "AGENTPLANE_NATS_URL": testenv.NATSURL(),
+		"AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_ADMIN_TOKEN": "admin-secret",
+	}
+}
+
+var listening = regexp.MustCompile(`"msg":"api listening"[^\n]*"addr":"([^"]+)"`)
+
+// The CLI creates an account whose key the api role accepts; migrate is idempotent.
+func TestAccountsCreateAndAPIRole(t *testing.T) {
+	env := serviceEnv(t)
+	for range 2 {
+		if err := run(context.Background(), []string{"migrate"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())
+	if key == nil {
+		t.Fatalf("no key printed: %s", out.String())
+	}
+	p := start(t, env, "api")
+	addr := waitFor(t, p.stderr, listening, p)[1]
+	c := apitest.Dial(t, "http://"+addr)
+	if res := c.Do(apitest.Request{Method: "GET", Path: "/v1/keys", Key: key[1]}); res.Status != http.StatusOK {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	if res := c.Do(apitest.Request{Method: "GET", Path: "/readyz"}); res.Status != http.StatusOK {
+		t.Fatalf("readyz %d %s", res.Status, res.Body)
+	}
+	if strings.Contains(p.stderr.String(), key[1]) {
+		t.Fatal("the API key appears in the logs")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(p.stderr.String()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log line is not JSON: %s", line)
+		}
+	}
+}
+
+// On shutdown the API stops accepting and finishes the requests in flight.
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	env := serviceEnv(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]
+	p := start(t, env, "api")
+	addr := waitFor(t, p.stderr, listening, p)[1]
+
+	body, w := io.Pipe()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/projects", body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	answered := make(chan *http.Response, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- res
+	}()
+	if _, err := io.WriteString(w, `{"name": "in`); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the handler is reading the body, then begin shutdown.
+	time.Sleep(200 * time.Millisecond)
+	stopped := make(chan struct{})
+	go func() { p.stop(t); close(stopped) }()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := io.WriteString(w, `-flight"}`); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	res := <-answered
+	if res == nil {
+		t.Fatal("no answer")
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(bufio.NewReader(res.Body))
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), "in-flight") {
+		t.Fatalf("in-flight request: %d %s", res.StatusCode, b)
+	}
+	<-stopped
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Fatal("still accepting after shutdown")
+	}
+}

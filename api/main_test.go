@@ -35,7 +35,7 @@ func withAdminToken(t string) option   { return func(d *api.Deps) { d.AdminToken
 func withRedis(r *redis.Client) option { return func(d *api.Deps) { d.Redis = r } }
 func withChecks(c ...api.Check) option { return func(d *api.Deps) { d.Checks = c } }
 
-func setup(t *testing.T, opts ...option) *bundle {
+func setup(t testing.TB, opts ...option) *bundle {
 	t.Helper()
 	db := testenv.Mongo(t)
 	ten := tenancy.NewService(store.NewTenancy(db))
@@ -60,7 +60,7 @@ func setup(t *testing.T, opts ...option) *bundle {
 }
 
 // newTenant creates an account with a key and a project.
-func (b *bundle) newTenant(t *testing.T) (string, tenancy.Project) {
+func (b *bundle) newTenant(t testing.TB) (string, tenancy.Project) {
 	t.Helper()
 	ctx := context.Background()
 	a, key, err := b.tenancy.CreateAccount(ctx, "tenant")

@@ -41,7 +41,7 @@ func Ping(ctx context.Context, db *mongo.Database) error {
 // Migrate creates the indexes every collection needs. It is idempotent. Indexes are created one
 // at a time: FerretDB fails a createIndexes of several indexes that all exist already.
 func Migrate(ctx context.Context, db *mongo.Database) error {
-	for coll, models := range indexes {
+	for coll, models := range indexes() {
 		for _, model := range models {
 			if _, err := db.Collection(coll).Indexes().CreateOne(ctx, model); err != nil {
 				return fmt.Errorf("indexes of %s: %w", coll, wrap(err, coll))
@@ -51,14 +51,17 @@ func Migrate(ctx context.Context, db *mongo.Database) error {
 	return nil
 }
 
-var indexes = map[string][]mongo.IndexModel{
-	keysColl: {
-		{Keys: bson.D{{Key: "hash", Value: 1}}, Options: options.Index().SetUnique(true).SetName("hash_unique")},
-		{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
-	},
-	projectsColl: {
-		{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
-	},
+// indexes returns fresh index models on each call: the driver writes into their options.
+func indexes() map[string][]mongo.IndexModel {
+	return map[string][]mongo.IndexModel{
+		keysColl: {
+			{Keys: bson.D{{Key: "hash", Value: 1}}, Options: options.Index().SetUnique(true).SetName("hash_unique")},
+			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+		},
+		projectsColl: {
+			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+		},
+	}
 }
 
 // wrap turns driver errors into domain errors: missing documents into NotFound errors of

@@ -6,13 +6,21 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -21,6 +29,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 type bundle struct {
 	client  *apitest.Client
 	tenancy *tenancy.Service
+	db      *mongo.Database
+	outbox  *outbox.Dispatcher
 	// key and project belong to one fresh account.
 	key     string
 	project tenancy.Project
@@ -39,9 +49,15 @@ func setup(t testing.TB, opts ...option) *bundle {
 	t.Helper()
 	db := testenv.Mongo(t)
 	ten := tenancy.NewService(store.NewTenancy(db))
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	ev := dispatcher(t, db, testenv.NATS(t), log)
 	deps := api.Deps{
-		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:       log,
 		Tenancy:      ten,
+		Agents:       agents.NewService(store.NewAgents(db), ev),
+		CRM:          crm.NewService(store.NewCRM(db), ev, "USD"),
+		Calendar:     calendar.NewService(store.NewCalendars(db), ev),
+		Workflows:    workflows.NewService(store.NewWorkflows(db), ev),
 		Redis:        testenv.Redis(t),
 		AdminToken:   adminToken,
 		MaxBodyBytes: 1 << 20,
@@ -54,9 +70,22 @@ func setup(t testing.TB, opts ...option) *bundle {
 	for _, o := range opts {
 		o(&deps)
 	}
-	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten}
+	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev}
 	b.key, b.project = b.newTenant(t)
 	return b
+}
+
+// dispatcher publishes events to nc's stream.
+func dispatcher(t testing.TB, db *mongo.Database, nc *nats.Conn, log *slog.Logger) *outbox.Dispatcher {
+	t.Helper()
+	if err := events.EnsureStream(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := events.NewPublisher(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outbox.NewDispatcher(pub, store.NewOutbox(db), log)
 }
 
 // newTenant creates an account with a key and a project.

@@ -11,7 +11,11 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // Check is one readiness check: a dependency's name and how to reach it.
@@ -22,10 +26,14 @@ type Check struct {
 
 // Deps is everything the API needs; NewServer takes nothing from globals.
 type Deps struct {
-	Logger  *slog.Logger
-	Tenancy *tenancy.Service
-	Redis   redis.UniversalClient
-	Checks  []Check
+	Logger    *slog.Logger
+	Tenancy   *tenancy.Service
+	Agents    *agents.Service
+	CRM       *crm.Service
+	Calendar  *calendar.Service
+	Workflows *workflows.Service
+	Redis     redis.UniversalClient
+	Checks    []Check
 	// AdminToken guards /v1/admin/*; empty turns the admin routes off.
 	AdminToken string
 	// MaxBodyBytes bounds request bodies.
@@ -37,6 +45,10 @@ type Deps struct {
 type server struct {
 	log        *slog.Logger
 	tenancy    *tenancy.Service
+	agents     *agents.Service
+	crm        *crm.Service
+	calendar   *calendar.Service
+	workflows  *workflows.Service
 	limiter    *redis_rate.Limiter
 	checks     []Check
 	adminToken string
@@ -50,6 +62,10 @@ func NewServer(d Deps) http.Handler {
 	s := &server{
 		log:        d.Logger,
 		tenancy:    d.Tenancy,
+		agents:     d.Agents,
+		crm:        d.CRM,
+		calendar:   d.Calendar,
+		workflows:  d.Workflows,
 		limiter:    redis_rate.NewLimiter(d.Redis),
 		checks:     d.Checks,
 		adminToken: d.AdminToken,

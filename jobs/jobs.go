@@ -8,20 +8,34 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/agentplane/agentplane/shared/outbox"
 )
 
 // Deps is what the scheduler needs.
 type Deps struct {
 	Logger *slog.Logger
+	// Outbox relays domain events whose inline publish failed (NATS was down).
+	Outbox *outbox.Dispatcher
 }
 
-// Run runs the schedules until ctx ends, then waits for entries that are enqueueing.
+// relayInterval is how often the outbox relay looks for events left behind.
+const relayInterval = time.Second
+
+// Run runs the schedules and the outbox relay until ctx ends, then waits for entries that are
+// enqueueing.
 func Run(ctx context.Context, d Deps) error {
 	c := cron.New(cron.WithLocation(time.UTC), cron.WithLogger(cronLogger{d.Logger.With("component", "scheduler")}))
 	c.Start()
 	d.Logger.Info("scheduler started", "entries", len(c.Entries()))
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		d.Outbox.Relay(ctx, relayInterval)
+	}()
 	<-ctx.Done()
 	<-c.Stop().Done()
+	<-relayed
 	d.Logger.Info("scheduler stopped")
 	return nil
 }

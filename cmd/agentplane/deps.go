@@ -13,9 +13,14 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // deps are the connections of one process.
@@ -70,6 +75,36 @@ func (d *deps) close(ctx context.Context) {
 }
 
 func (d *deps) tenancy() *tenancy.Service { return tenancy.NewService(store.NewTenancy(d.db)) }
+
+// dispatcher publishes domain events as changes commit, and relays the ones left behind.
+func (d *deps) dispatcher() (*outbox.Dispatcher, error) {
+	pub, err := events.NewPublisher(d.nats)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.NewDispatcher(pub, store.NewOutbox(d.db), d.log.With("component", "outbox")), nil
+}
+
+// apiDeps is everything the HTTP API needs.
+func (d *deps) apiDeps() (api.Deps, error) {
+	ev, err := d.dispatcher()
+	if err != nil {
+		return api.Deps{}, err
+	}
+	return api.Deps{
+		Logger:       d.log,
+		Tenancy:      d.tenancy(),
+		Agents:       agents.NewService(store.NewAgents(d.db), ev),
+		CRM:          crm.NewService(store.NewCRM(d.db), ev, d.cfg.DefaultCurrency),
+		Calendar:     calendar.NewService(store.NewCalendars(d.db), ev),
+		Workflows:    workflows.NewService(store.NewWorkflows(d.db), ev),
+		Redis:        d.redis,
+		Checks:       d.checks(),
+		AdminToken:   d.cfg.AdminToken,
+		MaxBodyBytes: d.cfg.MaxBodyBytes,
+		RateLimit:    d.cfg.RateLimit,
+	}, nil
+}
 
 func (d *deps) checks() []api.Check {
 	return []api.Check{

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // time zones for calendars and schedules, also where the image has no tzdata
 
 	"github.com/redis/go-redis/v9"
 )

@@ -73,7 +73,11 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		})
 	}
 	if role == "scheduler" || role == "dev" {
-		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log}) })
+		relay, err := d.dispatcher()
+		if err != nil {
+			return err
+		}
+		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay}) })
 	}
 	wg.Wait()
 	close(errs)
@@ -91,16 +95,12 @@ func collect(errs <-chan error) []error {
 // serveHTTP serves the API on ln until ctx ends, then stops accepting and lets in-flight
 // requests finish within the shutdown timeout.
 func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
+	deps, err := d.apiDeps()
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler: api.NewServer(api.Deps{
-			Logger:       d.log,
-			Tenancy:      d.tenancy(),
-			Redis:        d.redis,
-			Checks:       d.checks(),
-			AdminToken:   d.cfg.AdminToken,
-			MaxBodyBytes: d.cfg.MaxBodyBytes,
-			RateLimit:    d.cfg.RateLimit,
-		}),
+		Handler:           api.NewServer(deps),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

@@ -30,6 +30,7 @@ var Vars = []Var{
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
+	{"AGENTPLANE_DEFAULT_CURRENCY", "`USD`", "ISO 4217 currency of deals created without one."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
@@ -47,6 +48,7 @@ type Config struct {
 	NATSURL           string
 	AdminToken        string
 	DevAPIKey         string
+	DefaultCurrency   string
 	MaxBodyBytes      int64
 	RateLimit         int
 	WorkerConcurrency int
@@ -66,17 +68,18 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return def
 	}
 	c := Config{
-		Role:          role,
-		HTTPAddr:      get("AGENTPLANE_HTTP_ADDR", ":8080"),
-		DataDir:       get("AGENTPLANE_DATA_DIR", "./data"),
-		MongoURI:      get("AGENTPLANE_MONGO_URI", "mongodb://127.0.0.1:27017"),
-		MongoDatabase: get("AGENTPLANE_MONGO_DATABASE", "agentplane"),
-		DevMongoAddr:  get("AGENTPLANE_DEV_MONGO_ADDR", "127.0.0.1:27018"),
-		RedisURL:      get("AGENTPLANE_REDIS_URL", "redis://127.0.0.1:6379/0"),
-		NATSURL:       get("AGENTPLANE_NATS_URL", "nats://127.0.0.1:4222"),
-		AdminToken:    get("AGENTPLANE_ADMIN_TOKEN", ""),
-		DevAPIKey:     get("AGENTPLANE_DEV_API_KEY", ""),
-		LogLevel:      get("AGENTPLANE_LOG_LEVEL", "info"),
+		Role:            role,
+		HTTPAddr:        get("AGENTPLANE_HTTP_ADDR", ":8080"),
+		DataDir:         get("AGENTPLANE_DATA_DIR", "./data"),
+		MongoURI:        get("AGENTPLANE_MONGO_URI", "mongodb://127.0.0.1:27017"),
+		MongoDatabase:   get("AGENTPLANE_MONGO_DATABASE", "agentplane"),
+		DevMongoAddr:    get("AGENTPLANE_DEV_MONGO_ADDR", "127.0.0.1:27018"),
+		RedisURL:        get("AGENTPLANE_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		NATSURL:         get("AGENTPLANE_NATS_URL", "nats://127.0.0.1:4222"),
+		AdminToken:      get("AGENTPLANE_ADMIN_TOKEN", ""),
+		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
+		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
+		DefaultCurrency: strings.ToUpper(get("AGENTPLANE_DEFAULT_CURRENCY", "USD")),
 	}
 	if role == "dev" {
 		c.HTTPAddr = get("AGENTPLANE_HTTP_ADDR", "127.0.0.1:8080")
@@ -100,6 +103,9 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	c.WorkerConcurrency = int(conc)
 	if c.ShutdownTimeout, err = time.ParseDuration(get("AGENTPLANE_SHUTDOWN_TIMEOUT", "30s")); err != nil || c.ShutdownTimeout <= 0 {
 		return c, fmt.Errorf("AGENTPLANE_SHUTDOWN_TIMEOUT: want a positive duration such as 30s")
+	}
+	if len(c.DefaultCurrency) != 3 {
+		return c, fmt.Errorf("AGENTPLANE_DEFAULT_CURRENCY: want a 3-letter ISO 4217 code, got %q", c.DefaultCurrency)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

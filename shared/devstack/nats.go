@@ -13,13 +13,16 @@ type NATS struct {
 	server *server.Server
 }
 
-// StartNATS starts a NATS server with JetStream on a free loopback port, keeping streams under
-// storeDir.
-func StartNATS(storeDir string) (*NATS, error) {
+// StartNATS starts a NATS server with JetStream on a loopback port (0: a free one), keeping
+// streams under storeDir.
+func StartNATS(storeDir string, port int) (*NATS, error) {
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
 	ns, err := server.NewServer(&server.Options{
 		ServerName: "agentplane-dev",
 		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
+		Port:       port,
 		JetStream:  true,
 		StoreDir:   storeDir,
 		NoSigs:     true,

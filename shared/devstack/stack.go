@@ -37,7 +37,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Stack
 		logger.Info("embedded MongoDB-compatible store (FerretDB/SQLite)", "uri", s.mongo.URI)
 	}
 	if cfg.NATSURL == "" {
-		if s.nats, err = StartNATS(filepath.Join(cfg.DataDir, "nats")); err != nil {
+		if s.nats, err = StartNATS(filepath.Join(cfg.DataDir, "nats"), 0); err != nil {
 			return fail(err)
 		}
 		cfg.NATSURL = s.nats.URL

@@ -61,7 +61,36 @@ func indexes() map[string][]mongo.IndexModel {
 		projectsColl: {
 			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
 		},
+		botsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
+			outboxIndex(),
+		},
+		dealsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		contactsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
+		},
+		stagesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "sort_order", Value: 1}}, Options: options.Index().SetName("project")},
+		},
+		workflowsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "trigger_event", Value: 1}}, Options: options.Index().SetName("trigger")},
+			outboxIndex(),
+		},
+		calendarsColl: {
+			outboxIndex(),
+		},
 	}
+}
+
+// outboxIndex lets the relay find documents with unpublished events without a scan.
+func outboxIndex() mongo.IndexModel {
+	return mongo.IndexModel{Keys: bson.D{{Key: "_outbox.id", Value: 1}}, Options: options.Index().SetName("outbox").SetSparse(true)}
 }
 
 // wrap turns driver errors into domain errors: missing documents into NotFound errors of

@@ -85,17 +85,7 @@ func (t Tenancy) Project(ctx context.Context, accountID, id string) (tenancy.Pro
 }
 
 func (t Tenancy) Projects(ctx context.Context, accountID string, page paging.Page) ([]tenancy.Project, int, error) {
-	filter := bson.D{{Key: "account_id", Value: accountID}}
-	coll := t.db.Collection(projectsColl)
-	total, err := coll.CountDocuments(ctx, filter)
-	if err != nil {
-		return nil, 0, wrap(err, "project")
-	}
-	cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
-		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)))
-	if err != nil {
-		return nil, 0, wrap(err, "project")
-	}
 	projects := []tenancy.Project{}
-	return projects, int(total), wrap(cur.All(ctx, &projects), "project")
+	total, err := findPage(ctx, t.db.Collection(projectsColl), bson.D{{Key: "account_id", Value: accountID}}, page, &projects)
+	return projects, total, wrap(err, "project")
 }

@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 		defer r.Close()
 		servers.redisURL = r.URL
 	}
-	ns, err := devstack.StartNATS(dir + "/nats")
+	ns, err := devstack.StartNATS(dir+"/nats", 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		return 1
@@ -88,7 +88,7 @@ func NATSURL() string { return servers.natsURL }
 // Mongo returns a fresh, migrated database of its own for t, dropped when t ends.
 func Mongo(t testing.TB) *mongo.Database {
 	t.Helper()
-	db, err := store.Open(servers.mongoURI, "t_"+randomHex(6))
+	db, err := store.Open(servers.mongoURI, NewName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +129,9 @@ func NATS(t testing.TB) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// NewName returns a fresh name for a test's own resources (databases, projects, consumers).
+func NewName() string { return "t" + randomHex(6) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

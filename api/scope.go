@@ -1,0 +1,47 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/apperr"
+)
+
+// scope is the project and agent a request addresses. Bodies carry them; GET, DELETE and the
+// calendar settings carry them in the query. A body's value wins over the query's.
+type scope struct {
+	ProjectID string `json:"project_id"`
+	BotID     string `json:"bot_id"`
+}
+
+// fromQuery fills what the body left empty from the query string.
+func (sc *scope) fromQuery(c *gin.Context) {
+	if strings.TrimSpace(sc.ProjectID) == "" {
+		sc.ProjectID = c.Query("project_id")
+	}
+	if strings.TrimSpace(sc.BotID) == "" {
+		sc.BotID = c.Query("bot_id")
+	}
+	sc.ProjectID, sc.BotID = strings.TrimSpace(sc.ProjectID), strings.TrimSpace(sc.BotID)
+}
+
+// project authorises the request's project: it must be one of the key's account, else it is not
+// found, exactly like a missing one.
+func (s *server) project(c *gin.Context, sc *scope) error {
+	sc.fromQuery(c)
+	if sc.ProjectID == "" {
+		return apperr.Invalidf("project_id", "is required")
+	}
+	_, err := s.tenancy.Project(c, principal(c).AccountID, sc.ProjectID)
+	return err
+}
+
+// bot authorises the project and returns the request's agent, by its id or uuid.
+func (s *server) bot(c *gin.Context, sc *scope) (agents.Bot, error) {
+	if err := s.project(c, sc); err != nil {
+		return agents.Bot{}, err
+	}
+	return s.agents.Get(c, sc.ProjectID, sc.BotID)
+}

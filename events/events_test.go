@@ -1,0 +1,144 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+// received collects what a consumer was given.
+type received struct {
+	mu     sync.Mutex
+	events []outbox.Event
+	got    chan struct{}
+}
+
+func (r *received) add(ev outbox.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *received) wait(t *testing.T, n int) []outbox.Event {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d events, want %d", len(r.events), n)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]outbox.Event(nil), r.events...)
+}
+
+func setup(t *testing.T) (*events.Publisher, string) {
+	t.Helper()
+	nc := testenv.NATS(t)
+	if err := events.EnsureStream(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := events.NewPublisher(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A project of its own keeps each test's events apart on the shared stream.
+	return pub, testenv.NewName()
+}
+
+func TestPublishAndConsume(t *testing.T) {
+	pub, project := setup(t)
+	ctx := context.Background()
+	ev := outbox.New(outbox.DealCreated, project, "bot1", map[string]any{"title": "Big deal"})
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	// The same event again, as the relay may send it: the stream keeps one.
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	r := &received{got: make(chan struct{}, 10)}
+	c, err := events.Consume(ctx, testenv.NATS(t), events.ConsumeConfig{Durable: "t-" + project, Filter: "events." + project + ".>"},
+		func(_ context.Context, ev outbox.Event) error { r.add(ev); return nil }, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	got := r.wait(t, 1)
+	if got[0].ID != ev.ID || got[0].Type != "deal.created" || got[0].BotID != "bot1" || string(got[0].Data) != `{"title":"Big deal"}` {
+		t.Fatalf("got %+v", got[0])
+	}
+	select {
+	case <-r.got:
+		t.Fatal("the duplicate publish was delivered")
+	case <-time.After(300 * time.Millisecond):
+	}
+	js, _ := jetstream.New(testenv.NATS(t))
+	msg, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := msg.GetLastMsgForSubject(ctx, "events."+project+".deal.created")
+	if err != nil || last.Header.Get("Nats-Msg-Id") != ev.ID {
+		t.Fatalf("last message %v %v", last, err)
+	}
+}
+
+func TestConsumeRetriesAndDrops(t *testing.T) {
+	pub, project := setup(t)
+	ctx := context.Background()
+	failOnce := outbox.New(outbox.DealUpdated, project, "b", map[string]any{})
+	poison := outbox.New(outbox.DealWon, project, "b", map[string]any{})
+	var (
+		mu    sync.Mutex
+		calls = map[string]int{}
+	)
+	r := &received{got: make(chan struct{}, 10)}
+	c, err := events.Consume(ctx, testenv.NATS(t), events.ConsumeConfig{Durable: "t-" + project, Filter: "events." + project + ".>", RetryDelay: 50 * time.Millisecond},
+		func(_ context.Context, ev outbox.Event) error {
+			mu.Lock()
+			calls[ev.ID]++
+			n := calls[ev.ID]
+			mu.Unlock()
+			r.add(ev)
+			switch {
+			case ev.ID == poison.ID:
+				return events.Permanent(errors.New("cannot handle"))
+			case n == 1:
+				return errors.New("transient")
+			}
+			return nil
+		}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	for _, ev := range []outbox.Event{failOnce, poison} {
+		if err := pub.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.wait(t, 3)
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls[failOnce.ID] != 2 || calls[poison.ID] != 1 {
+		t.Fatalf("deliveries %v: want the failed event twice and the poison one once", calls)
+	}
+}

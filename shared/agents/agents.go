@@ -1,0 +1,81 @@
+// Package agents is the agent ("bot") resource: its fields, defaults and rules.
+package agents
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+)
+
+// Bot is an agent, every field of the interface's Agent record.
+type Bot struct {
+	ID                string           `json:"id" bson:"_id"`
+	UUID              string           `json:"uuid" bson:"uuid"`
+	ProjectID         string           `json:"-" bson:"project_id"`
+	Subdomain         string           `json:"subdomain" bson:"subdomain"`
+	ProviderKey       string           `json:"provider_key" bson:"provider_key"`
+	Avatar            string           `json:"avatar" bson:"avatar"`
+	Name              string           `json:"name" bson:"name"`
+	Model             string           `json:"model" bson:"model"`
+	ReasoningType     string           `json:"reasoning_type" bson:"reasoning_type"`
+	MaxReplyTokens    string           `json:"max_reply_tokens" bson:"max_reply_tokens"`
+	Instruction       string           `json:"instruction" bson:"instruction"`
+	RatelimitMessage  string           `json:"ratelimit_message" bson:"ratelimit_message"`
+	NoAnswerReply     string           `json:"no_answer_reply" bson:"no_answer_reply"`
+	AvatarLink        string           `json:"avatar_link" bson:"avatar_link"`
+	Domain            string           `json:"domain" bson:"domain"`
+	Top               int              `json:"top" bson:"top"`
+	RatelimitSeconds  int              `json:"ratelimit_seconds" bson:"ratelimit_seconds"`
+	RatelimitRequests int              `json:"ratelimit_requests" bson:"ratelimit_requests"`
+	RequireLogin      int              `json:"require_login" bson:"require_login"`
+	Memory            int              `json:"memory" bson:"memory"`
+	Heartbeat         int              `json:"heartbeat" bson:"heartbeat"`
+	HideBranding      int              `json:"hide_branding" bson:"hide_branding"`
+	Status            int              `json:"status" bson:"status"`
+	ActiveAt          time.Time        `json:"active_at" bson:"active_at"`
+	UpdatedAt         time.Time        `json:"updated_at" bson:"updated_at"`
+	CreatedAt         time.Time        `json:"-" bson:"created_at"`
+	Rev               int64            `json:"-" bson:"rev"`
+	Branding          Branding         `json:"branding" bson:"branding"`
+	Integrations      []map[string]any `json:"integrations" bson:"integrations"`
+}
+
+// Public is the bot as users and events see it: the provider key masked to its last four
+// characters.
+func (b Bot) Public() Bot {
+	if n := len(b.ProviderKey); n > 0 {
+		if n > 8 {
+			b.ProviderKey = "****" + b.ProviderKey[n-4:]
+		} else {
+			b.ProviderKey = "****"
+		}
+	}
+	if b.Integrations == nil {
+		b.Integrations = []map[string]any{}
+	}
+	return b
+}
+
+// Active reports whether the agent answers (status 1).
+func (b Bot) Active() bool { return b.Status == StatusActive }
+
+// Status values.
+const (
+	StatusInactive = 0
+	StatusActive   = 1
+)
+
+// Repo persists agents. Lookups take the project and accept the agent's id or uuid; deleted
+// agents are not found. Methods return apperr NotFound and Unavailable errors.
+type Repo interface {
+	Insert(ctx context.Context, b Bot, ev outbox.Event) error
+	Get(ctx context.Context, projectID, idOrUUID string) (Bot, error)
+	List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error)
+	// Replace writes b over the stored agent of revision b.Rev-1 (optimistic concurrency: a
+	// Conflict error when another write came first).
+	Replace(ctx context.Context, b Bot, ev outbox.Event) error
+	// Delete tombstones the data the agent owns, then the agent.
+	Delete(ctx context.Context, b Bot, at time.Time, ev outbox.Event) error
+}

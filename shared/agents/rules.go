@@ -1,0 +1,188 @@
+package agents
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/flex"
+)
+
+// Bounds of an agent's fields, as documented in the OpenAPI document.
+const (
+	MaxNameLength        = 200
+	MaxModelLength       = 200
+	MaxInstructionLength = 20000
+	MaxMessageLength     = 2000
+	MaxURLLength         = 2048
+	MinTop, MaxTop       = 1, 50
+	DefaultTop           = 5
+	MaxReplyTokensLimit  = 32768
+	DefaultReplyTokens   = 1024
+	MaxRatelimitSeconds  = 86400
+	MaxRatelimitRequests = 100000
+	MaxIntegrations      = 50
+)
+
+// ReasoningTypes are the allowed values of reasoning_type; "" means the default, "auto".
+var ReasoningTypes = []string{"auto", "standard", "agent"}
+
+// Create is the body of an agent's creation.
+type Create struct {
+	Name        string      `json:"name"`
+	Model       string      `json:"model"`
+	Instruction string      `json:"instruction"`
+	Status      flex.OptInt `json:"status"`
+}
+
+// Patch is an update: every field present (not absent, not null) replaces the stored one.
+type Patch struct {
+	Name              *string           `json:"name"`
+	Model             *string           `json:"model"`
+	Instruction       *string           `json:"instruction"`
+	ReasoningType     *string           `json:"reasoning_type"`
+	RatelimitMessage  *string           `json:"ratelimit_message"`
+	NoAnswerReply     *string           `json:"no_answer_reply"`
+	Avatar            *string           `json:"avatar"`
+	AvatarLink        *string           `json:"avatar_link"`
+	Domain            *string           `json:"domain"`
+	Subdomain         *string           `json:"subdomain"`
+	ProviderKey       *string           `json:"provider_key"`
+	MaxReplyTokens    flex.OptInt       `json:"max_reply_tokens"`
+	Top               flex.OptInt       `json:"top"`
+	RatelimitSeconds  flex.OptInt       `json:"ratelimit_seconds"`
+	RatelimitRequests flex.OptInt       `json:"ratelimit_requests"`
+	RequireLogin      flex.OptInt       `json:"require_login"`
+	Memory            flex.OptInt       `json:"memory"`
+	Heartbeat         flex.OptInt       `json:"heartbeat"`
+	HideBranding      flex.OptInt       `json:"hide_branding"`
+	Status            flex.OptInt       `json:"status"`
+	Branding          json.RawMessage   `json:"branding"`
+	Integrations      *[]map[string]any `json:"integrations"`
+}
+
+// apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
+// leaves out keep their values.
+func (p Patch) apply(b *Bot) error {
+	for dst, src := range map[*string]*string{
+		&b.Name: p.Name, &b.Model: p.Model, &b.Instruction: p.Instruction, &b.ReasoningType: p.ReasoningType,
+		&b.RatelimitMessage: p.RatelimitMessage, &b.NoAnswerReply: p.NoAnswerReply, &b.Avatar: p.Avatar,
+		&b.AvatarLink: p.AvatarLink, &b.Domain: p.Domain, &b.Subdomain: p.Subdomain, &b.ProviderKey: p.ProviderKey,
+	} {
+		if src != nil {
+			*dst = strings.TrimSpace(*src)
+		}
+	}
+	for dst, src := range map[*int]flex.OptInt{
+		&b.Top: p.Top, &b.RatelimitSeconds: p.RatelimitSeconds, &b.RatelimitRequests: p.RatelimitRequests,
+		&b.RequireLogin: p.RequireLogin, &b.Memory: p.Memory, &b.Heartbeat: p.Heartbeat,
+		&b.HideBranding: p.HideBranding, &b.Status: p.Status,
+	} {
+		if src.Set {
+			*dst = int(src.Value)
+		}
+	}
+	if p.MaxReplyTokens.Set {
+		b.MaxReplyTokens = strconv.Itoa(int(p.MaxReplyTokens.Value))
+	}
+	if p.Integrations != nil {
+		b.Integrations = *p.Integrations
+	}
+	if len(p.Branding) > 0 && string(p.Branding) != "null" {
+		if err := json.Unmarshal(p.Branding, &b.Branding); err != nil {
+			return apperr.Invalidf("branding", "must be an object of the Branding shape: %v", err)
+		}
+		b.Branding.normalize()
+	}
+	return nil
+}
+
+var subdomainPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$`)
+
+// validate checks every field of b and reports every problem at once.
+func validate(b Bot) error {
+	var p apperr.Problems
+	text := func(field, v string, required bool, max int) {
+		switch {
+		case required && v == "":
+			p.Add(field, "is required")
+		case utf8.RuneCountInString(v) > max:
+			p.Add(field, "must be at most %d characters", max)
+		}
+	}
+	text("name", b.Name, true, MaxNameLength)
+	text("model", b.Model, true, MaxModelLength)
+	text("instruction", b.Instruction, false, MaxInstructionLength)
+	text("ratelimit_message", b.RatelimitMessage, false, MaxMessageLength)
+	text("no_answer_reply", b.NoAnswerReply, false, MaxMessageLength)
+	text("provider_key", b.ProviderKey, false, 500)
+	for field, v := range map[string]string{"avatar": b.Avatar, "avatar_link": b.AvatarLink} {
+		checkURL(&p, field, v)
+	}
+	if b.Domain != "" && (len(b.Domain) > 253 || strings.ContainsAny(b.Domain, "/:@ ")) {
+		p.Add("domain", "must be a host name such as help.example.com")
+	}
+	if !subdomainPattern.MatchString(b.Subdomain) {
+		p.Add("subdomain", "must be 3 to 63 lowercase letters, digits or hyphens, not starting or ending with a hyphen")
+	}
+	if !slices.Contains(ReasoningTypes, b.ReasoningType) {
+		p.Add("reasoning_type", "must be one of %s", strings.Join(ReasoningTypes, ", "))
+	}
+	bounded := func(field string, v, lo, hi int) {
+		if v < lo || v > hi {
+			p.Add(field, "must be between %d and %d", lo, hi)
+		}
+	}
+	bounded("top", b.Top, MinTop, MaxTop)
+	bounded("ratelimit_seconds", b.RatelimitSeconds, 0, MaxRatelimitSeconds)
+	bounded("ratelimit_requests", b.RatelimitRequests, 0, MaxRatelimitRequests)
+	for field, v := range map[string]int{"status": b.Status, "require_login": b.RequireLogin, "memory": b.Memory,
+		"heartbeat": b.Heartbeat, "hide_branding": b.HideBranding} {
+		if v != 0 && v != 1 {
+			p.Add(field, "must be 0 or 1")
+		}
+	}
+	if n, err := strconv.Atoi(b.MaxReplyTokens); err != nil || n < 1 || n > MaxReplyTokensLimit {
+		p.Add("max_reply_tokens", "must be an integer between 1 and %d", MaxReplyTokensLimit)
+	}
+	if len(b.Integrations) > MaxIntegrations {
+		p.Add("integrations", "must have at most %d items", MaxIntegrations)
+	}
+	return p.Err()
+}
+
+func checkURL(p *apperr.Problems, field, v string) {
+	if v == "" {
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil || len(v) > MaxURLLength || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.Add(field, "must be an http or https URL of at most %d characters", MaxURLLength)
+	}
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// newSubdomain derives a unique-enough subdomain from the agent's name: "support-bot-k3x9q2".
+func newSubdomain(name string) string {
+	slug := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(slug) > 40 {
+		slug = strings.Trim(slug[:40], "-")
+	}
+	if slug == "" {
+		slug = "agent"
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	for i, c := range suffix {
+		suffix[i] = alphabet[int(c)%len(alphabet)]
+	}
+	return slug + "-" + string(suffix)
+}

@@ -1,0 +1,122 @@
+package agents
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+)
+
+// Resource names agents in outbox references.
+const Resource = "bot"
+
+// Service holds the agent rules; persistence is its Repo's, events go through the dispatcher.
+type Service struct {
+	repo   Repo
+	events *outbox.Dispatcher
+	now    func() time.Time
+}
+
+// NewService returns the agent service.
+func NewService(repo Repo, events *outbox.Dispatcher) *Service {
+	return &Service{repo: repo, events: events, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// Create creates an agent in projectID. Status defaults to active.
+func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, error) {
+	now := s.now()
+	name := strings.TrimSpace(c.Name)
+	b := Bot{
+		ID:             bson.NewObjectID().Hex(),
+		UUID:           uuid.NewString(),
+		ProjectID:      projectID,
+		Subdomain:      newSubdomain(name),
+		Name:           name,
+		Model:          strings.TrimSpace(c.Model),
+		Instruction:    strings.TrimSpace(c.Instruction),
+		ReasoningType:  "auto",
+		MaxReplyTokens: strconv.Itoa(DefaultReplyTokens),
+		Top:            DefaultTop,
+		Memory:         1,
+		Status:         StatusActive,
+		ActiveAt:       now,
+		UpdatedAt:      now,
+		CreatedAt:      now,
+		Branding:       defaultBranding(name),
+		Integrations:   []map[string]any{},
+	}
+	if c.Status.Set {
+		b.Status = int(c.Status.Value)
+	}
+	if err := validate(b); err != nil {
+		return Bot{}, err
+	}
+	ev := outbox.New(outbox.BotCreated, projectID, b.ID, b.Public())
+	if err := s.repo.Insert(ctx, b, ev); err != nil {
+		return Bot{}, err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: b.ID}, ev)
+	return b, nil
+}
+
+// Get returns the agent idOrUUID of projectID.
+func (s *Service) Get(ctx context.Context, projectID, idOrUUID string) (Bot, error) {
+	if strings.TrimSpace(idOrUUID) == "" {
+		return Bot{}, apperr.Invalidf("bot_id", "is required")
+	}
+	return s.repo.Get(ctx, projectID, idOrUUID)
+}
+
+// List returns one page of the project's agents, oldest first.
+func (s *Service) List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error) {
+	return s.repo.List(ctx, projectID, page)
+}
+
+// Update applies p to the agent idOrUUID and returns the result.
+func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
+	cur, err := s.Get(ctx, projectID, idOrUUID)
+	if err != nil {
+		return Bot{}, err
+	}
+	next := cur
+	next.Integrations = append([]map[string]any(nil), cur.Integrations...)
+	if err := p.apply(&next); err != nil {
+		return Bot{}, err
+	}
+	if err := validate(next); err != nil {
+		return Bot{}, err
+	}
+	next.UpdatedAt = s.now()
+	next.Rev = cur.Rev + 1
+	if next.Active() && !cur.Active() {
+		next.ActiveAt = next.UpdatedAt
+	}
+	ev := outbox.New(outbox.BotUpdated, projectID, next.ID, next.Public())
+	if err := s.repo.Replace(ctx, next, ev); err != nil {
+		return Bot{}, err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.ID}, ev)
+	return next, nil
+}
+
+// Delete tombstones the agent and everything it owns (deals, workflows, calendar settings):
+// none of it is found or triggered again.
+func (s *Service) Delete(ctx context.Context, projectID, idOrUUID string) error {
+	b, err := s.Get(ctx, projectID, idOrUUID)
+	if err != nil {
+		return err
+	}
+	ev := outbox.New(outbox.BotDeleted, projectID, b.ID, b.Public())
+	if err := s.repo.Delete(ctx, b, s.now(), ev); err != nil {
+		return err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: b.ID}, ev)
+	return nil
+}

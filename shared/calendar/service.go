@@ -1,0 +1,79 @@
+package calendar
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+// Resource names calendar settings in outbox references.
+const Resource = "calendar"
+
+// Record is an agent's stored settings.
+type Record struct {
+	BotID     string    `bson:"_id"`
+	ProjectID string    `bson:"project_id"`
+	Settings  Settings  `bson:"settings"`
+	UpdatedAt time.Time `bson:"updated_at"`
+}
+
+// Repo persists calendar settings. Get returns an apperr NotFound error when the agent has none.
+type Repo interface {
+	Get(ctx context.Context, projectID, botID string) (Record, error)
+	Put(ctx context.Context, r Record, ev outbox.Event) error
+}
+
+// Service reads and changes agents' calendar settings.
+type Service struct {
+	repo   Repo
+	events *outbox.Dispatcher
+	now    func() time.Time
+}
+
+// NewService returns the calendar service.
+func NewService(repo Repo, events *outbox.Dispatcher) *Service {
+	return &Service{repo: repo, events: events, now: time.Now}
+}
+
+// Settings returns the agent's settings, Defaults when it has none stored.
+func (s *Service) Settings(ctx context.Context, projectID, botID string) (Settings, error) {
+	r, err := s.repo.Get(ctx, projectID, botID)
+	if err != nil {
+		if isNotFound(err) {
+			return Defaults(), nil
+		}
+		return Settings{}, err
+	}
+	return r.Settings, nil
+}
+
+// Update merges p into the agent's settings and stores the result.
+func (s *Service) Update(ctx context.Context, projectID, botID string, p Patch) (Settings, error) {
+	cur, err := s.Settings(ctx, projectID, botID)
+	if err != nil {
+		return Settings{}, err
+	}
+	next, err := cur.Apply(p)
+	if err != nil {
+		return Settings{}, err
+	}
+	ev := outbox.New(outbox.CalendarUpdated, projectID, botID, next)
+	if err := s.repo.Put(ctx, Record{BotID: botID, ProjectID: projectID, Settings: next, UpdatedAt: s.now().UTC()}, ev); err != nil {
+		return Settings{}, err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: botID}, ev)
+	return next, nil
+}
+
+// Slots lists the agent's bookable slots between from and to.
+func (s *Service) Slots(ctx context.Context, projectID, botID string, from, to time.Time) ([]Slot, error) {
+	settings, err := s.Settings(ctx, projectID, botID)
+	if err != nil {
+		return nil, err
+	}
+	return settings.Slots(s.now(), from, to)
+}
+
+func isNotFound(err error) bool { return apperr.As(err).Kind == apperr.NotFound }

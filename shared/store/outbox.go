@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+// outboxCollections maps each resource that carries events to its collection.
+var outboxCollections = map[string]string{
+	"bot":      botsColl,
+	"deal":     dealsColl,
+	"workflow": workflowsColl,
+	"calendar": calendarsColl,
+}
+
+// Outbox finds and removes the events that ride in documents.
+type Outbox struct{ db *mongo.Database }
+
+var _ outbox.Store = Outbox{}
+
+// NewOutbox returns the outbox store of db.
+func NewOutbox(db *mongo.Database) Outbox { return Outbox{db: db} }
+
+// Pending returns up to limit events still in documents.
+func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error) {
+	var out []outbox.Pending
+	for resource, coll := range outboxCollections {
+		cur, err := o.db.Collection(coll).Find(ctx, bson.D{{Key: outbox.Field + ".id", Value: bson.D{{Key: "$exists", Value: true}}}},
+			options.Find().SetProjection(bson.D{{Key: outbox.Field, Value: 1}}).SetLimit(int64(limit)))
+		if err != nil {
+			return nil, wrap(err, resource)
+		}
+		var docs []struct {
+			ID     string         `bson:"_id"`
+			Events []outbox.Event `bson:"_outbox"`
+		}
+		if err := cur.All(ctx, &docs); err != nil {
+			return nil, wrap(err, resource)
+		}
+		for _, d := range docs {
+			for _, ev := range d.Events {
+				out = append(out, outbox.Pending{Ref: outbox.Ref{Resource: resource, ID: d.ID}, Event: ev})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Ack removes a published event from its document.
+func (o Outbox) Ack(ctx context.Context, ref outbox.Ref, eventID string) error {
+	coll, ok := outboxCollections[ref.Resource]
+	if !ok {
+		return fmt.Errorf("outbox: unknown resource %q", ref.Resource)
+	}
+	_, err := o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
+		bson.D{{Key: "$pull", Value: bson.D{{Key: outbox.Field, Value: bson.D{{Key: "id", Value: eventID}}}}}})
+	return wrap(err, ref.Resource)
+}
+
+// withEvent returns doc as a BSON document carrying ev in its outbox.
+func withEvent(doc any, ev outbox.Event) (bson.D, error) {
+	d, err := toD(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append(d, bson.E{Key: outbox.Field, Value: bson.A{ev}}), nil
+}
+
+// setWithEvent is the update that sets doc's fields (all but _id) and adds ev to the outbox.
+func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
+	d, err := toD(doc)
+	if err != nil {
+		return nil, err
+	}
+	set := make(bson.D, 0, len(d))
+	for _, e := range d {
+		if e.Key != "_id" {
+			set = append(set, e)
+		}
+	}
+	return bson.D{{Key: "$set", Value: set}, {Key: "$push", Value: bson.D{{Key: outbox.Field, Value: ev}}}}, nil
+}
+
+func toD(doc any) (bson.D, error) {
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var d bson.D
+	return d, bson.Unmarshal(raw, &d)
+}
+
+// notDeleted matches documents that are not tombstoned.
+var notDeleted = bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/workflows"
+)
+
+// Workflows stores workflow definitions.
+type Workflows struct{ db *mongo.Database }
+
+var _ workflows.Repo = Workflows{}
+
+// NewWorkflows returns the workflow repository of db.
+func NewWorkflows(db *mongo.Database) Workflows { return Workflows{db: db} }
+
+func (r Workflows) Insert(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
+	doc, err := withEvent(w, ev)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.Collection(workflowsColl).InsertOne(ctx, doc)
+	return wrap(err, "workflow")
+}
+
+func (r Workflows) Get(ctx context.Context, projectID, botID, id string) (workflows.Workflow, error) {
+	var w workflows.Workflow
+	err := r.db.Collection(workflowsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID},
+		{Key: "bot_id", Value: botID}, notDeleted}).Decode(&w)
+	return w, wrap(err, "workflow")
+}
+
+func (r Workflows) List(ctx context.Context, projectID, botID string, page paging.Page) ([]workflows.Workflow, int, error) {
+	list := []workflows.Workflow{}
+	total, err := findPage(ctx, r.db.Collection(workflowsColl),
+		bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted}, page, &list)
+	return list, total, wrap(err, "workflow")
+}
+
+func (r Workflows) Replace(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
+	update, err := setWithEvent(w, ev)
+	if err != nil {
+		return err
+	}
+	res, err := r.db.Collection(workflowsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: w.UUID}, {Key: "rev", Value: w.Rev - 1}, notDeleted}, update)
+	if err != nil {
+		return wrap(err, "workflow")
+	}
+	if res.MatchedCount == 0 {
+		return apperr.New(apperr.Conflict, "workflow_changed", "The workflow was changed or deleted by another request; read it and retry.")
+	}
+	return nil
+}
+
+func (r Workflows) Delete(ctx context.Context, w workflows.Workflow, at time.Time, ev outbox.Event) error {
+	return tombstone(ctx, r.db.Collection(workflowsColl), w.UUID, at, ev, "workflow")
+}

@@ -1,0 +1,269 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+)
+
+var fieldPathRE = regexp.MustCompile(FieldPathPattern)
+
+// Validate checks d and returns an Invalid *apperr.Error naming every problem by its JSON
+// field path, or nil. eventTypes lists the events an event trigger may name.
+//
+// Validate normalises d in place: it trims spaces, defaults the trigger type to manual and
+// a schedule's timezone to UTC, turns nil conditions, actions and trigger_config into empty
+// ones, and sets the default value of exists (true) and of send_message's mode (post).
+func (d *Definition) Validate(eventTypes []string) error {
+	d.normalise()
+	var p apperr.Problems
+	d.validateTrigger(&p, eventTypes)
+	validateConditions(&p, d.Conditions)
+	validateActions(&p, d.Actions)
+	return p.Err()
+}
+
+func (d *Definition) normalise() {
+	d.TriggerType = strings.TrimSpace(d.TriggerType)
+	if d.TriggerType == "" {
+		d.TriggerType = TriggerTypeManual
+	}
+	d.TriggerEvent = strings.TrimSpace(d.TriggerEvent)
+	if d.TriggerConfig == nil {
+		d.TriggerConfig = map[string]any{}
+	}
+	if d.Conditions == nil {
+		d.Conditions = []Condition{}
+	}
+	if d.Actions == nil {
+		d.Actions = []Action{}
+	}
+	for i := range d.Conditions {
+		d.Conditions[i].Field = strings.TrimSpace(d.Conditions[i].Field)
+		d.Conditions[i].Operator = strings.TrimSpace(d.Conditions[i].Operator)
+	}
+	for i := range d.Actions {
+		d.Actions[i].Type = strings.TrimSpace(d.Actions[i].Type)
+	}
+}
+
+func (d *Definition) validateTrigger(p *apperr.Problems, eventTypes []string) {
+	if !slices.Contains(TriggerTypes, d.TriggerType) {
+		p.Add("trigger_type", "must be one of: %s", strings.Join(TriggerTypes, ", "))
+		return
+	}
+	switch {
+	case d.TriggerType == TriggerTypeEvent:
+		validateTriggerEvent(p, d.TriggerEvent, eventTypes)
+	case d.TriggerEvent != "":
+		p.Add("trigger_event", "is only for event triggers")
+	}
+	if d.TriggerType == TriggerTypeSchedule {
+		validateSchedule(p, d.TriggerConfig)
+		return
+	}
+	for _, key := range sortedKeys(d.TriggerConfig) {
+		p.Add("trigger_config."+key, "is not a setting of %s triggers, which take none", d.TriggerType)
+	}
+}
+
+func validateTriggerEvent(p *apperr.Problems, event string, eventTypes []string) {
+	allowed := strings.Join(eventTypes, ", ")
+	switch {
+	case event == "":
+		p.Add("trigger_event", "is required for event triggers; one of: %s", allowed)
+	case !slices.Contains(eventTypes, event):
+		p.Add("trigger_event", "must be one of: %s", allowed)
+	}
+}
+
+func validateSchedule(p *apperr.Problems, config map[string]any) {
+	for _, key := range sortedKeys(config) {
+		if !slices.Contains(ScheduleConfigKeys, key) {
+			p.Add("trigger_config."+key, "is not a schedule setting; allowed: %s", strings.Join(ScheduleConfigKeys, ", "))
+		}
+	}
+	validateCron(p, config)
+	validateTimezone(p, config)
+}
+
+func validateCron(p *apperr.Problems, config map[string]any) {
+	const field = "trigger_config.cron"
+	if config["cron"] == nil {
+		p.Add(field, "is required for schedule triggers")
+		return
+	}
+	raw, ok := config["cron"].(string)
+	if !ok {
+		p.Add(field, "must be a string")
+		return
+	}
+	spec := strings.TrimSpace(raw)
+	config["cron"] = spec
+	switch {
+	case spec == "":
+		p.Add(field, "is required for schedule triggers")
+	case strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ="):
+		p.Add(field, "must not start with CRON_TZ= or TZ=; set trigger_config.timezone instead")
+	default:
+		validateCronSpec(p, field, spec)
+	}
+}
+
+func validateCronSpec(p *apperr.Problems, field, spec string) {
+	schedule, err := cron.ParseStandard(spec)
+	if err != nil {
+		p.Add(field, "is not a valid cron expression: %v", err)
+		return
+	}
+	if every, ok := schedule.(cron.ConstantDelaySchedule); ok && every.Delay < MinScheduleInterval {
+		p.Add(field, "must not run more often than once a minute")
+	}
+}
+
+func validateTimezone(p *apperr.Problems, config map[string]any) {
+	const field = "trigger_config.timezone"
+	if config["timezone"] == nil {
+		config["timezone"] = DefaultTimezone
+		return
+	}
+	raw, ok := config["timezone"].(string)
+	if !ok {
+		p.Add(field, "must be a string")
+		return
+	}
+	tz := strings.TrimSpace(raw)
+	if tz == "" {
+		tz = DefaultTimezone
+	}
+	config["timezone"] = tz
+	if tz == "Local" {
+		p.Add(field, "must name a time zone such as Europe/Berlin, not Local")
+		return
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		p.Add(field, "is not a known IANA time zone such as Europe/Berlin")
+	}
+}
+
+func validateConditions(p *apperr.Problems, conditions []Condition) {
+	if len(conditions) > MaxConditions {
+		p.Add("conditions", "must have at most %d entries", MaxConditions)
+		return
+	}
+	for i := range conditions {
+		validateCondition(p, fmt.Sprintf("conditions[%d]", i), &conditions[i])
+	}
+}
+
+func validateCondition(p *apperr.Problems, path string, c *Condition) {
+	switch {
+	case c.Field == "":
+		p.Add(path+".field", "is required")
+	case len(c.Field) > MaxFieldPathLen || !fieldPathRE.MatchString(c.Field):
+		p.Add(path+".field", "must be a dot path such as data.status of letters, digits and underscores, at most %d characters", MaxFieldPathLen)
+	}
+	if !slices.Contains(Operators, c.Operator) {
+		p.Add(path+".operator", "must be one of: %s", strings.Join(Operators, ", "))
+		return
+	}
+	if problem := operandProblem(c); problem != "" {
+		p.Add(path+".value", "%s", problem)
+	}
+}
+
+// operandProblem returns what is wrong with c's value for its operator, or "". It sets the
+// default value of exists.
+func operandProblem(c *Condition) string {
+	switch c.Operator {
+	case OpExists:
+		if c.Value == nil {
+			c.Value = true
+		}
+		if _, ok := c.Value.(bool); !ok {
+			return "must be true or false for exists"
+		}
+	case OpGt, OpGte, OpLt, OpLte:
+		if _, ok := number(c.Value); !ok {
+			return "must be a number for " + c.Operator
+		}
+	case OpIn:
+		if list, ok := c.Value.([]any); !ok || len(list) == 0 {
+			return "must be a non-empty array for in"
+		}
+	case OpContains:
+		if _, ok := number(c.Value); !ok && !isString(c.Value) {
+			return "must be a string or a number for contains"
+		}
+	default:
+		if c.Value == nil {
+			return "is required"
+		}
+	}
+	return ""
+}
+
+func validateActions(p *apperr.Problems, actions []Action) {
+	switch {
+	case len(actions) == 0:
+		p.Add("actions", "must have at least one action")
+		return
+	case len(actions) > MaxActions:
+		p.Add("actions", "must have at most %d entries", MaxActions)
+		return
+	}
+	for i := range actions {
+		validateAction(p, fmt.Sprintf("actions[%d]", i), &actions[i])
+	}
+}
+
+func validateAction(p *apperr.Problems, path string, a *Action) {
+	check, known := actionChecks[a.Type]
+	if !known {
+		p.Add(path+".type", "must be one of: %s", strings.Join(ActionTypes, ", "))
+	}
+	if a.Params == nil {
+		p.Add(path+".params", "is required")
+		return
+	}
+	if !known {
+		return
+	}
+	ps := params{problems: p, path: path + ".params", m: a.Params}
+	allowed := ActionParams[a.Type]
+	for _, key := range sortedKeys(a.Params) {
+		if !slices.Contains(allowed, key) {
+			ps.add(key, "is not a parameter of %s; allowed: %s", a.Type, strings.Join(allowed, ", "))
+		}
+	}
+	check(ps)
+}
+
+// number returns v as a float64 when it is a JSON number.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+func sortedKeys(m map[string]any) []string {
+	return slices.Sorted(maps.Keys(m))
+}

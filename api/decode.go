@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -53,7 +54,7 @@ func (s *server) decode(c *gin.Context, dst any) error {
 	if err := json.Unmarshal(raw, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return apperr.Invalidf(te.Field, "must be %s", jsonTypeName(te.Type.Kind().String()))
+			return apperr.Invalidf(jsonPath(te.Field), "must be %s", jsonTypeName(te.Type.Kind().String()))
 		}
 		return apperr.New(apperr.Malformed, "malformed_json", "The request body is not valid JSON: "+err.Error())
 	}
@@ -139,6 +140,19 @@ func checkValues(path string, v any) error {
 		}
 	}
 	return nil
+}
+
+// jsonPath turns encoding/json's field path into the body's: the names of embedded structs
+// (capitalised Go type names; JSON names here are snake_case) are not part of the body.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && !unicode.IsUpper([]rune(p)[0]) {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ".")
 }
 
 func jsonTypeName(kind string) string {

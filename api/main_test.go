@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
@@ -38,19 +39,41 @@ type bundle struct {
 
 const adminToken = "test-admin-token"
 
-type option func(*api.Deps)
+// options are what a test may change of the server setup gives it.
+type options struct {
+	rateLimit  int
+	adminToken string
+	redis      *redis.Client
+	nats       *nats.Conn
+	checks     []api.Check
+}
 
-func withRateLimit(n int) option       { return func(d *api.Deps) { d.RateLimit = n } }
-func withAdminToken(t string) option   { return func(d *api.Deps) { d.AdminToken = t } }
-func withRedis(r *redis.Client) option { return func(d *api.Deps) { d.Redis = r } }
-func withChecks(c ...api.Check) option { return func(d *api.Deps) { d.Checks = c } }
+type option func(*options)
+
+func withRateLimit(n int) option       { return func(o *options) { o.rateLimit = n } }
+func withAdminToken(t string) option   { return func(o *options) { o.adminToken = t } }
+func withRedis(r *redis.Client) option { return func(o *options) { o.redis = r } }
+func withChecks(c ...api.Check) option { return func(o *options) { o.checks = c } }
+
+// withNATS publishes events through nc instead of the shared test server.
+func withNATS(nc *nats.Conn) option { return func(o *options) { o.nats = nc } }
 
 func setup(t testing.TB, opts ...option) *bundle {
 	t.Helper()
 	db := testenv.Mongo(t)
+	o := options{rateLimit: 1000, adminToken: adminToken, redis: testenv.Redis(t), nats: testenv.NATS(t)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.checks == nil {
+		o.checks = []api.Check{
+			{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, db) }},
+			{Name: "redis", Ping: func(ctx context.Context) error { return o.redis.Ping(ctx).Err() }},
+		}
+	}
 	ten := tenancy.NewService(store.NewTenancy(db))
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ev := dispatcher(t, db, testenv.NATS(t), log)
+	ev := dispatcher(t, db, o.nats, log)
 	deps := api.Deps{
 		Logger:       log,
 		Tenancy:      ten,
@@ -58,22 +81,19 @@ func setup(t testing.TB, opts ...option) *bundle {
 		CRM:          crm.NewService(store.NewCRM(db), ev, "USD"),
 		Calendar:     calendar.NewService(store.NewCalendars(db), ev),
 		Workflows:    workflows.NewService(store.NewWorkflows(db), ev),
-		Redis:        testenv.Redis(t),
-		AdminToken:   adminToken,
+		Redis:        o.redis,
+		Checks:       o.checks,
+		AdminToken:   o.adminToken,
 		MaxBodyBytes: 1 << 20,
-		RateLimit:    1000,
-	}
-	deps.Checks = []api.Check{
-		{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, db) }},
-		{Name: "redis", Ping: func(ctx context.Context) error { return deps.Redis.Ping(ctx).Err() }},
-	}
-	for _, o := range opts {
-		o(&deps)
+		RateLimit:    o.rateLimit,
 	}
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev}
 	b.key, b.project = b.newTenant(t)
 	return b
 }
+
+// waitABit paces a loop that polls for something to happen.
+func waitABit() { time.Sleep(50 * time.Millisecond) }
 
 // dispatcher publishes events to nc's stream.
 func dispatcher(t testing.TB, db *mongo.Database, nc *nats.Conn, log *slog.Logger) *outbox.Dispatcher {

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -38,6 +39,9 @@ func StartNATS(storeDir string, port int) (*NATS, error) {
 	}
 	return &NATS{URL: ns.ClientURL(), server: ns}, nil
 }
+
+// Port is the server's client port.
+func (n *NATS) Port() int { return n.server.Addr().(*net.TCPAddr).Port }
 
 // Close stops the server and waits until it has stopped.
 func (n *NATS) Close() {

@@ -1,6 +1,6 @@
 // Package outbox is the domain event envelope and the rule that carries it: an event rides in
-// the "_outbox" array of the document whose change it describes, written by the same
-// single-document update, so a committed change always has its event. A publisher removes the
+// the "_outbox" object (keyed by event id) of the document whose change it describes, written by
+// the same single-document update, so a committed change always has its event. A publisher removes the
 // event from the document once NATS has acknowledged it; a relay publishes what is left behind.
 package outbox
 

@@ -133,7 +133,7 @@ func (r CRM) DeleteDeal(ctx context.Context, d crm.Deal, at time.Time, ev outbox
 // tombstone marks the live document id deleted, with its event.
 func tombstone(ctx context.Context, coll *mongo.Collection, id string, at time.Time, ev outbox.Event, resource string) error {
 	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, notDeleted},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}, {Key: "$push", Value: bson.D{{Key: outbox.Field, Value: ev}}}})
+		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}, {Key: slot(ev.ID), Value: ev}}}})
 	if err != nil {
 		return wrap(err, resource)
 	}

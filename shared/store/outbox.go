@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -31,14 +33,15 @@ func NewOutbox(db *mongo.Database) Outbox { return Outbox{db: db} }
 func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error) {
 	var out []outbox.Pending
 	for resource, coll := range outboxCollections {
-		cur, err := o.db.Collection(coll).Find(ctx, bson.D{{Key: outbox.Field + ".id", Value: bson.D{{Key: "$exists", Value: true}}}},
+		cur, err := o.db.Collection(coll).Find(ctx,
+			bson.D{{Key: outbox.Field, Value: bson.D{{Key: "$exists", Value: true}, {Key: "$ne", Value: bson.D{}}}}},
 			options.Find().SetProjection(bson.D{{Key: outbox.Field, Value: 1}}).SetLimit(int64(limit)))
 		if err != nil {
 			return nil, wrap(err, resource)
 		}
 		var docs []struct {
-			ID     string         `bson:"_id"`
-			Events []outbox.Event `bson:"_outbox"`
+			ID     string                  `bson:"_id"`
+			Events map[string]outbox.Event `bson:"_outbox"`
 		}
 		if err := cur.All(ctx, &docs); err != nil {
 			return nil, wrap(err, resource)
@@ -49,6 +52,8 @@ func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error
 			}
 		}
 	}
+	// Event ids are UUIDv7: their order is the order of the changes.
+	slices.SortFunc(out, func(a, b outbox.Pending) int { return strings.Compare(a.Event.ID, b.Event.ID) })
 	return out, nil
 }
 
@@ -59,7 +64,7 @@ func (o Outbox) Ack(ctx context.Context, ref outbox.Ref, eventID string) error {
 		return fmt.Errorf("outbox: unknown resource %q", ref.Resource)
 	}
 	_, err := o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
-		bson.D{{Key: "$pull", Value: bson.D{{Key: outbox.Field, Value: bson.D{{Key: "id", Value: eventID}}}}}})
+		bson.D{{Key: "$unset", Value: bson.D{{Key: slot(eventID), Value: ""}}}})
 	return wrap(err, ref.Resource)
 }
 
@@ -69,8 +74,12 @@ func withEvent(doc any, ev outbox.Event) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(d, bson.E{Key: outbox.Field, Value: bson.A{ev}}), nil
+	return append(d, bson.E{Key: outbox.Field, Value: bson.D{{Key: ev.ID, Value: ev}}}), nil
 }
+
+// slot is the path of an event in its document's outbox. Events are keyed by id, so adding one
+// is a $set and removing one an $unset: plain single-document updates both stores support.
+func slot(eventID string) string { return outbox.Field + "." + eventID }
 
 // setWithEvent is the update that sets doc's fields (all but _id) and adds ev to the outbox.
 func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
@@ -78,13 +87,13 @@ func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := make(bson.D, 0, len(d))
+	set := make(bson.D, 0, len(d)+1)
 	for _, e := range d {
 		if e.Key != "_id" {
 			set = append(set, e)
 		}
 	}
-	return bson.D{{Key: "$set", Value: set}, {Key: "$push", Value: bson.D{{Key: outbox.Field, Value: ev}}}}, nil
+	return bson.D{{Key: "$set", Value: append(set, bson.E{Key: slot(ev.ID), Value: ev})}}, nil
 }
 
 func toD(doc any) (bson.D, error) {

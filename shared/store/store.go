@@ -88,9 +88,10 @@ func indexes() map[string][]mongo.IndexModel {
 	}
 }
 
-// outboxIndex lets the relay find documents with unpublished events without a scan.
+// outboxIndex lets the relay find documents with unpublished events: MongoDB answers the
+// relay's {$ne: {}} from index bounds that skip the empty outboxes.
 func outboxIndex() mongo.IndexModel {
-	return mongo.IndexModel{Keys: bson.D{{Key: "_outbox.id", Value: 1}}, Options: options.Index().SetName("outbox").SetSparse(true)}
+	return mongo.IndexModel{Keys: bson.D{{Key: "_outbox", Value: 1}}, Options: options.Index().SetName("outbox").SetSparse(true)}
 }
 
 // wrap turns driver errors into domain errors: missing documents into NotFound errors of

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 )
 
@@ -11,16 +9,11 @@ type createAccountRequest struct {
 }
 
 // createAccount (admin) creates an account and its first API key, shown once.
-func (s *server) createAccount(c *gin.Context) {
+func (s *server) createAccount(c *gin.Context) (any, error) {
 	var req createAccountRequest
 	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	a, secret, err := s.tenancy.CreateAccount(c, req.Name)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"account": a, "api_key": secret})
+	return gin.H{"account": a, "api_key": secret}, err
 }

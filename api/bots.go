@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/agents"
@@ -13,54 +11,38 @@ type createBotRequest struct {
 	agents.Create
 }
 
-func (s *server) createBot(c *gin.Context) {
+func (s *server) createBot(c *gin.Context) (any, error) {
 	var req createBotRequest
 	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	b, err := s.agents.Create(c, req.ProjectID, req.Create)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"bot": b.Public()})
+	return gin.H{"bot": b.Public()}, err
 }
 
-func (s *server) readBot(c *gin.Context) {
+func (s *server) readBot(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"bot": b.Public()})
+	return gin.H{"bot": b.Public()}, err
 }
 
-func (s *server) listBots(c *gin.Context) {
+func (s *server) listBots(c *gin.Context) (any, error) {
 	var sc scope
 	if err := s.project(c, &sc); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	page, err := pageQuery(c)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	bots, total, err := s.agents.List(c, sc.ProjectID, page)
-	if err != nil {
-		fail(c, err)
-		return
-	}
 	for i := range bots {
 		bots[i] = bots[i].Public()
 	}
-	c.JSON(http.StatusOK, gin.H{"total": total, "bots": bots, "pagination": page.Of(total)})
+	return gin.H{"total": total, "bots": bots, "pagination": page.Of(total)}, err
 }
 
 type updateBotRequest struct {
@@ -68,34 +50,21 @@ type updateBotRequest struct {
 	agents.Patch
 }
 
-func (s *server) updateBot(c *gin.Context) {
+func (s *server) updateBot(c *gin.Context) (any, error) {
 	var req updateBotRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.bot(c, &req.scope)
+	id, err := s.bind(c, &req, &req.scope)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	if b, err = s.agents.Update(c, req.ProjectID, b.ID, req.Patch); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"bot": b.Public()})
+	b, err := s.agents.Update(c, req.ProjectID, id, req.Patch)
+	return gin.H{"bot": b.Public()}, err
 }
 
-func (s *server) deleteBot(c *gin.Context) {
+func (s *server) deleteBot(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	if err := s.agents.Delete(c, sc.ProjectID, b.ID); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{})
+	return gin.H{}, s.agents.Delete(c, sc.ProjectID, b.ID)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strings"
 	"time"
 
@@ -17,74 +16,52 @@ type calendarRequest struct {
 }
 
 // updateCalendar merges the body into the agent's settings and answers {} as the interface does.
-func (s *server) updateCalendar(c *gin.Context) {
+func (s *server) updateCalendar(c *gin.Context) (any, error) {
 	var req calendarRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.bot(c, &req.scope)
+	botID, err := s.bind(c, &req, &req.scope)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	if _, err := s.calendar.Update(c, req.ProjectID, b.ID, req.Patch); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{})
+	_, err = s.calendar.Update(c, req.ProjectID, botID, req.Patch)
+	return gin.H{}, err
 }
 
-func (s *server) readCalendar(c *gin.Context) {
+func (s *server) readCalendar(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	settings, err := s.calendar.Settings(c, sc.ProjectID, b.ID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"settings": settings})
+	return gin.H{"settings": settings}, err
 }
 
 // calendarSlots lists bookable slots between from and to (RFC 3339 times or YYYY-MM-DD dates in
 // the agent's timezone); from defaults to now and to to seven days after from.
-func (s *server) calendarSlots(c *gin.Context) {
+func (s *server) calendarSlots(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	settings, err := s.calendar.Settings(c, sc.ProjectID, b.ID)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	loc, err := time.LoadLocation(settings.Timezone)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	from, err := timeQuery(c, "from", loc, time.Now().In(loc))
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	to, err := timeQuery(c, "to", loc, from.AddDate(0, 0, 7))
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	slots, err := s.calendar.Slots(c, sc.ProjectID, b.ID, from, to)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"timezone": settings.Timezone, "is_enabled": settings.IsEnabled, "slots": slots})
+	return gin.H{"timezone": settings.Timezone, "is_enabled": settings.IsEnabled, "slots": slots}, err
 }
 
 func timeQuery(c *gin.Context, name string, loc *time.Location, def time.Time) (time.Time, error) {

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/crm"
@@ -13,136 +11,86 @@ type dealRequest struct {
 	crm.DealInput
 }
 
-func (s *server) createDeal(c *gin.Context) {
+func (s *server) createDeal(c *gin.Context) (any, error) {
 	var req dealRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.bot(c, &req.scope)
+	botID, err := s.bind(c, &req, &req.scope)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	deal, err := s.crm.CreateDeal(c, req.ProjectID, b.ID, req.DealInput)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"deal": deal})
+	deal, err := s.crm.CreateDeal(c, req.ProjectID, botID, req.DealInput)
+	return gin.H{"deal": deal}, err
 }
 
-func (s *server) updateDeal(c *gin.Context) {
+func (s *server) updateDeal(c *gin.Context) (any, error) {
 	var req dealRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.bot(c, &req.scope)
+	botID, err := s.bind(c, &req, &req.scope)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	deal, err := s.crm.UpdateDeal(c, req.ProjectID, b.ID, c.Param("deal_id"), req.DealInput)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"deal": deal})
+	deal, err := s.crm.UpdateDeal(c, req.ProjectID, botID, c.Param("deal_id"), req.DealInput)
+	return gin.H{"deal": deal}, err
 }
 
-func (s *server) readDeal(c *gin.Context) {
+func (s *server) readDeal(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	deal, err := s.crm.Deal(c, sc.ProjectID, b.ID, c.Param("deal_id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"deal": deal})
+	return gin.H{"deal": deal}, err
 }
 
-func (s *server) listDeals(c *gin.Context) {
+func (s *server) listDeals(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	page, err := pageQuery(c)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	deals, total, err := s.crm.Deals(c, sc.ProjectID, b.ID, c.Query("status"), c.Query("stage"), page)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"total": total, "deals": deals, "pagination": page.Of(total)})
+	return gin.H{"total": total, "deals": deals, "pagination": page.Of(total)}, err
 }
 
-func (s *server) deleteDeal(c *gin.Context) {
+func (s *server) deleteDeal(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	if err := s.crm.DeleteDeal(c, sc.ProjectID, b.ID, c.Param("deal_id")); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{})
+	return gin.H{}, s.crm.DeleteDeal(c, sc.ProjectID, b.ID, c.Param("deal_id"))
 }
 
-func (s *server) listStages(c *gin.Context) {
+func (s *server) listStages(c *gin.Context) (any, error) {
 	var sc scope
 	if _, err := s.bot(c, &sc); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	stages, err := s.crm.Stages(c, sc.ProjectID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"stages": stages})
+	return gin.H{"stages": stages}, err
 }
 
-func (s *server) readContact(c *gin.Context) {
+func (s *server) readContact(c *gin.Context) (any, error) {
 	var sc scope
 	if _, err := s.bot(c, &sc); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	contact, err := s.crm.Contact(c, sc.ProjectID, c.Param("contact_id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"contact": contact})
+	return gin.H{"contact": contact}, err
 }
 
-func (s *server) listContacts(c *gin.Context) {
+func (s *server) listContacts(c *gin.Context) (any, error) {
 	var sc scope
 	if _, err := s.bot(c, &sc); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	page, err := pageQuery(c)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	contacts, total, err := s.crm.Contacts(c, sc.ProjectID, page)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"total": total, "contacts": contacts, "pagination": page.Of(total)})
+	return gin.H{"total": total, "contacts": contacts, "pagination": page.Of(total)}, err
 }

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 )
 
@@ -10,33 +8,20 @@ type createKeyRequest struct {
 	Name string `json:"name"`
 }
 
-func (s *server) createKey(c *gin.Context) {
+func (s *server) createKey(c *gin.Context) (any, error) {
 	var req createKeyRequest
 	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	k, secret, err := s.tenancy.CreateKey(c, principal(c).AccountID, req.Name)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"key": k, "api_key": secret})
+	return gin.H{"key": k, "api_key": secret}, err
 }
 
-func (s *server) listKeys(c *gin.Context) {
+func (s *server) listKeys(c *gin.Context) (any, error) {
 	keys, err := s.tenancy.Keys(c, principal(c).AccountID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"keys": keys})
+	return gin.H{"keys": keys}, err
 }
 
-func (s *server) revokeKey(c *gin.Context) {
-	if err := s.tenancy.RevokeKey(c, principal(c).AccountID, c.Param("key_id")); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{})
+func (s *server) revokeKey(c *gin.Context) (any, error) {
+	return gin.H{}, s.tenancy.RevokeKey(c, principal(c).AccountID, c.Param("key_id"))
 }

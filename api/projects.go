@@ -1,8 +1,6 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 )
 
@@ -10,39 +8,25 @@ type createProjectRequest struct {
 	Name string `json:"name"`
 }
 
-func (s *server) createProject(c *gin.Context) {
+func (s *server) createProject(c *gin.Context) (any, error) {
 	var req createProjectRequest
 	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	p, err := s.tenancy.CreateProject(c, principal(c).AccountID, req.Name)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"project": p})
+	return gin.H{"project": p}, err
 }
 
-func (s *server) listProjects(c *gin.Context) {
+func (s *server) listProjects(c *gin.Context) (any, error) {
 	page, err := pageQuery(c)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	projects, total, err := s.tenancy.Projects(c, principal(c).AccountID, page)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"total": total, "projects": projects, "pagination": page.Of(total)})
+	return gin.H{"total": total, "projects": projects, "pagination": page.Of(total)}, err
 }
 
-func (s *server) readProject(c *gin.Context) {
+func (s *server) readProject(c *gin.Context) (any, error) {
 	p, err := s.tenancy.Project(c, principal(c).AccountID, c.Param("project_id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"project": p})
+	return gin.H{"project": p}, err
 }

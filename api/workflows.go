@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -16,96 +15,61 @@ type workflowRequest struct {
 	workflows.Input
 }
 
-func (s *server) createWorkflow(c *gin.Context) {
+func (s *server) createWorkflow(c *gin.Context) (any, error) {
 	var req workflowRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
-	}
-	b, err := s.bot(c, &req.scope)
+	botID, err := s.bind(c, &req, &req.scope)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	w, err := s.workflows.Create(c, req.ProjectID, b.ID, req.Input)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"workflow": w})
+	w, err := s.workflows.Create(c, req.ProjectID, botID, req.Input)
+	return gin.H{"workflow": w}, err
 }
 
-func (s *server) updateWorkflow(c *gin.Context) {
+func (s *server) updateWorkflow(c *gin.Context) (any, error) {
 	var req workflowRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
-		return
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.WorkflowID) == "" {
 		req.WorkflowID = c.Query("workflow_id")
 	}
 	if strings.TrimSpace(req.WorkflowID) == "" {
-		fail(c, apperr.Invalidf("workflow_id", "is required"))
-		return
+		return nil, apperr.Invalidf("workflow_id", "is required")
 	}
-	b, err := s.bot(c, &req.scope)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	w, err := s.workflows.Update(c, req.ProjectID, b.ID, req.WorkflowID, req.Input)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"workflow": w})
+	w, err := s.workflows.Update(c, req.ProjectID, botID, req.WorkflowID, req.Input)
+	return gin.H{"workflow": w}, err
 }
 
-func (s *server) readWorkflow(c *gin.Context) {
+func (s *server) readWorkflow(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	w, err := s.workflows.Get(c, sc.ProjectID, b.ID, c.Query("workflow_id"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"workflow": w})
+	return gin.H{"workflow": w}, err
 }
 
-func (s *server) listWorkflows(c *gin.Context) {
+func (s *server) listWorkflows(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	page, err := pageQuery(c)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
 	list, total, err := s.workflows.List(c, sc.ProjectID, b.ID, page)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"total": total, "workflows": list, "pagination": page.Of(total)})
+	return gin.H{"total": total, "workflows": list, "pagination": page.Of(total)}, err
 }
 
-func (s *server) deleteWorkflow(c *gin.Context) {
+func (s *server) deleteWorkflow(c *gin.Context) (any, error) {
 	var sc scope
 	b, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	if err := s.workflows.Delete(c, sc.ProjectID, b.ID, c.Query("workflow_id")); err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{})
+	return gin.H{}, s.workflows.Delete(c, sc.ProjectID, b.ID, c.Query("workflow_id"))
 }

@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agents"
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -35,12 +34,7 @@ var _ agents.Repo = Agents{}
 func NewAgents(db *mongo.Database) Agents { return Agents{db: db} }
 
 func (a Agents) Insert(ctx context.Context, b agents.Bot, ev outbox.Event) error {
-	doc, err := withEvent(b, ev)
-	if err != nil {
-		return err
-	}
-	_, err = a.db.Collection(botsColl).InsertOne(ctx, doc)
-	return wrap(err, "bot")
+	return insertWithEvent(ctx, a.db.Collection(botsColl), b, ev, "bot")
 }
 
 // byIDOrUUID matches a live document of the project by its id or its uuid.
@@ -65,19 +59,7 @@ func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([
 }
 
 func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) error {
-	update, err := setWithEvent(b, ev)
-	if err != nil {
-		return err
-	}
-	res, err := a.db.Collection(botsColl).UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: b.ID}, {Key: "rev", Value: b.Rev - 1}, notDeleted}, update)
-	if err != nil {
-		return wrap(err, "bot")
-	}
-	if res.MatchedCount == 0 {
-		return apperr.New(apperr.Conflict, "bot_changed", "The agent was changed or deleted by another request; read it and retry.")
-	}
-	return nil
+	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, ev, "bot")
 }
 
 func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {

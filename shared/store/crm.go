@@ -83,12 +83,7 @@ func (r CRM) Contacts(ctx context.Context, projectID string, page paging.Page) (
 }
 
 func (r CRM) InsertDeal(ctx context.Context, d crm.Deal, ev outbox.Event) error {
-	doc, err := withEvent(d, ev)
-	if err != nil {
-		return err
-	}
-	_, err = r.db.Collection(dealsColl).InsertOne(ctx, doc)
-	return wrap(err, "deal")
+	return insertWithEvent(ctx, r.db.Collection(dealsColl), d, ev, "deal")
 }
 
 func (r CRM) Deal(ctx context.Context, projectID, botID, id string) (crm.Deal, error) {
@@ -112,18 +107,7 @@ func (r CRM) Deals(ctx context.Context, f crm.DealFilter, page paging.Page) ([]c
 }
 
 func (r CRM) ReplaceDeal(ctx context.Context, d crm.Deal, ev outbox.Event) error {
-	update, err := setWithEvent(d, ev)
-	if err != nil {
-		return err
-	}
-	res, err := r.db.Collection(dealsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: d.UUID}, {Key: "rev", Value: d.Rev - 1}, notDeleted}, update)
-	if err != nil {
-		return wrap(err, "deal")
-	}
-	if res.MatchedCount == 0 {
-		return apperr.New(apperr.Conflict, "deal_changed", "The deal was changed or deleted by another request; read it and retry.")
-	}
-	return nil
+	return replaceRevision(ctx, r.db.Collection(dealsColl), d.UUID, d.Rev, d, ev, "deal")
 }
 
 func (r CRM) DeleteDeal(ctx context.Context, d crm.Deal, at time.Time, ev outbox.Event) error {

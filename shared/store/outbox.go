@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
@@ -107,3 +108,30 @@ func toD(doc any) (bson.D, error) {
 
 // notDeleted matches documents that are not tombstoned.
 var notDeleted = bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}
+
+// insertWithEvent inserts doc carrying ev in its outbox.
+func insertWithEvent(ctx context.Context, coll *mongo.Collection, doc any, ev outbox.Event, resource string) error {
+	d, err := withEvent(doc, ev)
+	if err != nil {
+		return err
+	}
+	_, err = coll.InsertOne(ctx, d)
+	return wrap(err, resource)
+}
+
+// replaceRevision writes doc (with ev in its outbox) over the live document id of revision
+// rev-1: optimistic concurrency, a Conflict error when another write came first.
+func replaceRevision(ctx context.Context, coll *mongo.Collection, id string, rev int64, doc any, ev outbox.Event, resource string) error {
+	update, err := setWithEvent(doc, ev)
+	if err != nil {
+		return err
+	}
+	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "rev", Value: rev - 1}, notDeleted}, update)
+	if err != nil {
+		return wrap(err, resource)
+	}
+	if res.MatchedCount == 0 {
+		return apperr.New(apperr.Conflict, resource+"_changed", "The "+resource+" was changed or deleted by another request; read it and retry.")
+	}
+	return nil
+}

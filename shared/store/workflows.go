@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -22,12 +21,7 @@ var _ workflows.Repo = Workflows{}
 func NewWorkflows(db *mongo.Database) Workflows { return Workflows{db: db} }
 
 func (r Workflows) Insert(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
-	doc, err := withEvent(w, ev)
-	if err != nil {
-		return err
-	}
-	_, err = r.db.Collection(workflowsColl).InsertOne(ctx, doc)
-	return wrap(err, "workflow")
+	return insertWithEvent(ctx, r.db.Collection(workflowsColl), w, ev, "workflow")
 }
 
 func (r Workflows) Get(ctx context.Context, projectID, botID, id string) (workflows.Workflow, error) {
@@ -45,18 +39,7 @@ func (r Workflows) List(ctx context.Context, projectID, botID string, page pagin
 }
 
 func (r Workflows) Replace(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
-	update, err := setWithEvent(w, ev)
-	if err != nil {
-		return err
-	}
-	res, err := r.db.Collection(workflowsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: w.UUID}, {Key: "rev", Value: w.Rev - 1}, notDeleted}, update)
-	if err != nil {
-		return wrap(err, "workflow")
-	}
-	if res.MatchedCount == 0 {
-		return apperr.New(apperr.Conflict, "workflow_changed", "The workflow was changed or deleted by another request; read it and retry.")
-	}
-	return nil
+	return replaceRevision(ctx, r.db.Collection(workflowsColl), w.UUID, w.Rev, w, ev, "workflow")
 }
 
 func (r Workflows) Delete(ctx context.Context, w workflows.Workflow, at time.Time, ev outbox.Event) error {

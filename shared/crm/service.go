@@ -263,15 +263,15 @@ func (s *Service) views(ctx context.Context, projectID string, deals []Deal) ([]
 
 // DeleteDeal tombstones a deal.
 func (s *Service) DeleteDeal(ctx context.Context, projectID, botID, dealID string) error {
-	view, err := s.Deal(ctx, projectID, botID, dealID)
+	d, err := s.repo.Deal(ctx, projectID, botID, strings.TrimSpace(dealID))
 	if err != nil {
 		return err
 	}
-	d, err := s.repo.Deal(ctx, projectID, botID, view.UUID)
+	views, err := s.views(ctx, projectID, []Deal{d})
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(outbox.DealDeleted, projectID, botID, EventData{View: view, Status: d.Status})
+	ev := outbox.New(outbox.DealDeleted, projectID, botID, EventData{View: views[0], Status: d.Status})
 	if err := s.repo.DeleteDeal(ctx, d, s.now(), ev); err != nil {
 		return err
 	}

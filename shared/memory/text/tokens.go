@@ -1,0 +1,86 @@
+package text
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// cl100kPattern is the pre-tokenisation regular expression of cl100k_base,
+// as published by OpenAI's tiktoken.
+const cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+var (
+	encoderOnce sync.Once
+	encoderBPE  *tiktoken.Tiktoken
+)
+
+// encoder returns the cl100k_base encoder, building it on first use from the
+// vocabulary embedded in tiktoken-go-loader. The encoder is built directly
+// rather than through tiktoken.SetBpeLoader so that the package never mutates
+// the tiktoken package's global loader.
+func encoder() *tiktoken.Tiktoken {
+	encoderOnce.Do(func() {
+		enc, err := newCL100K()
+		if err != nil {
+			// The vocabulary is embedded in the binary, so this can only
+			// happen if the dependency itself is broken.
+			panic(fmt.Sprintf("text: load cl100k_base: %v", err))
+		}
+		encoderBPE = enc
+	})
+	return encoderBPE
+}
+
+func newCL100K() (*tiktoken.Tiktoken, error) {
+	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
+	if err != nil {
+		return nil, fmt.Errorf("read vocabulary: %w", err)
+	}
+	special := map[string]int{
+		tiktoken.ENDOFTEXT:   100257,
+		tiktoken.FIM_PREFIX:  100258,
+		tiktoken.FIM_MIDDLE:  100259,
+		tiktoken.FIM_SUFFIX:  100260,
+		tiktoken.ENDOFPROMPT: 100276,
+	}
+	bpe, err := tiktoken.NewCoreBPE(ranks, special, cl100kPattern)
+	if err != nil {
+		return nil, fmt.Errorf("build encoder: %w", err)
+	}
+	specialSet := make(map[string]any, len(special))
+	for k := range special {
+		specialSet[k] = true
+	}
+	encoding := &tiktoken.Encoding{
+		Name:           tiktoken.MODEL_CL100K_BASE,
+		PatStr:         cl100kPattern,
+		MergeableRanks: ranks,
+		SpecialTokens:  special,
+	}
+	return tiktoken.NewTiktoken(bpe, encoding, specialSet), nil
+}
+
+// Tokens counts the tokens of s with the cl100k_base encoding (the encoding
+// of GPT-4, GPT-3.5 and the text-embedding-3 models). Special-token markers
+// such as "<|endoftext|>" are counted as ordinary text. The vocabulary is
+// loaded once, offline, on first use; Tokens is safe for concurrent use.
+func Tokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(encoder().EncodeOrdinary(s))
+}
+
+// encode returns the cl100k_base token ids of s, treating special-token
+// markers as ordinary text.
+func encode(s string) []int {
+	return encoder().EncodeOrdinary(s)
+}
+
+// decode returns the text of the given token ids.
+func decode(tokens []int) string {
+	return encoder().Decode(tokens)
+}

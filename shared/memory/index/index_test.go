@@ -172,7 +172,8 @@ func TestSegmentationInvariance(t *testing.T) {
 	shuffled := slices.Clone(docs)
 	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	split := []*Segment{nil, NewSegment(nil)}
-	for _, cut := range [][2]int{{0, 3}, {3, 50}, {50, 51}, {51, 120}, {120, 200}, {200, 290}, {290, len(shuffled)}} {
+	n := len(shuffled)
+	for _, cut := range [][2]int{{0, 3}, {3, n / 5}, {n / 5, n/5 + 1}, {n/5 + 1, n / 2}, {n / 2, 3 * n / 4}, {3 * n / 4, n - 10}, {n - 10, n}} {
 		split = append(split, NewSegment(shuffled[cut[0]:cut[1]]))
 	}
 

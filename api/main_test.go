@@ -17,8 +17,11 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/testenv"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -32,6 +35,11 @@ type bundle struct {
 	tenancy *tenancy.Service
 	db      *mongo.Database
 	outbox  *outbox.Dispatcher
+	memory  *memory.Memory
+	// queue is the test's own task queue on Redis; workers started by startWorker serve it.
+	queue    string
+	redisURL string
+	log      *slog.Logger
 	// key and project belong to one fresh account.
 	key     string
 	project tenancy.Project
@@ -46,6 +54,7 @@ type options struct {
 	redis      *redis.Client
 	nats       *nats.Conn
 	checks     []api.Check
+	embed      memory.Embedder
 }
 
 type option func(*options)
@@ -54,6 +63,9 @@ func withRateLimit(n int) option       { return func(o *options) { o.rateLimit =
 func withAdminToken(t string) option   { return func(o *options) { o.adminToken = t } }
 func withRedis(r *redis.Client) option { return func(o *options) { o.redis = r } }
 func withChecks(c ...api.Check) option { return func(o *options) { o.checks = c } }
+
+// withEmbedder ranks memory with embed's vectors too.
+func withEmbedder(e memory.Embedder) option { return func(o *options) { o.embed = e } }
 
 // withNATS publishes events through nc instead of the shared test server.
 func withNATS(nc *nats.Conn) option { return func(o *options) { o.nats = nc } }
@@ -74,6 +86,8 @@ func setup(t testing.TB, opts ...option) *bundle {
 	ten := tenancy.NewService(store.NewTenancy(db))
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	ev := dispatcher(t, db, o.nats, log)
+	queue := testenv.NewName()
+	mem := memory.New(store.NewMemory(db), o.embed, 64<<20, log)
 	deps := api.Deps{
 		Logger:       log,
 		Tenancy:      ten,
@@ -81,13 +95,16 @@ func setup(t testing.TB, opts ...option) *bundle {
 		CRM:          crm.NewService(store.NewCRM(db), ev, "USD"),
 		Calendar:     calendar.NewService(store.NewCalendars(db), ev),
 		Workflows:    workflows.NewService(store.NewWorkflows(db), ev),
+		Sources:      sources.NewService(store.NewSources(db), ev, tasks.NewQueue(asynqClient(t), queue), 1<<20, log),
+		Memory:       mem,
 		Redis:        o.redis,
 		Checks:       o.checks,
 		AdminToken:   o.adminToken,
 		MaxBodyBytes: 1 << 20,
 		RateLimit:    o.rateLimit,
 	}
-	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev}
+	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
+		queue: queue, redisURL: testenv.RedisURL(), log: log}
 	b.key, b.project = b.newTenant(t)
 	return b
 }

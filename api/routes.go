@@ -47,4 +47,12 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/workflow/read", handle(s.readWorkflow))
 	v1.GET("/bot/workflow/readall", handle(s.listWorkflows))
 	v1.DELETE("/bot/workflow/delete", handle(s.deleteWorkflow))
+
+	v1.POST("/bot/source/create", handle(s.createSource))
+	v1.GET("/bot/source/read", handle(s.readSource))
+	v1.GET("/bot/source/readall", handle(s.listSources))
+	v1.PUT("/bot/source/update", handle(s.updateSource))
+	v1.POST("/bot/source/sync", handle(s.syncSource))
+	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
+	v1.POST("/bot/search", handle(s.searchMemory))
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -32,6 +34,8 @@ type Deps struct {
 	CRM       *crm.Service
 	Calendar  *calendar.Service
 	Workflows *workflows.Service
+	Sources   *sources.Service
+	Memory    *memory.Memory
 	Redis     redis.UniversalClient
 	Checks    []Check
 	// AdminToken guards /v1/admin/*; empty turns the admin routes off.
@@ -49,6 +53,8 @@ type server struct {
 	crm        *crm.Service
 	calendar   *calendar.Service
 	workflows  *workflows.Service
+	sources    *sources.Service
+	memory     *memory.Memory
 	limiter    *redis_rate.Limiter
 	checks     []Check
 	adminToken string
@@ -66,6 +72,8 @@ func NewServer(d Deps) http.Handler {
 		crm:        d.CRM,
 		calendar:   d.Calendar,
 		workflows:  d.Workflows,
+		sources:    d.Sources,
+		memory:     d.Memory,
 		limiter:    redis_rate.NewLimiter(d.Redis),
 		checks:     d.Checks,
 		adminToken: d.AdminToken,

@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
 )
 
 // Deps is what the scheduler needs.
@@ -17,6 +18,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Outbox relays domain events whose inline publish failed (NATS was down).
 	Outbox *outbox.Dispatcher
+	// Sources queues due syncs, the sweep of forgotten sources and stuck ingestions.
+	Sources *sources.Planner
 }
 
 // relayInterval is how often the outbox relay looks for events left behind.
@@ -25,7 +28,15 @@ const relayInterval = time.Second
 // Run runs the schedules and the outbox relay until ctx ends, then waits for entries that are
 // enqueueing.
 func Run(ctx context.Context, d Deps) error {
-	c := cron.New(cron.WithLocation(time.UTC), cron.WithLogger(cronLogger{d.Logger.With("component", "scheduler")}))
+	log := d.Logger.With("component", "scheduler")
+	c := cron.New(cron.WithLocation(time.UTC), cron.WithLogger(cronLogger{log}))
+	if _, err := c.AddFunc("@every 1m", func() {
+		if err := d.Sources.Plan(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Warn("planning source work", "error", err)
+		}
+	}); err != nil {
+		return err
+	}
 	c.Start()
 	d.Logger.Info("scheduler started", "entries", len(c.Entries()))
 	relayed := make(chan struct{})

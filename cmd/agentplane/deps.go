@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/nats-io/nats.go"
@@ -17,8 +19,12 @@ import (
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/safehttp"
+	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -31,6 +37,8 @@ type deps struct {
 	redis   *redis.Client
 	redisOp asynq.RedisConnOpt
 	nats    *nats.Conn
+	tasks   *asynq.Client
+	fetch   *safehttp.Client
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -65,10 +73,13 @@ func connect(cfg config.Config, log *slog.Logger) (*deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &deps{cfg: cfg, log: log, db: db, redis: redis.NewClient(ropt), redisOp: aopt, nats: nc}, nil
+	fetch := safehttp.New(safehttp.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.FetchTimeout, MaxBytes: cfg.FetchMaxBytes})
+	return &deps{cfg: cfg, log: log, db: db, redis: redis.NewClient(ropt), redisOp: aopt, nats: nc,
+		tasks: asynq.NewClient(aopt), fetch: fetch}, nil
 }
 
 func (d *deps) close(ctx context.Context) {
+	_ = d.tasks.Close()
 	d.nats.Close()
 	_ = d.redis.Close()
 	_ = d.db.Client().Disconnect(ctx)
@@ -98,12 +109,39 @@ func (d *deps) apiDeps() (api.Deps, error) {
 		CRM:          crm.NewService(store.NewCRM(d.db), ev, d.cfg.DefaultCurrency),
 		Calendar:     calendar.NewService(store.NewCalendars(d.db), ev),
 		Workflows:    workflows.NewService(store.NewWorkflows(d.db), ev),
+		Sources:      sources.NewService(store.NewSources(d.db), ev, d.queue(), int(d.cfg.MaxBodyBytes), d.log),
+		Memory:       memory.New(store.NewMemory(d.db), d.embedder(), d.cfg.MemoryCacheBytes, d.log),
 		Redis:        d.redis,
 		Checks:       d.checks(),
 		AdminToken:   d.cfg.AdminToken,
 		MaxBodyBytes: d.cfg.MaxBodyBytes,
 		RateLimit:    d.cfg.RateLimit,
 	}, nil
+}
+
+func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, tasks.DefaultQueue) }
+
+// embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
+// operator configures it, so it is called directly, not through the guarded client.
+func (d *deps) embedder() memory.Embedder {
+	if d.cfg.EmbeddingURL == "" {
+		return nil
+	}
+	return memory.NewEmbedder(d.cfg.EmbeddingURL, d.cfg.EmbeddingKey, d.cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
+}
+
+// ingester does the workers' part of memory sources.
+func (d *deps) ingester() (*sources.Ingester, error) {
+	ev, err := d.dispatcher()
+	if err != nil {
+		return nil, err
+	}
+	return sources.NewIngester(store.NewSources(d.db), ev, d.fetch, d.embedder(), d.cfg.CrawlMaxPages, d.log.With("component", "ingest")), nil
+}
+
+// planner is the scheduler's part of memory sources.
+func (d *deps) planner() *sources.Planner {
+	return sources.NewPlanner(store.NewSources(d.db), d.queue(), d.cfg.SourceStuckAfter, d.log.With("component", "planner"))
 }
 
 func (d *deps) checks() []api.Check {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,7 +18,16 @@ import (
 	"github.com/agentplane/agentplane/shared/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain runs the tests, or, when a test re-executes this binary as a separate process of
+// the service (AGENTPLANE_TEST_ARGS set), the program itself: a process a test can SIGKILL.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("AGENTPLANE_TEST_ARGS"); args != "" {
+		os.Args = append(os.Args[:1], strings.Fields(args)...)
+		main()
+		return
+	}
+	testenv.Main(m)
+}
 
 // output is an io.Writer that the test can read while the program writes.
 type output struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -68,8 +69,13 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		start(func() error { return serveHTTP(ctx, d, ln) })
 	}
 	if role == "worker" || role == "dev" {
+		ingester, err := d.ingester()
+		if err != nil {
+			return err
+		}
 		start(func() error {
-			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Concurrency: cfg.WorkerConcurrency, ShutdownTimeout: cfg.ShutdownTimeout})
+			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: tasks.DefaultQueue, Concurrency: cfg.WorkerConcurrency,
+				ShutdownTimeout: cfg.ShutdownTimeout, Sources: ingester})
 		})
 	}
 	if role == "scheduler" || role == "dev" {
@@ -77,7 +83,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay}) })
+		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner()}) })
 	}
 	wg.Wait()
 	close(errs)

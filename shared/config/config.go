@@ -31,6 +31,15 @@ var Vars = []Var{
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
 	{"AGENTPLANE_DEFAULT_CURRENCY", "`USD`", "ISO 4217 currency of deals created without one."},
+	{"AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "`false`", "Lets outbound fetches (web pages, documents, provider hosts, webhooks) reach loopback, private and other special-purpose addresses and any port. Only for local setups."},
+	{"AGENTPLANE_FETCH_TIMEOUT", "`20s`", "Time limit of one outbound fetch, body included."},
+	{"AGENTPLANE_FETCH_MAX_BYTES", "`10485760`", "Largest response body an outbound fetch reads; larger pages fail their source."},
+	{"AGENTPLANE_CRAWL_MAX_PAGES", "`20`", "Pages a `url` memory source crawls on its site, the first included."},
+	{"AGENTPLANE_EMBEDDING_URL", "unset (lexical ranking only)", "Base URL of an OpenAI-compatible embeddings endpoint (e.g. `https://api.openai.com/v1`); when set, retrieval fuses lexical and vector rankings."},
+	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
+	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
+	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
+	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long is ingested again by the reconciler."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
@@ -52,6 +61,15 @@ type Config struct {
 	MaxBodyBytes      int64
 	RateLimit         int
 	WorkerConcurrency int
+	AllowPrivate      bool
+	FetchTimeout      time.Duration
+	FetchMaxBytes     int64
+	CrawlMaxPages     int
+	EmbeddingURL      string
+	EmbeddingKey      string
+	EmbeddingModel    string
+	MemoryCacheBytes  int64
+	SourceStuckAfter  time.Duration
 	ShutdownTimeout   time.Duration
 	LogLevel          string
 }
@@ -80,6 +98,9 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
 		DefaultCurrency: strings.ToUpper(get("AGENTPLANE_DEFAULT_CURRENCY", "USD")),
+		EmbeddingURL:    get("AGENTPLANE_EMBEDDING_URL", ""),
+		EmbeddingKey:    get("AGENTPLANE_EMBEDDING_KEY", ""),
+		EmbeddingModel:  get("AGENTPLANE_EMBEDDING_MODEL", "text-embedding-3-small"),
 	}
 	if role == "dev" {
 		c.HTTPAddr = get("AGENTPLANE_HTTP_ADDR", "127.0.0.1:8080")
@@ -101,8 +122,33 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.WorkerConcurrency = int(conc)
-	if c.ShutdownTimeout, err = time.ParseDuration(get("AGENTPLANE_SHUTDOWN_TIMEOUT", "30s")); err != nil || c.ShutdownTimeout <= 0 {
-		return c, fmt.Errorf("AGENTPLANE_SHUTDOWN_TIMEOUT: want a positive duration such as 30s")
+	for _, d := range []struct {
+		dst       *time.Duration
+		name, def string
+	}{
+		{&c.ShutdownTimeout, "AGENTPLANE_SHUTDOWN_TIMEOUT", "30s"},
+		{&c.FetchTimeout, "AGENTPLANE_FETCH_TIMEOUT", "20s"},
+		{&c.SourceStuckAfter, "AGENTPLANE_SOURCE_STUCK_AFTER", "15m"},
+	} {
+		if *d.dst, err = time.ParseDuration(get(d.name, d.def)); err != nil || *d.dst <= 0 {
+			return c, fmt.Errorf("%s: want a positive duration such as %s", d.name, d.def)
+		}
+	}
+	if c.FetchMaxBytes, err = positiveInt(get("AGENTPLANE_FETCH_MAX_BYTES", "10485760"), "AGENTPLANE_FETCH_MAX_BYTES", 1024); err != nil {
+		return c, err
+	}
+	pages, err := positiveInt(get("AGENTPLANE_CRAWL_MAX_PAGES", "20"), "AGENTPLANE_CRAWL_MAX_PAGES", 1)
+	if err != nil {
+		return c, err
+	}
+	c.CrawlMaxPages = int(pages)
+	cacheMB, err := positiveInt(get("AGENTPLANE_MEMORY_CACHE_MB", "512"), "AGENTPLANE_MEMORY_CACHE_MB", 1)
+	if err != nil {
+		return c, err
+	}
+	c.MemoryCacheBytes = cacheMB << 20
+	if c.AllowPrivate, err = strconv.ParseBool(get("AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "false")); err != nil {
+		return c, fmt.Errorf("AGENTPLANE_ALLOW_PRIVATE_NETWORKS: want true or false")
 	}
 	if len(c.DefaultCurrency) != 3 {
 		return c, fmt.Errorf("AGENTPLANE_DEFAULT_CURRENCY: want a 3-letter ISO 4217 code, got %q", c.DefaultCurrency)

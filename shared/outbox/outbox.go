@@ -57,6 +57,13 @@ const (
 	WorkflowCreated  = "workflow.created"
 	WorkflowUpdated  = "workflow.updated"
 	WorkflowDeleted  = "workflow.deleted"
+	SourceCreated    = "source.created"
+	SourceReady      = "source.ready"
+	SourceFailed     = "source.failed"
+	SourceUpdated    = "source.updated"
+	SourceSynced     = "source.synced"
+	SourceExpired    = "source.expired"
+	SourceDeleted    = "source.deleted"
 )
 
 // Types lists every event type, for validation and documentation.
@@ -64,4 +71,5 @@ var Types = []string{
 	BotCreated, BotUpdated, BotDeleted, CalendarUpdated,
 	DealCreated, DealUpdated, DealStageChanged, DealWon, DealLost, DealDeleted,
 	WorkflowCreated, WorkflowUpdated, WorkflowDeleted,
+	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 }

@@ -22,8 +22,9 @@ const (
 	calendarsColl = "calendars"
 )
 
-// ownedByBot are the collections whose documents an agent owns and its deletion tombstones.
-var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl}
+// ownedByBot are the collections whose documents an agent owns and its deletion tombstones
+// (the sweep then purges the chunks of its sources).
+var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl}
 
 // Agents stores agents.
 type Agents struct{ db *mongo.Database }

@@ -20,6 +20,7 @@ var outboxCollections = map[string]string{
 	"deal":     dealsColl,
 	"workflow": workflowsColl,
 	"calendar": calendarsColl,
+	"source":   sourcesColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

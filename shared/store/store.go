@@ -85,6 +85,18 @@ func indexes() map[string][]mongo.IndexModel {
 		calendarsColl: {
 			outboxIndex(),
 		},
+		sourcesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+			{Keys: bson.D{{Key: "next_sync_at", Value: 1}}, Options: options.Index().SetName("next_sync")},
+			{Keys: bson.D{{Key: "pending_since", Value: 1}}, Options: options.Index().SetName("pending_since")},
+			{Keys: bson.D{{Key: "forget_after_at", Value: 1}}, Options: options.Index().SetName("forget_after")},
+			{Keys: bson.D{{Key: "deleted_at", Value: 1}, {Key: "purged", Value: 1}}, Options: options.Index().SetName("purge")},
+			outboxIndex(),
+		},
+		chunksColl: {
+			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
+		},
 	}
 }
 

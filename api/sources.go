@@ -1,0 +1,124 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/sources"
+)
+
+type sourceRequest struct {
+	scope
+	SourceID string `json:"source_id"`
+	sources.Input
+}
+
+// sourceID is the request's source: the body's, else the query's.
+func sourceID(c *gin.Context, fromBody string) (string, error) {
+	if strings.TrimSpace(fromBody) == "" {
+		fromBody = c.Query("source_id")
+	}
+	if strings.TrimSpace(fromBody) == "" {
+		return "", apperr.Invalidf("source_id", "is required")
+	}
+	return strings.TrimSpace(fromBody), nil
+}
+
+func (s *server) createSource(c *gin.Context) (any, error) {
+	var req sourceRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.sources.Create(c, req.ProjectID, botID, req.Input)
+	return gin.H{"source": src}, err
+}
+
+func (s *server) readSource(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.sources.Get(c, sc.ProjectID, b.ID, c.Query("source_id"))
+	return gin.H{"source": src}, err
+}
+
+func (s *server) listSources(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	page, err := pageQuery(c)
+	if err != nil {
+		return nil, err
+	}
+	f := sources.ListFilter{Tag: c.Query("tag"), Type: c.Query("type"), Status: c.Query("status")}
+	list, total, err := s.sources.List(c, sc.ProjectID, b.ID, f, page)
+	return gin.H{"total": total, "sources": list, "pagination": page.Of(total)}, err
+}
+
+func (s *server) updateSource(c *gin.Context) (any, error) {
+	var req sourceRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	id, err := sourceID(c, req.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.sources.Update(c, req.ProjectID, botID, id, req.Input)
+	return gin.H{"source": src}, err
+}
+
+func (s *server) syncSource(c *gin.Context) (any, error) {
+	var req sourceRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	id, err := sourceID(c, req.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.sources.Sync(c, req.ProjectID, botID, id)
+	return gin.H{"source": src}, err
+}
+
+func (s *server) deleteSource(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{}, s.sources.Delete(c, sc.ProjectID, b.ID, c.Query("source_id"))
+}
+
+// searchRequest asks an agent's memory directly.
+type searchRequest struct {
+	scope
+	Keywords  string      `json:"keywords"`
+	SourceIDs []string    `json:"source_ids"`
+	Tags      []string    `json:"tags"`
+	Top       flex.OptInt `json:"top"`
+}
+
+func (s *server) searchMemory(c *gin.Context) (any, error) {
+	var req searchRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Keywords) == "" {
+		return nil, apperr.Invalidf("keywords", "is required")
+	}
+	results, err := s.memory.Search(c, memory.Query{ProjectID: req.ProjectID, BotID: botID, Text: req.Keywords,
+		Filter: memory.Filter{SourceIDs: req.SourceIDs, Tags: req.Tags}, Top: int(req.Top.Value)})
+	return gin.H{"results": results}, err
+}

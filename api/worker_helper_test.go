@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/safehttp"
+	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/workers"
+)
+
+func redisOpt(t testing.TB) asynq.RedisConnOpt {
+	t.Helper()
+	opt, err := asynq.ParseRedisURI(testenv.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
+}
+
+func asynqClient(t testing.TB) *asynq.Client {
+	t.Helper()
+	c := asynq.NewClient(redisOpt(t))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// workerOptions are what a test may change of its worker.
+type workerOptions struct {
+	// guarded keeps the SSRF guard on (tests' pages are on loopback, so it is off by default).
+	guarded      bool
+	fetchTimeout time.Duration
+	maxBytes     int64
+	maxPages     int
+	embed        memory.Embedder
+}
+
+// startWorker runs a real worker on the test's queue until the test ends, and returns its
+// ingester (whose clock a test may set).
+func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
+	t.Helper()
+	if o.fetchTimeout == 0 {
+		o.fetchTimeout = 2 * time.Second
+	}
+	if o.maxPages == 0 {
+		o.maxPages = 20
+	}
+	fetch := safehttp.New(safehttp.Options{AllowPrivate: !o.guarded, Timeout: o.fetchTimeout, MaxBytes: o.maxBytes})
+	ing := sources.NewIngester(store.NewSources(b.db), b.outbox, fetch, o.embed, o.maxPages, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Deps{Logger: b.log, Redis: redisOpt(t), Queue: b.queue, Concurrency: 4,
+			ShutdownTimeout: 5 * time.Second, Sources: ing, RetryDelay: func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond },
+			RetryCheckInterval: 100 * time.Millisecond})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ing
+}
+
+// waitSource polls the source until its status is not processing, and returns it.
+func (b *bundle) waitSource(t *testing.T, botID, sourceID string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Key: b.key,
+			Path: "/v1/bot/source/read?project_id=" + b.project.ID + "&bot_id=" + botID + "&source_id=" + sourceID})
+		expect(t, res, http.StatusOK, "")
+		src := res.JSON(t)["source"].(map[string]any)
+		if src["status"] != sources.StatusProcessing || time.Now().After(deadline) {
+			return src
+		}
+		waitABit()
+	}
+}

@@ -1,0 +1,266 @@
+// Package memory is retrieval over agents' memory: the chunks ingested from their sources,
+// ranked for a question and returned with the reference of the source they came from.
+//
+// MongoDB holds the chunks. Each process keeps them in memory, indexed in immutable segments,
+// one per generation of a source (package index). A query reads the agent's live source
+// generations from the store (so a source deleted, expired or re-ingested a moment ago is seen
+// at once) and searches their segments, loading the ones it lacks: one store read per query
+// once the agent's memory is cached. Generations are never updated, only replaced, so the cache
+// cannot go stale.
+package memory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/memory/index"
+)
+
+// Bounds of a query.
+const (
+	DefaultTop = 5
+	MaxTop     = 50
+)
+
+// Ref is a source as a passage cites it (the interface's source reference).
+type Ref struct {
+	CitationNumber int      `json:"citation_number"`
+	SourceID       string   `json:"source_id"`
+	Title          string   `json:"title"`
+	URL            string   `json:"url"`
+	Favicon        string   `json:"favicon"`
+	Type           string   `json:"type"`
+	Tags           []string `json:"tags"`
+}
+
+// Chunk is a passage of a source generation.
+type Chunk struct {
+	ID        string
+	ProjectID string
+	BotID     string
+	SourceID  string
+	Gen       string
+	Position  int
+	Text      string
+	Tokens    int
+	PageURL   string
+	PageTitle string
+	Tags      []string
+	Vector    []float32
+}
+
+// ChunkRef locates a chunk: its source, generation and position.
+type ChunkRef struct {
+	SourceID string
+	Gen      string
+	Position int
+}
+
+// ID is the chunk's id: "<source>-<generation>-<position>". Source ids have no dash.
+func (r ChunkRef) ID() string { return r.SourceID + "-" + r.Gen + "-" + strconv.Itoa(r.Position) }
+
+// ParseChunkID is the inverse of ChunkRef.ID.
+func ParseChunkID(id string) (ChunkRef, bool) {
+	first, last := strings.IndexByte(id, '-'), strings.LastIndexByte(id, '-')
+	if first <= 0 || last <= first+1 {
+		return ChunkRef{}, false
+	}
+	pos, err := strconv.Atoi(id[last+1:])
+	if err != nil {
+		return ChunkRef{}, false
+	}
+	return ChunkRef{SourceID: id[:first], Gen: id[first+1 : last], Position: pos}, true
+}
+
+// Live is a generation of a source that retrieval may read: the source is ready, neither
+// deleted nor past its forget time.
+type Live struct {
+	Ref    Ref
+	Gen    string
+	Chunks int
+}
+
+// Filter narrows a query to sources by id (or uuid) and by tag (any of them).
+type Filter struct {
+	SourceIDs []string
+	Tags      []string
+}
+
+// Store reads what retrieval needs.
+type Store interface {
+	// Live lists the agent's retrievable source generations at now, narrowed by f.
+	Live(ctx context.Context, projectID, botID string, f Filter, now time.Time) ([]Live, error)
+	// Generation returns the n chunks of one source generation (fewer when the generation was
+	// removed meanwhile).
+	Generation(ctx context.Context, sourceID, gen string, n int) ([]Chunk, error)
+}
+
+// Query asks the memory of one agent.
+type Query struct {
+	ProjectID string
+	BotID     string
+	Text      string
+	Filter
+	// Top is how many passages to return: DefaultTop when 0, at most MaxTop.
+	Top int
+}
+
+// Passage is one retrieved chunk with its source.
+type Passage struct {
+	ChunkID   string  `json:"chunk_id"`
+	Score     float64 `json:"score"`
+	Text      string  `json:"text"`
+	Position  int     `json:"position"`
+	PageURL   string  `json:"page_url"`
+	PageTitle string  `json:"page_title"`
+	Source    Ref     `json:"source"`
+}
+
+// Memory answers queries over the stored chunks.
+type Memory struct {
+	store Store
+	embed Embedder
+	cache *cache
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New returns retrieval over store, with an index cache of at most cacheBytes. embed may be nil
+// (lexical ranking only).
+func New(store Store, embed Embedder, cacheBytes int64, log *slog.Logger) *Memory {
+	return &Memory{store: store, embed: embed, cache: newCache(cacheBytes), log: log, now: time.Now}
+}
+
+// SetClock replaces the clock that decides which sources are forgotten (tests).
+func (m *Memory) SetClock(now func() time.Time) { m.now = now }
+
+// CheckTop validates a requested number of passages (0 is the default).
+func CheckTop(top int) error {
+	if top < 0 || top > MaxTop {
+		return apperr.Invalidf("top", "must be between 1 and %d", MaxTop)
+	}
+	return nil
+}
+
+// Search returns the passages of the agent's memory that best answer q, best first.
+func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
+	if err := CheckTop(q.Top); err != nil {
+		return nil, err
+	}
+	if q.Top == 0 {
+		q.Top = DefaultTop
+	}
+	live, gens, err := m.generations(ctx, q)
+	if err != nil || len(gens) == 0 {
+		return []Passage{}, err
+	}
+	segs := make([]*index.Segment, len(gens))
+	byKey := make(map[string]*generation, len(gens))
+	for i, g := range gens {
+		segs[i] = g.seg
+		byKey[live[i].key()] = g
+	}
+	hits := index.Search(segs, index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top})
+	refs := make(map[string]Ref, len(live))
+	for _, l := range live {
+		refs[l.Ref.SourceID] = l.Ref
+	}
+	out := make([]Passage, 0, len(hits))
+	for _, h := range hits {
+		loc, _ := ParseChunkID(h.ID)
+		g := byKey[loc.SourceID+"/"+loc.Gen]
+		if g == nil || loc.Position >= len(g.chunks) {
+			continue
+		}
+		c := g.chunks[loc.Position]
+		out = append(out, Passage{ChunkID: c.ID, Score: h.Score, Text: c.Text, Position: c.Position,
+			PageURL: c.PageURL, PageTitle: c.PageTitle, Source: refs[c.SourceID]})
+	}
+	return out, nil
+}
+
+func (l Live) key() string { return l.Ref.SourceID + "/" + l.Gen }
+
+// generation is a source generation in memory: its chunks and their index.
+type generation struct {
+	seg    *index.Segment
+	chunks []Chunk // by position
+}
+
+// bytes estimates the memory a generation holds.
+func (g *generation) bytes() int64 {
+	n := int64(g.seg.Bytes())
+	for _, c := range g.chunks {
+		n += int64(len(c.ID)+len(c.Text)+len(c.PageURL)+len(c.PageTitle)) + 160
+	}
+	return n
+}
+
+// generations returns the live generations of q's agent, each with its chunks in memory. A
+// generation whose chunks were replaced between the two reads is seen as incomplete, and the
+// live list is read again: a reader sees the old chunks or the new ones, never none or both.
+func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generation, error) {
+	for attempt := 0; ; attempt++ {
+		live, err := m.store.Live(ctx, q.ProjectID, q.BotID, q.Filter, m.now())
+		if err != nil {
+			return nil, nil, err
+		}
+		gens := make([]*generation, 0, len(live))
+		stale := false
+		for _, l := range live {
+			g, err := m.cache.get(ctx, l.key(), func(ctx context.Context) (*generation, error) { return m.load(ctx, l) })
+			if errors.Is(err, errIncomplete) && attempt == 0 {
+				stale = true
+				break
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			gens = append(gens, g)
+		}
+		if !stale {
+			return live, gens, nil
+		}
+	}
+}
+
+// errIncomplete marks a generation that lost chunks while it was read: it was replaced.
+var errIncomplete = apperr.New(apperr.Conflict, "generation_replaced", "the source was re-indexed while it was read")
+
+func (m *Memory) load(ctx context.Context, l Live) (*generation, error) {
+	chunks, err := m.store.Generation(ctx, l.Ref.SourceID, l.Gen, l.Chunks)
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) != l.Chunks {
+		return nil, errIncomplete
+	}
+	docs := make([]index.Doc, len(chunks))
+	for i, c := range chunks {
+		if c.Position != i {
+			return nil, errIncomplete
+		}
+		docs[i] = index.Doc{ID: c.ID, Text: c.Text, Vector: c.Vector}
+		chunks[i].Vector = nil
+	}
+	return &generation{seg: index.NewSegment(docs), chunks: chunks}, nil
+}
+
+// queryVector embeds the question when an embedder is configured; on failure the query is
+// answered lexically.
+func (m *Memory) queryVector(ctx context.Context, text string) []float32 {
+	if m.embed == nil {
+		return nil
+	}
+	vecs, err := m.embed.Embed(ctx, []string{text})
+	if err != nil || len(vecs) != 1 {
+		m.log.Warn("query embedding failed; ranking lexically", "error", err)
+		return nil
+	}
+	return vecs[0]
+}

@@ -1,0 +1,73 @@
+package sources
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplane/agentplane/shared/tasks"
+)
+
+// Planner is the scheduler's part of sources: it queues due syncs, the sweep, and ingestion
+// of sources stuck in processing. Every task id is derived from the work, so two planners
+// queue each piece once.
+type Planner struct {
+	repo       Repo
+	queue      Enqueuer
+	stuckAfter time.Duration
+	log        *slog.Logger
+}
+
+// NewPlanner returns the planner; a source pending longer than stuckAfter is ingested anew.
+func NewPlanner(repo Repo, queue Enqueuer, stuckAfter time.Duration, log *slog.Logger) *Planner {
+	return &Planner{repo: repo, queue: queue, stuckAfter: stuckAfter, log: log}
+}
+
+// planBatch bounds the sources one Plan looks at per kind of work.
+const planBatch = 500
+
+// Plan queues the work due at now.
+func (p *Planner) Plan(ctx context.Context, now time.Time) error {
+	due, err := p.repo.Due(ctx, now, planBatch)
+	if err != nil {
+		return err
+	}
+	for _, s := range due {
+		at := s.NextSyncAt.UTC()
+		if err := p.queue.Enqueue(ctx, tasks.SyncSource, s.ID+":"+strconv.FormatInt(at.UnixMilli(), 10), SyncTask{SourceID: s.ID, Due: at}); err != nil {
+			return err
+		}
+	}
+	if err := p.reconcile(ctx, now); err != nil {
+		return err
+	}
+	return p.queue.Enqueue(ctx, tasks.SweepSources, now.UTC().Truncate(time.Minute).Format(time.RFC3339), struct{}{})
+}
+
+// reconcile gives sources stuck in processing (their task was lost with Redis, or is failing
+// without end) a new generation and queues it; a late run of the old task finds itself
+// superseded.
+func (p *Planner) reconcile(ctx context.Context, now time.Time) error {
+	stuck, err := p.repo.Stuck(ctx, now.Add(-p.stuckAfter), planBatch)
+	if err != nil {
+		return err
+	}
+	for _, s := range stuck {
+		gen := uuid.NewSHA1(uuid.NameSpaceURL, []byte(s.ID+"@"+s.Pending)).String()
+		next, err := p.repo.Pend(ctx, s.ID, s.Pending, gen, now)
+		if err != nil {
+			return err
+		}
+		if next.Pending != gen {
+			continue
+		}
+		p.log.Info("re-queueing stuck source", "source_id", s.ID, "pending_since", s.PendingSince)
+		if err := p.queue.Enqueue(ctx, tasks.IngestSource, s.ID+":"+gen, IngestTask{SourceID: s.ID, Gen: gen}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package sources
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/tasks"
+)
+
+// ListFilter narrows a list of sources; empty fields match all.
+type ListFilter struct {
+	Tag    string
+	Type   string
+	Status string
+}
+
+// Repo persists sources and their chunks. Lookups exclude deleted sources.
+type Repo interface {
+	Insert(ctx context.Context, s Source, ev outbox.Event) error
+	Get(ctx context.Context, projectID, botID, idOrUUID string) (Source, error)
+	List(ctx context.Context, projectID, botID string, f ListFilter, page paging.Page) ([]Source, int, error)
+	// Update writes the fields users edit (title, description, tags, forget and sync rules) over
+	// the stored source of revision s.Rev-1 (Conflict otherwise); ingestion's fields are left alone.
+	Update(ctx context.Context, s Source, ev outbox.Event) error
+	// Delete tombstones s and removes its chunks.
+	Delete(ctx context.Context, s Source, at time.Time, ev outbox.Event) error
+
+	// Pend makes gen the pending generation of source id, since at, when the pending generation
+	// is still from ("" for none). It returns the source as it is afterwards; a source that
+	// moved on is returned unchanged.
+	Pend(ctx context.Context, id, from, gen string, at time.Time) (Source, error)
+	// PendDue makes gen pending when the source is still due at due (or gen is pending already).
+	PendDue(ctx context.Context, id string, due time.Time, gen string, at time.Time) (Source, error)
+	// Load returns a live source by its id, whatever its project.
+	Load(ctx context.Context, id string) (Source, error)
+	// PutChunks stores the chunks of one generation, replacing any stored before for it.
+	PutChunks(ctx context.Context, sourceID, gen string, chunks []memory.Chunk) error
+	// DropGeneration removes the chunks of one generation of a source.
+	DropGeneration(ctx context.Context, sourceID, gen string) error
+	// Complete writes s's ingestion fields (and clears Pending) when gen is still pending;
+	// false when the source was deleted or another generation superseded it.
+	Complete(ctx context.Context, s Source, gen string, ev outbox.Event) (bool, error)
+
+	// Due lists sources whose sync is due at now and not pending.
+	Due(ctx context.Context, now time.Time, limit int) ([]Source, error)
+	// Stuck lists sources pending since before.
+	Stuck(ctx context.Context, before time.Time, limit int) ([]Source, error)
+	// Expired lists live sources past their forget time at now.
+	Expired(ctx context.Context, now time.Time, limit int) ([]Source, error)
+	// Forget tombstones an expired source with ev and removes its chunks.
+	Forget(ctx context.Context, s Source, at time.Time, ev outbox.Event) error
+	// PurgeDeleted removes the chunks left by deleted sources (an agent's deletion tombstones
+	// its sources); it returns how many sources it purged.
+	PurgeDeleted(ctx context.Context, limit int) (int, error)
+}
+
+// Enqueuer queues work for the workers.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, typ, id string, payload any) error
+}
+
+// IngestTask is the payload of tasks.IngestSource.
+type IngestTask struct {
+	SourceID string `json:"source_id"`
+	Gen      string `json:"gen"`
+}
+
+// SyncTask is the payload of tasks.SyncSource.
+type SyncTask struct {
+	SourceID string    `json:"source_id"`
+	Due      time.Time `json:"due"`
+}
+
+// Service holds the rules of sources users manage.
+type Service struct {
+	repo      Repo
+	events    *outbox.Dispatcher
+	queue     Enqueuer
+	log       *slog.Logger
+	maxSource int
+	now       func() time.Time
+}
+
+// NewService returns the source service; maxSource bounds inline content in bytes.
+func NewService(repo Repo, events *outbox.Dispatcher, queue Enqueuer, maxSource int, log *slog.Logger) *Service {
+	return &Service{repo: repo, events: events, queue: queue, maxSource: maxSource, log: log,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// Create stores a new source of the agent as `processing` and queues its ingestion. When the
+// queue is down the source is kept and the reconciler queues it later.
+func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Source, error) {
+	now := s.now()
+	src := Source{
+		ID: bson.NewObjectID().Hex(), UUID: uuid.NewString(), ProjectID: projectID, BotID: botID,
+		ForgetAfter: "never", SyncFrequency: SyncNever, Status: StatusProcessing, Tags: []string{}, Links: []Link{},
+		CreatedAt: now, UpdatedAt: now, Pending: newGen(), PendingSince: &now,
+	}
+	in.apply(&src)
+	if err := src.validate(s.maxSource); err != nil {
+		return Source{}, err
+	}
+	src.ForgetAfterAt = forgetAt(src.ForgetAfter, src.CreatedAt)
+	ev := outbox.New(outbox.SourceCreated, projectID, botID, src.public())
+	if err := s.repo.Insert(ctx, src, ev); err != nil {
+		return Source{}, err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: src.ID}, ev)
+	s.enqueue(ctx, src)
+	return src.public(), nil
+}
+
+func (s *Service) enqueue(ctx context.Context, src Source) {
+	if err := s.queue.Enqueue(ctx, tasks.IngestSource, src.ID+":"+src.Pending, IngestTask{SourceID: src.ID, Gen: src.Pending}); err != nil {
+		s.log.Warn("ingestion not queued yet; the reconciler will queue it", "source_id", src.ID, "error", err)
+	}
+}
+
+// Get returns one source of the agent by its id or uuid.
+func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Source, error) {
+	if id = strings.TrimSpace(id); id == "" {
+		return Source{}, apperr.Invalidf("source_id", "is required")
+	}
+	src, err := s.repo.Get(ctx, projectID, botID, id)
+	return src.public(), err
+}
+
+// List returns one page of the agent's sources.
+func (s *Service) List(ctx context.Context, projectID, botID string, f ListFilter, page paging.Page) ([]Source, int, error) {
+	var p apperr.Problems
+	if f.Type != "" && !slices.Contains(Types, f.Type) {
+		p.Add("type", "must be one of %s", strings.Join(Types, ", "))
+	}
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
+		p.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
+	}
+	if err := p.Err(); err != nil {
+		return nil, 0, err
+	}
+	list, total, err := s.repo.List(ctx, projectID, botID, f, page)
+	for i := range list {
+		list[i] = list[i].public()
+	}
+	return list, total, err
+}
+
+// Update changes the title, description, tags and the forget and sync rules of a source. Its
+// type and content are fixed: a new content is a new source.
+func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Source, error) {
+	cur, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return Source{}, err
+	}
+	var p apperr.Problems
+	if in.Type != nil && strings.TrimSpace(*in.Type) != "" && strings.TrimSpace(*in.Type) != cur.Type {
+		p.Add("type", "cannot be changed; create a new source")
+	}
+	if in.Source != nil && *in.Source != cur.Source {
+		p.Add("source", "cannot be changed; create a new source")
+	}
+	if err := p.Err(); err != nil {
+		return Source{}, err
+	}
+	next := cur
+	in.apply(&next)
+	if err := next.validate(s.maxSource); err != nil {
+		return Source{}, err
+	}
+	next.ForgetAfterAt = forgetAt(next.ForgetAfter, next.CreatedAt)
+	if next.SyncFrequency != cur.SyncFrequency {
+		next.NextSyncAt = nil
+		if next.SyncedAt != nil {
+			next.NextSyncAt = nextSync(next.SyncFrequency, *next.SyncedAt)
+		}
+	}
+	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
+	ev := outbox.New(outbox.SourceUpdated, projectID, botID, next.public())
+	if err := s.repo.Update(ctx, next, ev); err != nil {
+		return Source{}, err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.ID}, ev)
+	return next.public(), nil
+}
+
+// Delete tombstones a source and removes its chunks: retrieval stops seeing it at once.
+func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error {
+	src, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return err
+	}
+	ev := outbox.New(outbox.SourceDeleted, projectID, botID, src)
+	if err := s.repo.Delete(ctx, src, s.now(), ev); err != nil {
+		return err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: src.ID}, ev)
+	return nil
+}
+
+// Sync ingests a source again now. Retrieval keeps answering from the current chunks until
+// the new ones replace them; a sync already under way is not started twice.
+func (s *Service) Sync(ctx context.Context, projectID, botID, id string) (Source, error) {
+	cur, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return Source{}, err
+	}
+	if cur.Pending == "" {
+		if cur, err = s.repo.Pend(ctx, cur.ID, "", newGen(), s.now()); err != nil {
+			return Source{}, err
+		}
+	}
+	s.enqueue(ctx, cur)
+	return cur.public(), nil
+}
+
+// newGen names a new generation of a source's chunks.
+func newGen() string { return uuid.Must(uuid.NewV7()).String() }

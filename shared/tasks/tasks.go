@@ -1,0 +1,59 @@
+// Package tasks names the queue's task types and enqueues them. Every task carries a
+// deterministic id, so enqueueing the same work twice (a retried request, two schedulers, the
+// reconciler) leaves one task; handlers are idempotent because a task may still run twice.
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+)
+
+// DefaultQueue is the queue production processes use; tests name their own.
+const DefaultQueue = "agentplane"
+
+// The task types.
+const (
+	// IngestSource fetches, extracts, chunks and indexes one generation of a memory source.
+	IngestSource = "source:ingest"
+	// SyncSource re-ingests a source whose sync is due.
+	SyncSource = "source:sync"
+	// SweepSources deletes the data of expired and deleted sources.
+	SweepSources = "source:sweep"
+)
+
+// options are the retry and time limits of each type.
+var options = map[string][]asynq.Option{
+	IngestSource: {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	SyncSource:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	SweepSources: {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
+}
+
+// Queue enqueues tasks on one asynq queue.
+type Queue struct {
+	client *asynq.Client
+	name   string
+}
+
+// NewQueue returns a queue named name of client's Redis.
+func NewQueue(client *asynq.Client, name string) *Queue { return &Queue{client: client, name: name} }
+
+// Enqueue adds a task of type typ with payload, identified by id. A task of the same id that
+// is still queued, running or retrying makes this a no-op. A Redis failure is Unavailable.
+func (q *Queue) Enqueue(ctx context.Context, typ, id string, payload any) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	opts := append([]asynq.Option{asynq.Queue(q.name), asynq.TaskID(typ + ":" + id)}, options[typ]...)
+	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(typ, raw), opts...)
+	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return apperr.Unavailablef("redis", err)
+}

@@ -1,0 +1,258 @@
+package provider
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Behaviour of the offline model.
+const (
+	offlineName     = "offline-extractive"
+	defaultNoAnswer = "I don't know the answer to that yet."
+	maxSentences    = 3 // sentences in an answer
+	minWords        = 3 // shorter fragments (headings, labels) are not answers
+	wordsPerDelta   = 4 // words in each streamed piece
+)
+
+// offline is the built-in extractive [Model].
+type offline struct{}
+
+// NewOffline returns the built-in extractive model, which needs no key and no network. It
+// answers the last user message with sentences of [Request.Passages]: the one sharing the most
+// content words with the question (lowercased, stemmed, stopwords dropped; words found in fewer
+// sentences weigh more), then up to two more that cover words of the question the first ones
+// do not. They are given in passage order, each followed by the citation of its passage ("[2]"
+// for the second). When no sentence shares a content word with the question, it answers
+// [Request.NoAnswer]. Usage is always counted.
+func NewOffline() Model { return offline{} }
+
+// Name implements [Model].
+func (offline) Name() string { return offlineName }
+
+// Complete implements [Model].
+func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return Reply{}, err
+	}
+	return offlineReply(r, answer(r)), nil
+}
+
+// Stream implements [Model]: the answer goes out a few words at a time.
+func (offline) Stream(ctx context.Context, r Request, onDelta func(string) error) (Reply, error) {
+	if onDelta == nil {
+		onDelta = func(string) error { return nil }
+	}
+	words := strings.SplitAfter(answer(r), " ")
+	var sent strings.Builder
+	for i := 0; i < len(words); i += wordsPerDelta {
+		if err := ctx.Err(); err != nil {
+			return offlineReply(r, sent.String()), err
+		}
+		delta := strings.Join(words[i:min(i+wordsPerDelta, len(words))], "")
+		sent.WriteString(delta)
+		if err := onDelta(delta); err != nil {
+			return offlineReply(r, sent.String()), err
+		}
+	}
+	return offlineReply(r, sent.String()), nil
+}
+
+func offlineReply(r Request, content string) Reply {
+	return Reply{Content: content, Model: offlineName, Usage: countUsage(r.Messages, content), FinishReason: "stop"}
+}
+
+// sentence is a candidate sentence of a passage.
+type sentence struct {
+	text    string
+	passage int                 // index in Request.Passages
+	terms   map[string]struct{} // the asked terms it contains
+}
+
+// answer is the offline model's reply to r.
+func answer(r Request) string {
+	noAnswer := r.NoAnswer
+	if noAnswer == "" {
+		noAnswer = defaultNoAnswer
+	}
+	question := ""
+	for _, m := range slices.Backward(r.Messages) {
+		if m.Role == RoleUser {
+			question = m.Content
+			break
+		}
+	}
+	asked := terms(question)
+	if len(asked) == 0 {
+		return noAnswer
+	}
+	var cands []*sentence
+	df := make(map[string]int, len(asked)) // candidates containing each asked term
+	for i, p := range r.Passages {
+		for _, s := range sentences(p.Text) {
+			c := &sentence{text: s, passage: i, terms: make(map[string]struct{})}
+			for t := range terms(s) {
+				if _, ok := asked[t]; ok {
+					c.terms[t] = struct{}{}
+					df[t]++
+				}
+			}
+			if len(c.terms) > 0 {
+				cands = append(cands, c)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return noAnswer
+	}
+	weight := make(map[string]float64, len(df)) // rarer terms weigh more
+	for t, n := range df {
+		weight[t] = math.Log(1 + float64(len(cands))/float64(n))
+	}
+	chosen := choose(cands, weight)
+	parts := make([]string, 0, len(chosen))
+	for _, c := range cands { // passage order
+		if slices.Contains(chosen, c) {
+			parts = append(parts, c.text+" ["+strconv.Itoa(c.passage+1)+"]")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// choose picks the answer among the candidates (in passage order): the sentence with the most
+// weight of asked terms, then, up to maxSentences, the sentences adding the most weight of
+// asked terms not yet covered, as long as they add at least half the first one's weight.
+// Ties go to the earlier sentence.
+func choose(cands []*sentence, weight map[string]float64) []*sentence {
+	covered := make(map[string]struct{})
+	var chosen []*sentence
+	first := 0.0
+	for len(chosen) < maxSentences {
+		var (
+			pick *sentence
+			gain float64
+		)
+		for _, c := range cands {
+			g := 0.0
+			for t := range c.terms {
+				if _, ok := covered[t]; !ok {
+					g += weight[t]
+				}
+			}
+			if g > gain {
+				pick, gain = c, g
+			}
+		}
+		if pick == nil || gain*2 < first {
+			break
+		}
+		first = max(first, gain)
+		chosen = append(chosen, pick)
+		for t := range pick.terms {
+			covered[t] = struct{}{}
+		}
+	}
+	return chosen
+}
+
+// sentences splits a passage into sentences: a line break ends a sentence when the next line
+// is blank, a heading, a list item or a table row; within a block, a sentence ends at . ! or ?
+// followed by a space. Headings and fragments of fewer than minWords words are dropped.
+func sentences(text string) []string {
+	var (
+		out   []string
+		block []string
+	)
+	flush := func() {
+		out = append(out, splitSentences(strings.Join(block, " "))...)
+		block = block[:0]
+	}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || startsBlock(line) {
+			flush()
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if line = strings.TrimSpace(strings.TrimLeft(line, "-*+•|>")); line != "" {
+			block = append(block, line)
+		}
+	}
+	flush()
+	return out
+}
+
+// startsBlock reports whether a line begins a block of its own: a heading, a list item, a table
+// row or a quote.
+func startsBlock(line string) bool {
+	for _, marker := range []string{"#", "-", "*", "+", "•", "|", ">"} {
+		if strings.HasPrefix(line, marker) {
+			return true
+		}
+	}
+	i := strings.IndexFunc(line, func(r rune) bool { return !unicode.IsDigit(r) })
+	return i > 0 && (line[i] == '.' || line[i] == ')') && i+1 < len(line) && line[i+1] == ' '
+}
+
+// splitSentences splits a block of text at sentence ends: . ! or ?, with any closing quotes
+// or brackets, followed by a space.
+func splitSentences(block string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if len(strings.Fields(s)) >= minWords {
+			out = append(out, s)
+		}
+	}
+	start, ended := 0, false // ended: after a sentence end and its closing marks
+	for i, r := range block {
+		switch {
+		case strings.ContainsRune(".!?", r), ended && strings.ContainsRune(`"')]”’»`, r):
+			ended = true
+		case ended && unicode.IsSpace(r):
+			add(block[start:i])
+			start, ended = i, false
+		default:
+			ended = false
+		}
+	}
+	add(block[start:])
+	return out
+}
+
+// terms returns the content words of s: lowercased, without punctuation or stopwords, with
+// ASCII words stemmed.
+func terms(s string) map[string]struct{} {
+	out := make(map[string]struct{})
+	s = strings.ReplaceAll(strings.ToLower(s), "’", "'")
+	words := strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	})
+	for _, w := range words {
+		w = strings.Trim(w, "'")
+		if w == "" {
+			continue
+		}
+		if _, stop := stopwords[w]; stop {
+			continue
+		}
+		out[stem(w)] = struct{}{}
+	}
+	return out
+}
+
+// stem reduces an ASCII word with the Snowball English stemmer; other words are kept.
+func stem(w string) string {
+	for _, r := range w {
+		if r > unicode.MaxASCII || !unicode.IsLetter(r) {
+			return w
+		}
+	}
+	return english.Stem(w, true)
+}

@@ -48,12 +48,24 @@ type errorObject struct {
 // fail answers c with err and stops the handler chain. Internal errors are logged and shown to
 // users only as "Internal error.".
 func fail(c *gin.Context, err error) {
-	e := apperr.As(err)
 	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
 		// The client went away; nobody reads the answer.
 		c.Abort()
 		return
 	}
+	status, body, e := errorOf(c, err)
+	if e.Kind == apperr.RateLimited && e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if e.Kind == apperr.Unauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="agentplane"`)
+	}
+	c.AbortWithStatusJSON(status, body)
+}
+
+// errorOf maps err to its status and body, logging internal errors and outages.
+func errorOf(c *gin.Context, err error) (int, errorBody, *apperr.Error) {
+	e := apperr.As(err)
 	status := statuses[e.Kind]
 	switch {
 	case e.Kind == apperr.Internal:
@@ -62,20 +74,14 @@ func fail(c *gin.Context, err error) {
 	case e.Kind == apperr.Unavailable:
 		logger(c).Warn("dependency unavailable", "error", err)
 	}
-	if e.Kind == apperr.RateLimited && e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	if e.Kind == apperr.Unauthorized {
-		c.Header("WWW-Authenticate", `Bearer realm="agentplane"`)
-	}
 	details := e.Details
 	if details == nil {
 		details = []apperr.Detail{}
 	}
-	c.AbortWithStatusJSON(status, errorBody{
+	return status, errorBody{
 		Error:   errorObject{Status: status, Code: e.Code, Message: e.Message, Details: details, RequestID: requestID(c)},
 		Message: e.Message,
-	})
+	}, e
 }
 
 func logger(c *gin.Context) *slog.Logger {

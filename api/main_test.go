@@ -16,9 +16,12 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -55,6 +58,8 @@ type options struct {
 	nats       *nats.Conn
 	checks     []api.Check
 	embed      memory.Embedder
+	provider   string
+	heartbeat  time.Duration
 }
 
 type option func(*options)
@@ -63,6 +68,12 @@ func withRateLimit(n int) option       { return func(o *options) { o.rateLimit =
 func withAdminToken(t string) option   { return func(o *options) { o.adminToken = t } }
 func withRedis(r *redis.Client) option { return func(o *options) { o.redis = r } }
 func withChecks(c ...api.Check) option { return func(o *options) { o.checks = c } }
+
+// withProvider makes the OpenAI-compatible server at baseURL the configured provider.
+func withProvider(baseURL string) option { return func(o *options) { o.provider = baseURL } }
+
+// withHeartbeat spaces event-stream heartbeats by d.
+func withHeartbeat(d time.Duration) option { return func(o *options) { o.heartbeat = d } }
 
 // withEmbedder ranks memory with embed's vectors too.
 func withEmbedder(e memory.Embedder) option { return func(o *options) { o.embed = e } }
@@ -88,6 +99,11 @@ func setup(t testing.TB, opts ...option) *bundle {
 	ev := dispatcher(t, db, o.nats, log)
 	queue := testenv.NewName()
 	mem := memory.New(store.NewMemory(db), o.embed, 64<<20, log)
+	providers := chats.Providers{Default: provider.NewOffline(), BaseURL: o.provider, Timeout: 2 * time.Second,
+		Guarded: safehttp.New(safehttp.Options{AllowPrivate: true, Timeout: time.Minute}).HTTPClient()}
+	if o.provider != "" {
+		providers.Default = provider.NewOpenAI(provider.Config{BaseURL: o.provider, Timeout: 2 * time.Second})
+	}
 	deps := api.Deps{
 		Logger:       log,
 		Tenancy:      ten,
@@ -97,6 +113,8 @@ func setup(t testing.TB, opts ...option) *bundle {
 		Workflows:    workflows.NewService(store.NewWorkflows(db), ev),
 		Sources:      sources.NewService(store.NewSources(db), ev, tasks.NewQueue(asynqClient(t), queue), 1<<20, log),
 		Memory:       mem,
+		Chats:        chats.NewService(store.NewChats(db), ev, mem, providers, log),
+		Heartbeat:    o.heartbeat,
 		Redis:        o.redis,
 		Checks:       o.checks,
 		AdminToken:   o.adminToken,

@@ -55,4 +55,9 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/source/sync", handle(s.syncSource))
 	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
 	v1.POST("/bot/search", handle(s.searchMemory))
+
+	v1.POST("/bot/chat", s.chat)
+	v1.GET("/bot/chat/read", handle(s.chatHistory))
+	v1.GET("/bot/chat/readall", handle(s.listChats))
+	v1.DELETE("/bot/chat/delete", handle(s.deleteChat))
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -36,6 +38,7 @@ type Deps struct {
 	Workflows *workflows.Service
 	Sources   *sources.Service
 	Memory    *memory.Memory
+	Chats     *chats.Service
 	Redis     redis.UniversalClient
 	Checks    []Check
 	// AdminToken guards /v1/admin/*; empty turns the admin routes off.
@@ -44,6 +47,8 @@ type Deps struct {
 	MaxBodyBytes int64
 	// RateLimit is requests per minute per API key; 0 is no limit.
 	RateLimit int
+	// Heartbeat spaces the comment lines of event streams.
+	Heartbeat time.Duration
 }
 
 type server struct {
@@ -55,6 +60,8 @@ type server struct {
 	workflows  *workflows.Service
 	sources    *sources.Service
 	memory     *memory.Memory
+	chats      *chats.Service
+	heartbeat  time.Duration
 	limiter    *redis_rate.Limiter
 	checks     []Check
 	adminToken string
@@ -65,6 +72,9 @@ type server struct {
 // NewServer returns the HTTP handler of the whole API.
 func NewServer(d Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
+	if d.Heartbeat <= 0 {
+		d.Heartbeat = 15 * time.Second
+	}
 	s := &server{
 		log:        d.Logger,
 		tenancy:    d.Tenancy,
@@ -74,6 +84,8 @@ func NewServer(d Deps) http.Handler {
 		workflows:  d.Workflows,
 		sources:    d.Sources,
 		memory:     d.Memory,
+		chats:      d.Chats,
+		heartbeat:  d.Heartbeat,
 		limiter:    redis_rate.NewLimiter(d.Redis),
 		checks:     d.Checks,
 		adminToken: d.AdminToken,

@@ -17,10 +17,12 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/provider"
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
@@ -102,6 +104,7 @@ func (d *deps) apiDeps() (api.Deps, error) {
 	if err != nil {
 		return api.Deps{}, err
 	}
+	mem := memory.New(store.NewMemory(d.db), d.embedder(), d.cfg.MemoryCacheBytes, d.log)
 	return api.Deps{
 		Logger:       d.log,
 		Tenancy:      d.tenancy(),
@@ -110,7 +113,8 @@ func (d *deps) apiDeps() (api.Deps, error) {
 		Calendar:     calendar.NewService(store.NewCalendars(d.db), ev),
 		Workflows:    workflows.NewService(store.NewWorkflows(d.db), ev),
 		Sources:      sources.NewService(store.NewSources(d.db), ev, d.queue(), int(d.cfg.MaxBodyBytes), d.log),
-		Memory:       memory.New(store.NewMemory(d.db), d.embedder(), d.cfg.MemoryCacheBytes, d.log),
+		Memory:       mem,
+		Chats:        chats.NewService(store.NewChats(d.db), ev, mem, d.providers(), d.log),
 		Redis:        d.redis,
 		Checks:       d.checks(),
 		AdminToken:   d.cfg.AdminToken,
@@ -128,6 +132,18 @@ func (d *deps) embedder() memory.Embedder {
 		return nil
 	}
 	return memory.NewEmbedder(d.cfg.EmbeddingURL, d.cfg.EmbeddingKey, d.cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
+}
+
+// providers are the model providers chats use: the configured one (or the offline model), and
+// for hosts requests name, clients through the SSRF guard. Streams may run long: the guard's
+// own time limit is the provider timeout's business here.
+func (d *deps) providers() chats.Providers {
+	guarded := safehttp.New(safehttp.Options{AllowPrivate: d.cfg.AllowPrivate, Timeout: 30 * time.Minute, MaxBytes: 64 << 20})
+	p := chats.Providers{Default: provider.NewOffline(), BaseURL: d.cfg.ProviderURL, Guarded: guarded.HTTPClient(), Timeout: d.cfg.ProviderTimeout}
+	if d.cfg.ProviderURL != "" {
+		p.Default = provider.NewOpenAI(provider.Config{BaseURL: d.cfg.ProviderURL, APIKey: d.cfg.ProviderKey, Timeout: d.cfg.ProviderTimeout})
+	}
+	return p
 }
 
 // ingester does the workers' part of memory sources.

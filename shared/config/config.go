@@ -35,6 +35,9 @@ var Vars = []Var{
 	{"AGENTPLANE_FETCH_TIMEOUT", "`20s`", "Time limit of one outbound fetch, body included."},
 	{"AGENTPLANE_FETCH_MAX_BYTES", "`10485760`", "Largest response body an outbound fetch reads; larger pages fail their source."},
 	{"AGENTPLANE_CRAWL_MAX_PAGES", "`20`", "Pages a `url` memory source crawls on its site, the first included."},
+	{"AGENTPLANE_PROVIDER_URL", "unset (the built-in offline model answers)", "Base URL of the default OpenAI-compatible model provider (e.g. `https://api.openai.com/v1`, `http://localhost:11434/v1`). A request's `provider_host` overrides it."},
+	{"AGENTPLANE_PROVIDER_KEY", "unset", "API key of the default provider; a request's `provider_key`, else the agent's, overrides it."},
+	{"AGENTPLANE_PROVIDER_TIMEOUT", "`60s`", "Time limit of a provider's answer (of its first byte, when streamed)."},
 	{"AGENTPLANE_EMBEDDING_URL", "unset (lexical ranking only)", "Base URL of an OpenAI-compatible embeddings endpoint (e.g. `https://api.openai.com/v1`); when set, retrieval fuses lexical and vector rankings."},
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
@@ -65,6 +68,9 @@ type Config struct {
 	FetchTimeout      time.Duration
 	FetchMaxBytes     int64
 	CrawlMaxPages     int
+	ProviderURL       string
+	ProviderKey       string
+	ProviderTimeout   time.Duration
 	EmbeddingURL      string
 	EmbeddingKey      string
 	EmbeddingModel    string
@@ -98,6 +104,8 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
 		DefaultCurrency: strings.ToUpper(get("AGENTPLANE_DEFAULT_CURRENCY", "USD")),
+		ProviderURL:     get("AGENTPLANE_PROVIDER_URL", ""),
+		ProviderKey:     get("AGENTPLANE_PROVIDER_KEY", ""),
 		EmbeddingURL:    get("AGENTPLANE_EMBEDDING_URL", ""),
 		EmbeddingKey:    get("AGENTPLANE_EMBEDDING_KEY", ""),
 		EmbeddingModel:  get("AGENTPLANE_EMBEDDING_MODEL", "text-embedding-3-small"),
@@ -128,6 +136,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	}{
 		{&c.ShutdownTimeout, "AGENTPLANE_SHUTDOWN_TIMEOUT", "30s"},
 		{&c.FetchTimeout, "AGENTPLANE_FETCH_TIMEOUT", "20s"},
+		{&c.ProviderTimeout, "AGENTPLANE_PROVIDER_TIMEOUT", "60s"},
 		{&c.SourceStuckAfter, "AGENTPLANE_SOURCE_STUCK_AFTER", "15m"},
 	} {
 		if *d.dst, err = time.ParseDuration(get(d.name, d.def)); err != nil || *d.dst <= 0 {

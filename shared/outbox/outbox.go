@@ -44,26 +44,27 @@ func New(typ, projectID, botID string, data any) Event {
 
 // The event types the platform emits. Workflows may trigger on any of them.
 const (
-	BotCreated       = "bot.created"
-	BotUpdated       = "bot.updated"
-	BotDeleted       = "bot.deleted"
-	CalendarUpdated  = "calendar.updated"
-	DealCreated      = "deal.created"
-	DealUpdated      = "deal.updated"
-	DealStageChanged = "deal.stage_changed"
-	DealWon          = "deal.won"
-	DealLost         = "deal.lost"
-	DealDeleted      = "deal.deleted"
-	WorkflowCreated  = "workflow.created"
-	WorkflowUpdated  = "workflow.updated"
-	WorkflowDeleted  = "workflow.deleted"
-	SourceCreated    = "source.created"
-	SourceReady      = "source.ready"
-	SourceFailed     = "source.failed"
-	SourceUpdated    = "source.updated"
-	SourceSynced     = "source.synced"
-	SourceExpired    = "source.expired"
-	SourceDeleted    = "source.deleted"
+	BotCreated         = "bot.created"
+	BotUpdated         = "bot.updated"
+	BotDeleted         = "bot.deleted"
+	CalendarUpdated    = "calendar.updated"
+	DealCreated        = "deal.created"
+	DealUpdated        = "deal.updated"
+	DealStageChanged   = "deal.stage_changed"
+	DealWon            = "deal.won"
+	DealLost           = "deal.lost"
+	DealDeleted        = "deal.deleted"
+	WorkflowCreated    = "workflow.created"
+	WorkflowUpdated    = "workflow.updated"
+	WorkflowDeleted    = "workflow.deleted"
+	ChatMessageCreated = "chat.message.created"
+	SourceCreated      = "source.created"
+	SourceReady        = "source.ready"
+	SourceFailed       = "source.failed"
+	SourceUpdated      = "source.updated"
+	SourceSynced       = "source.synced"
+	SourceExpired      = "source.expired"
+	SourceDeleted      = "source.deleted"
 )
 
 // Types lists every event type, for validation and documentation.
@@ -71,5 +72,6 @@ var Types = []string{
 	BotCreated, BotUpdated, BotDeleted, CalendarUpdated,
 	DealCreated, DealUpdated, DealStageChanged, DealWon, DealLost, DealDeleted,
 	WorkflowCreated, WorkflowUpdated, WorkflowDeleted,
+	ChatMessageCreated,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 }

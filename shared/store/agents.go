@@ -24,7 +24,7 @@ const (
 
 // ownedByBot are the collections whose documents an agent owns and its deletion tombstones
 // (the sweep then purges the chunks of its sources).
-var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl}
+var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl, chatsColl}
 
 // Agents stores agents.
 type Agents struct{ db *mongo.Database }

@@ -21,6 +21,7 @@ var outboxCollections = map[string]string{
 	"workflow": workflowsColl,
 	"calendar": calendarsColl,
 	"source":   sourcesColl,
+	"chat":     chatMessagesColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

@@ -182,9 +182,19 @@ func (r Sources) PutChunks(ctx context.Context, sourceID, gen string, chunks []m
 	return nil
 }
 
+// DropGeneration removes the chunk documents of a generation. They are numbered from 0 and
+// written in order, so they are deleted by _id until one is missing: point deletes that no
+// store answers with a scan.
 func (r Sources) DropGeneration(ctx context.Context, sourceID, gen string) error {
-	_, err := r.chunks().DeleteMany(ctx, bson.D{{Key: "source_id", Value: sourceID}, {Key: "gen", Value: gen}})
-	return wrap(err, sources.Resource)
+	for position := 0; ; position += chunksPerDoc {
+		res, err := r.chunks().DeleteOne(ctx, bson.D{{Key: "_id", Value: chunkDocID(sourceID, gen, position)}})
+		if err != nil {
+			return wrap(err, sources.Resource)
+		}
+		if res.DeletedCount == 0 {
+			return nil
+		}
+	}
 }
 
 func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev outbox.Event) (bool, error) {

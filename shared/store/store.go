@@ -94,6 +94,13 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "deleted_at", Value: 1}, {Key: "purged", Value: 1}}, Options: options.Index().SetName("purge")},
 			outboxIndex(),
 		},
+		chatsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "updated_at", Value: -1}}, Options: options.Index().SetName("bot")},
+		},
+		chatMessagesColl: {
+			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
+			outboxIndex(),
+		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
 		},

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/chats"
+)
+
+// sse writes a Server-Sent Events stream. Nothing is written until the first event, so an error
+// found before then is still an ordinary JSON error answer. Once started, a comment line every
+// heartbeat keeps idle proxies from closing the connection.
+type sse struct {
+	c         *gin.Context
+	heartbeat time.Duration
+	mu        sync.Mutex
+	started   bool
+	next      int
+	stop      chan struct{}
+	stopped   sync.WaitGroup
+}
+
+func newSSE(c *gin.Context, heartbeat time.Duration) *sse {
+	return &sse{c: c, heartbeat: heartbeat, stop: make(chan struct{})}
+}
+
+// event writes one event with data as JSON.
+func (s *sse) event(name string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.begin()
+	}
+	s.next++
+	if _, err := fmt.Fprintf(s.c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", s.next, name, raw); err != nil {
+		return err
+	}
+	s.c.Writer.Flush()
+	return nil
+}
+
+// begin sends the headers and starts the heartbeat; s.mu is held.
+func (s *sse) begin() {
+	s.started = true
+	h := s.c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	s.c.Writer.WriteHeader(http.StatusOK)
+	s.stopped.Go(func() {
+		t := time.NewTicker(s.heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-s.c.Request.Context().Done():
+				return
+			case <-t.C:
+				s.mu.Lock()
+				_, _ = fmt.Fprint(s.c.Writer, ": ping\n\n")
+				s.c.Writer.Flush()
+				s.mu.Unlock()
+			}
+		}
+	})
+}
+
+// close stops the heartbeat.
+func (s *sse) close() {
+	close(s.stop)
+	s.stopped.Wait()
+}
+
+// Stored and Delta make the stream the sink of a chat reply.
+func (s *sse) Stored(m chats.Message) error { return s.event("stored", gin.H{"message": m}) }
+
+func (s *sse) Delta(text string) error { return s.event("delta", gin.H{"content": text}) }

@@ -1,0 +1,94 @@
+// Package chats is the conversation resource: chats of an agent, their messages (the
+// interface's message records) and history.
+package chats
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+)
+
+// Resource names chats in errors and outbox references.
+const Resource = "chat"
+
+// Message roles.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// User is who wrote a message (2.4). API callers are not people the platform knows: the user
+// of a message is the account behind the key.
+type User struct {
+	UUID       string `json:"uuid" bson:"uuid"`
+	Email      string `json:"email" bson:"email"`
+	Name       string `json:"name" bson:"name"`
+	Avatar     string `json:"avatar" bson:"avatar"`
+	AvatarLink string `json:"avatar_link" bson:"avatar_link"`
+}
+
+// Preference is how a reply was made (2.2), also returned as `config_used`.
+type Preference struct {
+	ReasoningType string `json:"reasoningType" bson:"reasoning_type"`
+	Model         string `json:"model" bson:"model"`
+	MaxTokens     int    `json:"maxTokens" bson:"max_tokens"`
+	Complexity    string `json:"complexity" bson:"complexity"`
+}
+
+// Message is a message record (2.1). Numeric-named fields are strings, as the interface types
+// them.
+type Message struct {
+	UUID            string         `json:"uuid" bson:"uuid"`
+	ChatID          string         `json:"chat_id" bson:"chat_id"`
+	Seq             int            `json:"-" bson:"seq"`
+	Role            string         `json:"role" bson:"role"`
+	Content         string         `json:"content" bson:"content"`
+	Model           string         `json:"model" bson:"model"`
+	Complexity      string         `json:"complexity" bson:"complexity"`
+	ReasoningType   string         `json:"reasoning_type" bson:"reasoning_type"`
+	EstimatedTimeMS string         `json:"estimated_time_ms" bson:"estimated_time_ms"`
+	EstimatedCost   string         `json:"estimated_cost" bson:"estimated_cost"`
+	Confidence      string         `json:"confidence" bson:"confidence"`
+	ConfidenceScore string         `json:"confidence_score" bson:"confidence_score"`
+	Channel         string         `json:"channel" bson:"channel"`
+	CreditUsed      string         `json:"credit_used" bson:"credit_used"`
+	Tokens          int            `json:"tokens" bson:"tokens"`
+	Upvotes         int            `json:"upvotes" bson:"upvotes"`
+	Downvotes       int            `json:"downvotes" bson:"downvotes"`
+	Reasoning       map[string]any `json:"reasoning" bson:"reasoning"`
+	Preference      Preference     `json:"preference" bson:"preference"`
+	Sources         []memory.Ref   `json:"sources" bson:"sources"`
+	Interrupted     bool           `json:"interrupted" bson:"interrupted"`
+	IsToolExecuting bool           `json:"isToolExecuting" bson:"is_tool_executing"`
+	User            User           `json:"user" bson:"user"`
+	CreatedAt       time.Time      `json:"created_at" bson:"created_at"`
+	UpdatedAt       time.Time      `json:"updated_at" bson:"updated_at"`
+}
+
+// Chat is a conversation of an agent.
+type Chat struct {
+	UUID      string     `json:"uuid" bson:"_id"`
+	ProjectID string     `json:"-" bson:"project_id"`
+	BotID     string     `json:"-" bson:"bot_id"`
+	Title     string     `json:"title" bson:"title"`
+	Messages  int        `json:"messages" bson:"messages"`
+	CreatedAt time.Time  `json:"created_at" bson:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at" bson:"updated_at"`
+	DeletedAt *time.Time `json:"-" bson:"deleted_at,omitempty"`
+}
+
+// Repo persists chats and their messages. Lookups exclude deleted chats.
+type Repo interface {
+	Create(ctx context.Context, c Chat) error
+	Get(ctx context.Context, projectID, botID, id string) (Chat, error)
+	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Chat, int, error)
+	Delete(ctx context.Context, c Chat, at time.Time) error
+	// Append stores m as the chat's next message (setting its Seq) with ev in the outbox of the
+	// document it returns.
+	Append(ctx context.Context, c Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
+	// Range returns the chat's messages of sequence numbers from..to (1-based, inclusive), in order.
+	Range(ctx context.Context, chatID string, from, to int) ([]Message, error)
+}

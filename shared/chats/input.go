@@ -1,0 +1,87 @@
+package chats
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/memory"
+)
+
+// Bounds of a chat request.
+const (
+	MaxMessageLength     = 32_000
+	MaxInstructionLength = 20_000
+	MaxReplyTokens       = 32_768
+)
+
+// Reasoning and chat modes.
+var (
+	ReasoningModes = []string{"auto", "standard", "agent"}
+	ChatModes      = []string{"ask", "edit", "plan"}
+)
+
+// Input is the body of a chat request (4.1). provider_key is used for this request only: it
+// is never stored or logged.
+type Input struct {
+	Message        *string     `json:"message"`
+	ProviderKey    string      `json:"provider_key"`
+	ProviderHost   string      `json:"provider_host"`
+	Model          string      `json:"model"`
+	SourceIDs      []string    `json:"source_ids"`
+	Tags           []string    `json:"tags"`
+	Top            flex.OptInt `json:"top"`
+	Instruction    string      `json:"instruction"`
+	MaxReplyTokens flex.OptInt `json:"max_reply_tokens"`
+	Stream         bool        `json:"stream"`
+	ChatID         string      `json:"chat_id"`
+	ReasoningMode  string      `json:"reasoning_mode"`
+	ChatMode       string      `json:"chat_mode"`
+	// Memory false answers without retrieval (BoostGPT's clients send it).
+	Memory *bool `json:"memory"`
+}
+
+// Validate checks every field and fills the defaults of the modes.
+func (in *Input) Validate() error {
+	var p apperr.Problems
+	switch {
+	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
+		p.Add("message", "is required")
+	case utf8.RuneCountInString(*in.Message) > MaxMessageLength:
+		p.Add("message", "must be at most %d characters", MaxMessageLength)
+	}
+	if utf8.RuneCountInString(in.Instruction) > MaxInstructionLength {
+		p.Add("instruction", "must be at most %d characters", MaxInstructionLength)
+	}
+	if in.Top.Set {
+		if err := memory.CheckTop(int(in.Top.Value)); err != nil || in.Top.Value < 1 {
+			p.Add("top", "must be between 1 and %d", memory.MaxTop)
+		}
+	}
+	if in.MaxReplyTokens.Set && (in.MaxReplyTokens.Value < 1 || in.MaxReplyTokens.Value > MaxReplyTokens) {
+		p.Add("max_reply_tokens", "must be between 1 and %d", MaxReplyTokens)
+	}
+	if in.ProviderHost = strings.TrimSpace(in.ProviderHost); in.ProviderHost != "" {
+		if u, err := url.Parse(in.ProviderHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			p.Add("provider_host", "must be an http or https base URL such as https://api.openai.com/v1")
+		}
+	}
+	in.ReasoningMode = strings.ToLower(strings.TrimSpace(in.ReasoningMode))
+	if in.ReasoningMode == "" {
+		in.ReasoningMode = "auto"
+	}
+	if !slices.Contains(ReasoningModes, in.ReasoningMode) {
+		p.Add("reasoning_mode", "must be one of %s", strings.Join(ReasoningModes, ", "))
+	}
+	in.ChatMode = strings.ToLower(strings.TrimSpace(in.ChatMode))
+	if in.ChatMode == "" {
+		in.ChatMode = "ask"
+	}
+	if !slices.Contains(ChatModes, in.ChatMode) {
+		p.Add("chat_mode", "must be one of %s", strings.Join(ChatModes, ", "))
+	}
+	return p.Err()
+}

@@ -1,0 +1,28 @@
+package chats
+
+import (
+	"fmt"
+	"strings"
+)
+
+// price is what a model costs in US dollars per million tokens.
+type price struct{ input, output float64 }
+
+// prices is the table `estimated_cost` is computed from: the providers' public list prices per
+// million tokens (input, output). A model not listed (self-hosted ones included) costs 0.
+var prices = map[string]price{
+	"gpt-4o":        {2.50, 10.00},
+	"gpt-4o-mini":   {0.15, 0.60},
+	"gpt-4.1":       {2.00, 8.00},
+	"gpt-4.1-mini":  {0.40, 1.60},
+	"gpt-4.1-nano":  {0.10, 0.40},
+	"gpt-3.5-turbo": {0.50, 1.50},
+	"o3-mini":       {1.10, 4.40},
+	"o4-mini":       {1.10, 4.40},
+}
+
+// estimatedCost is the cost of a call to model, as a decimal string of dollars.
+func estimatedCost(model string, promptTokens, completionTokens int) string {
+	p := prices[strings.ToLower(model)]
+	return fmt.Sprintf("%.6f", (float64(promptTokens)*p.input+float64(completionTokens)*p.output)/1e6)
+}

@@ -2,21 +2,16 @@ package memory
 
 import (
 	"container/list"
-	"context"
 	"sync"
-
-	"golang.org/x/sync/singleflight"
 )
 
-// cache keeps the generations queries used last, up to a memory budget. Concurrent misses of
-// one generation load it once.
+// cache keeps the generations queries used last, up to a memory budget.
 type cache struct {
 	mu     sync.Mutex
 	budget int64
 	used   int64
 	order  *list.List // of *entry, most recently used first
 	items  map[string]*list.Element
-	loads  singleflight.Group
 }
 
 type entry struct {
@@ -29,27 +24,22 @@ func newCache(budget int64) *cache {
 	return &cache{budget: budget, order: list.New(), items: map[string]*list.Element{}}
 }
 
-// get returns the generation of key, loading it with load when it is not cached.
-func (c *cache) get(ctx context.Context, key string, load func(context.Context) (*generation, error)) (*generation, error) {
+// lookup returns the cached generation of each of live (nil where missing) and the ones
+// missing.
+func (c *cache) lookup(live []Live) ([]*generation, []Live) {
 	c.mu.Lock()
-	if el, ok := c.items[key]; ok {
-		c.order.MoveToFront(el)
-		c.mu.Unlock()
-		return el.Value.(*entry).gen, nil
-	}
-	c.mu.Unlock()
-	v, err, _ := c.loads.Do(key, func() (any, error) {
-		g, err := load(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, err
+	defer c.mu.Unlock()
+	gens := make([]*generation, len(live))
+	var missing []Live
+	for i, l := range live {
+		if el, ok := c.items[l.key()]; ok {
+			c.order.MoveToFront(el)
+			gens[i] = el.Value.(*entry).gen
+		} else {
+			missing = append(missing, l)
 		}
-		c.put(key, g)
-		return g, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return v.(*generation), nil
+	return gens, missing
 }
 
 // put adds a generation and evicts the least recently used ones beyond the budget. A

@@ -13,9 +13,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/memory/index"
@@ -95,9 +98,9 @@ type Filter struct {
 type Store interface {
 	// Live lists the agent's retrievable source generations at now, narrowed by f.
 	Live(ctx context.Context, projectID, botID string, f Filter, now time.Time) ([]Live, error)
-	// Generation returns the n chunks of one source generation (fewer when the generation was
-	// removed meanwhile).
-	Generation(ctx context.Context, sourceID, gen string, n int) ([]Chunk, error)
+	// Generations returns the chunks of several source generations in one read, by
+	// "<source id>/<generation>" (a generation removed meanwhile has fewer or none).
+	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
 }
 
 // Query asks the memory of one agent.
@@ -126,6 +129,7 @@ type Memory struct {
 	store Store
 	embed Embedder
 	cache *cache
+	loads singleflight.Group
 	log   *slog.Logger
 	now   func() time.Time
 }
@@ -201,54 +205,88 @@ func (g *generation) bytes() int64 {
 	return n
 }
 
-// generations returns the live generations of q's agent, each with its chunks in memory. A
-// generation whose chunks were replaced between the two reads is seen as incomplete, and the
-// live list is read again: a reader sees the old chunks or the new ones, never none or both.
+// generations returns the live generations of q's agent, each with its chunks in memory; the
+// ones not cached are read in one go. A generation whose chunks were replaced between the two
+// reads is seen as incomplete, and the live list is read again: a reader sees the old chunks
+// or the new ones, never none or both.
 func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generation, error) {
 	for attempt := 0; ; attempt++ {
 		live, err := m.store.Live(ctx, q.ProjectID, q.BotID, q.Filter, m.now())
 		if err != nil {
 			return nil, nil, err
 		}
-		gens := make([]*generation, 0, len(live))
-		stale := false
-		for _, l := range live {
-			g, err := m.cache.get(ctx, l.key(), func(ctx context.Context) (*generation, error) { return m.load(ctx, l) })
-			if errors.Is(err, errIncomplete) && attempt == 0 {
-				stale = true
-				break
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			gens = append(gens, g)
+		gens, missing := m.cache.lookup(live)
+		if len(missing) > 0 {
+			err = m.fill(ctx, q, live, gens, missing)
 		}
-		if !stale {
-			return live, gens, nil
+		if errors.Is(err, errIncomplete) && attempt == 0 {
+			continue
+		}
+		return live, gens, err
+	}
+}
+
+// fill loads the generations missing from gens. Concurrent queries of one agent with a cold
+// cache read its chunks once; what the shared load did not cover is read after it.
+func (m *Memory) fill(ctx context.Context, q Query, live []Live, gens []*generation, missing []Live) error {
+	v, err, _ := m.loads.Do(q.ProjectID+"/"+q.BotID, func() (any, error) { return m.load(context.WithoutCancel(ctx), missing) })
+	if err != nil {
+		return err
+	}
+	loaded := v.(map[string]*generation)
+	var rest []Live
+	for i, l := range live {
+		if gens[i] == nil {
+			if gens[i] = loaded[l.key()]; gens[i] == nil {
+				rest = append(rest, l)
+			}
 		}
 	}
+	if len(rest) == 0 {
+		return nil
+	}
+	more, err := m.load(ctx, rest)
+	if err != nil {
+		return err
+	}
+	for i, l := range live {
+		if gens[i] == nil {
+			gens[i] = more[l.key()]
+		}
+	}
+	return nil
 }
 
 // errIncomplete marks a generation that lost chunks while it was read: it was replaced.
 var errIncomplete = apperr.New(apperr.Conflict, "generation_replaced", "the source was re-indexed while it was read")
 
-func (m *Memory) load(ctx context.Context, l Live) (*generation, error) {
-	chunks, err := m.store.Generation(ctx, l.Ref.SourceID, l.Gen, l.Chunks)
+// load reads the chunks of generations and indexes them, all or none: a generation with fewer
+// chunks than its source says was replaced while it was read.
+func (m *Memory) load(ctx context.Context, gens []Live) (map[string]*generation, error) {
+	chunks, err := m.store.Generations(ctx, gens)
 	if err != nil {
 		return nil, err
 	}
-	if len(chunks) != l.Chunks {
-		return nil, errIncomplete
-	}
-	docs := make([]index.Doc, len(chunks))
-	for i, c := range chunks {
-		if c.Position != i {
+	out := make(map[string]*generation, len(gens))
+	for _, l := range gens {
+		cs := chunks[l.key()]
+		if len(cs) != l.Chunks {
 			return nil, errIncomplete
 		}
-		docs[i] = index.Doc{ID: c.ID, Text: c.Text, Vector: c.Vector}
-		chunks[i].Vector = nil
+		slices.SortFunc(cs, func(a, b Chunk) int { return a.Position - b.Position })
+		docs := make([]index.Doc, len(cs))
+		for i, c := range cs {
+			if c.Position != i {
+				return nil, errIncomplete
+			}
+			docs[i] = index.Doc{ID: c.ID, Text: c.Text, Vector: c.Vector}
+			cs[i].Vector = nil
+		}
+		g := &generation{seg: index.NewSegment(docs), chunks: cs}
+		m.cache.put(l.key(), g)
+		out[l.key()] = g
 	}
-	return &generation{seg: index.NewSegment(docs), chunks: chunks}, nil
+	return out, nil
 }
 
 // queryVector embeds the question when an embedder is configured; on failure the query is

@@ -128,8 +128,7 @@ func (r Sources) Load(ctx context.Context, id string) (sources.Source, error) {
 }
 
 // Chunks are stored in documents of up to chunksPerDoc consecutive chunks of one generation,
-// identified by source, generation and number. Every read of chunks is then a read by _id,
-// which every store answers from its primary key (the embedded FerretDB uses no other index).
+// identified by source, generation and number: fewer, larger documents to read back.
 const chunksPerDoc = 50
 
 // chunkDoc is one stored run of chunks.
@@ -182,19 +181,9 @@ func (r Sources) PutChunks(ctx context.Context, sourceID, gen string, chunks []m
 	return nil
 }
 
-// DropGeneration removes the chunk documents of a generation. They are numbered from 0 and
-// written in order, so they are deleted by _id until one is missing: point deletes that no
-// store answers with a scan.
 func (r Sources) DropGeneration(ctx context.Context, sourceID, gen string) error {
-	for position := 0; ; position += chunksPerDoc {
-		res, err := r.chunks().DeleteOne(ctx, bson.D{{Key: "_id", Value: chunkDocID(sourceID, gen, position)}})
-		if err != nil {
-			return wrap(err, sources.Resource)
-		}
-		if res.DeletedCount == 0 {
-			return nil
-		}
-	}
+	_, err := r.chunks().DeleteMany(ctx, bson.D{{Key: "source_id", Value: sourceID}, {Key: "gen", Value: gen}})
+	return wrap(err, sources.Resource)
 }
 
 func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev outbox.Event) (bool, error) {
@@ -302,26 +291,28 @@ func (m Memory) Live(ctx context.Context, projectID, botID string, f memory.Filt
 	return out, nil
 }
 
-func (m Memory) Generation(ctx context.Context, sourceID, gen string, n int) ([]memory.Chunk, error) {
-	out := make([]memory.Chunk, 0, n)
-	for position := 0; position < n; position += chunksPerDoc {
-		d, err := m.chunkDoc(ctx, chunkDocID(sourceID, gen, position))
-		if apperr.As(err).Kind == apperr.NotFound {
-			return out, nil
-		}
-		if err != nil {
+func (m Memory) Generations(ctx context.Context, gens []memory.Live) (map[string][]memory.Chunk, error) {
+	ids, names := make([]string, len(gens)), make([]string, len(gens))
+	for i, g := range gens {
+		ids[i], names[i] = g.Ref.SourceID, g.Gen
+	}
+	cur, err := m.db.Collection(chunksColl).Find(ctx, bson.D{{Key: "source_id", Value: bson.D{{Key: "$in", Value: ids}}},
+		{Key: "gen", Value: bson.D{{Key: "$in", Value: names}}}})
+	if err != nil {
+		return nil, wrap(err, sources.Resource)
+	}
+	defer cur.Close(ctx)
+	out := map[string][]memory.Chunk{}
+	for cur.Next(ctx) {
+		var d chunkDoc
+		if err := cur.Decode(&d); err != nil {
 			return nil, err
 		}
+		key := d.SourceID + "/" + d.Gen
 		for _, e := range d.Chunks {
-			out = append(out, memory.Chunk{ID: e.ID, ProjectID: d.ProjectID, BotID: d.BotID, SourceID: sourceID, Gen: gen,
+			out[key] = append(out[key], memory.Chunk{ID: e.ID, ProjectID: d.ProjectID, BotID: d.BotID, SourceID: d.SourceID, Gen: d.Gen,
 				Position: e.Position, Text: e.Text, Tokens: e.Tokens, PageURL: e.PageURL, PageTitle: e.PageTitle, Tags: d.Tags, Vector: e.Vector})
 		}
 	}
-	return out, nil
-}
-
-func (m Memory) chunkDoc(ctx context.Context, id string) (chunkDoc, error) {
-	var d chunkDoc
-	err := m.db.Collection(chunksColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	return d, wrap(err, "chunk")
+	return out, wrap(cur.Err(), sources.Resource)
 }

@@ -1,0 +1,178 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/memory/text"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// goSentences are the sentences of the Go distribution's documents: real prose to build
+// benchmark chunks from.
+func goSentences(tb testing.TB) []string {
+	tb.Helper()
+	var out []string
+	end := regexp.MustCompile(`[.!?]\s+`)
+	for _, name := range []string{"go_spec.html", "go_mem.html", "godebug.md"} {
+		raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "doc", name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		doc, _, err := text.Extract(raw, "", nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, s := range end.Split(strings.Join(strings.Fields(doc.Text), " "), -1) {
+			if len(strings.Fields(s)) >= 4 {
+				out = append(out, s+".")
+			}
+		}
+	}
+	return out
+}
+
+// seed stores n chunks of about 250 words for one agent, in sources of 1000 chunks, as the
+// ingester leaves them.
+func seed(b *testing.B, repo store.Sources, project, bot string, n int, sentences []string) {
+	b.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	for first := 0; first < n; first += 1000 {
+		id := bson.NewObjectID().Hex()
+		src := sources.Source{ID: id, UUID: id, ProjectID: project, BotID: bot, Title: "s", Type: sources.TypeText,
+			Status: sources.StatusProcessing, Pending: "g", Tags: []string{}, Links: []sources.Link{}}
+		if err := repo.Insert(ctx, src, outbox.New(outbox.SourceCreated, project, bot, struct{}{})); err != nil {
+			b.Fatal(err)
+		}
+		chunks := make([]memory.Chunk, min(1000, n-first))
+		for i := range chunks {
+			var sb strings.Builder
+			for words := 0; words < 250; {
+				s := sentences[rng.IntN(len(sentences))]
+				sb.WriteString(s + " ")
+				words += len(strings.Fields(s))
+			}
+			chunks[i] = memory.Chunk{ID: memory.ChunkRef{SourceID: id, Gen: "g", Position: i}.ID(), ProjectID: project, BotID: bot, SourceID: id, Gen: "g", Position: i, Text: sb.String()}
+		}
+		if err := repo.PutChunks(ctx, id, "g", chunks); err != nil {
+			b.Fatal(err)
+		}
+		src.Status, src.Gen, src.Chunks = sources.StatusSuccess, "g", len(chunks)
+		if ok, err := repo.Complete(ctx, src, "g", outbox.New(outbox.SourceReady, project, bot, struct{}{})); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+// BenchmarkRetrieval is one agent's query over 1k, 10k and 100k chunks through the whole path:
+// the live sources read from the store, the cached index segments searched, the winning chunks
+// read back. Baseline: one point read of a chunk from the same store. p50/p99 are per query.
+func BenchmarkRetrieval(b *testing.B) {
+	sentences := goSentences(b)
+	queries := []string{"what happens when you send on a closed channel", "method sets of interface types",
+		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
+		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"}
+	db := benchDB(b)
+	repo := store.NewSources(db)
+	ctx := context.Background()
+	b.Run("Baseline/PointRead", func(b *testing.B) {
+		if c, _ := db.Collection("sources").CountDocuments(ctx, bson.D{{Key: "bot_id", Value: "b-base"}}); c == 0 {
+			seed(b, repo, "p-base", "b-base", 10, sentences)
+		}
+		coll := db.Collection("sources")
+		var src struct {
+			ID string `bson:"_id"`
+		}
+		if err := coll.FindOne(ctx, bson.D{{Key: "bot_id", Value: "b-base"}}).Decode(&src); err != nil {
+			b.Fatal(err)
+		}
+		id := src.ID
+		latencies(b, func() {
+			if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Err(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("chunks=%dk", n/1000), func(b *testing.B) {
+			bot := fmt.Sprintf("bot-%d", n)
+			if c, _ := db.Collection("chunks").CountDocuments(ctx, bson.D{{Key: "bot_id", Value: bot}}); c == 0 {
+				seed(b, repo, "p", bot, n, sentences)
+			}
+			m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if _, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: "warm"}); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			latencies(b, func() {
+				i++
+				res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: queries[i%len(queries)], Top: 5})
+				if err != nil || len(res) == 0 {
+					b.Fatal(len(res), err)
+				}
+			})
+		})
+	}
+}
+
+// benchStore is the database the retrieval benchmarks seed once per process: `go test -count`
+// calls a benchmark function again for each count, and seeding 100k chunks takes minutes.
+var benchStore struct {
+	sync.Mutex
+	db *mongo.Database
+}
+
+func benchDB(b *testing.B) *mongo.Database {
+	b.Helper()
+	benchStore.Lock()
+	defer benchStore.Unlock()
+	if benchStore.db == nil {
+		db, err := store.Open(testenv.MongoURI(), testenv.NewName())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := store.Migrate(context.Background(), db); err != nil {
+			b.Fatal(err)
+		}
+		benchStore.db = db
+	}
+	return benchStore.db
+}
+
+// latencies runs op b.N times and reports its p50 and p99 in milliseconds.
+func latencies(b *testing.B, op func()) {
+	b.Helper()
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		op()
+		times = append(times, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
+}

@@ -190,6 +190,18 @@ func TestChatValidation(t *testing.T) {
 		res, _ := other.chat(t, map[string]any{"message": "hi", "chat_id": chat["chat_id"]})
 		expect(t, res, http.StatusNotFound, "chat_not_found")
 	})
+	t.Run("AnotherAccountsHistory", func(t *testing.T) {
+		_, chat := a.chat(t, map[string]any{"message": "hi"})
+		otherKey, _ := b.newTenant(t)
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Key: otherKey, Path: "/v1/bot/chat/read?" + a.query("&chat_id="+chat["chat_id"].(string))})
+		expect(t, res, http.StatusNotFound, "project_not_found")
+	})
+	t.Run("HistoryPerPageBound", func(t *testing.T) {
+		_, chat := a.chat(t, map[string]any{"message": "hi"})
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Key: b.key, Path: "/v1/bot/chat/read?" + a.query("&per_page=101&chat_id="+chat["chat_id"].(string))})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		expectField(t, res, "per_page")
+	})
 	t.Run("InactiveAgent", func(t *testing.T) {
 		inactive := b.chatBot(t, map[string]any{"status": 0})
 		res, _ := inactive.chat(t, map[string]any{"message": "hi"})

@@ -25,9 +25,9 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	var stack *devstack.Stack
 	if role == "dev" {
-		stack, err := devstack.Start(ctx, &cfg, log)
-		if err != nil {
+		if stack, err = devstack.Start(ctx, &cfg, log); err != nil {
 			return err
 		}
 		defer stack.Close(context.WithoutCancel(ctx))
@@ -41,6 +41,9 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	var banner func(addr string)
 	if role == "dev" {
 		if banner, err = devSetup(ctx, d, stdout); err != nil {
+			return err
+		}
+		if err := stack.IndexIDs(ctx, cfg.MongoDatabase); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package devstack
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +16,7 @@ import (
 // Mongo is an embedded MongoDB-wire-compatible store: FerretDB on SQLite, listening on loopback.
 type Mongo struct {
 	URI  string
+	dir  string
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -38,13 +41,47 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 		return nil, fmt.Errorf("start embedded mongo: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m := &Mongo{stop: cancel, done: make(chan struct{})}
+	m := &Mongo{dir: abs, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		_ = f.Run(runCtx)
 	}()
 	m.URI = f.MongoDBURI()
 	return m, nil
+}
+
+// IndexIDs gives every collection of database an index SQLite can use for lookups by _id.
+// FerretDB 1.24 builds its _id index on `_ferretdb_sjson->"_id"` but filters on
+// `_ferretdb_sjson->'$._id'`, so without this index every query, even by _id, reads the whole
+// table. Call it after the collections exist (after store.Migrate); it is idempotent.
+func (m *Mongo) IndexIDs(ctx context.Context, database string) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(m.dir, database+".sqlite")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT table_name FROM "_ferretdb_collections"`)
+	if err != nil {
+		return fmt.Errorf("embedded mongo tables of %s: %w", database, err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (_ferretdb_sjson->'$._id')`, t+"_id_lookup", t)); err != nil {
+			return fmt.Errorf("embedded mongo _id index of %s: %w", t, err)
+		}
+	}
+	return nil
 }
 
 // Close stops the store and waits until its files are closed, at most until ctx ends.

@@ -94,3 +94,12 @@ func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
 func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{Handler: f.Handler.WithGroup(name), min: f.min}
 }
+
+// IndexIDs gives the embedded store's collections of database their _id lookup index (see
+// Mongo.IndexIDs); with a configured MongoDB it does nothing.
+func (s *Stack) IndexIDs(ctx context.Context, database string) error {
+	if s.mongo == nil {
+		return nil
+	}
+	return s.mongo.IndexIDs(ctx, database)
+}

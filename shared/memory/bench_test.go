@@ -153,7 +153,7 @@ func benchDB(b *testing.B) *mongo.Database {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := store.Migrate(context.Background(), db); err != nil {
+		if err := testenv.Prepare(context.Background(), db); err != nil {
 			b.Fatal(err)
 		}
 		benchStore.db = db

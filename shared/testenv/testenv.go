@@ -25,6 +25,8 @@ import (
 
 var servers struct {
 	mongoURI, redisURL, natsURL string
+	// mongo is the embedded store, nil when AGENTPLANE_MONGO_URI names one.
+	mongo *devstack.Mongo
 }
 
 // Main starts the servers, runs the package's tests and stops the servers. Call it from TestMain.
@@ -50,7 +52,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer mg.Close(ctx)
-		servers.mongoURI = mg.URI
+		servers.mongoURI, servers.mongo = mg.URI, mg
 	}
 	servers.redisURL = os.Getenv("AGENTPLANE_REDIS_URL")
 	if servers.redisURL == "" {
@@ -94,7 +96,7 @@ func Mongo(t testing.TB) *mongo.Database {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := store.Migrate(ctx, db); err != nil {
+	if err := Prepare(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -104,6 +106,17 @@ func Mongo(t testing.TB) *mongo.Database {
 		_ = db.Client().Disconnect(ctx)
 	})
 	return db
+}
+
+// Prepare migrates db and, on the embedded store, gives its collections their _id lookup index.
+func Prepare(ctx context.Context, db *mongo.Database) error {
+	if err := store.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if servers.mongo == nil {
+		return nil
+	}
+	return servers.mongo.IndexIDs(ctx, db.Name())
 }
 
 // Redis returns a client of the Redis server, closed when t ends. Tests share the server: use

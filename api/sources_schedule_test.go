@@ -318,3 +318,27 @@ func TestBotDeletionPurgesMemory(t *testing.T) {
 		t.Fatalf("%d chunks left after the agent was deleted", n)
 	}
 }
+
+// Retrieval reads a per-agent list of live sources derived from the sources. A crash between a
+// source's write and its list's can only leave a ready source out, and the planner repairs it.
+func TestLiveListIsRepaired(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	a := b.sources(t)
+	a.ingest(t, map[string]any{"title": "t", "type": "text", "source": "Cartographers draw coastlines from survey notes."})
+	if hits := a.search(t, "cartographers coastlines", nil); len(hits) != 1 {
+		t.Fatalf("before the crash %v", hits)
+	}
+	// A crash after the source became ready, before it entered the list.
+	if _, err := b.db.Collection("memory_live").DeleteMany(t.Context(), map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := a.search(t, "cartographers coastlines", nil); len(hits) != 0 {
+		t.Fatalf("a source missing from the list was still found: %v", hits)
+	}
+	b.plan(t, b.planner(t, time.Hour), time.Now())
+	if hits := a.search(t, "cartographers coastlines", nil); len(hits) != 1 {
+		t.Fatalf("after the repair %v", hits)
+	}
+}

@@ -3,9 +3,9 @@
 //
 // MongoDB holds the chunks. Each process keeps them in memory, indexed in immutable segments,
 // one per generation of a source (package index). A query reads the agent's live source
-// generations from the store (so a source deleted, expired or re-ingested a moment ago is seen
-// at once) and searches their segments, loading the ones it lacks: one store read per query
-// once the agent's memory is cached. Generations are never updated, only replaced, so the cache
+// generations from the store, one document per agent (so a source deleted, expired or
+// re-ingested a moment ago is seen at once), and searches their segments, loading the ones it
+// lacks: one store read per query once the agent's memory is cached. Generations are never updated, only replaced, so the cache
 // cannot go stale.
 package memory
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Planner is the scheduler's part of sources: it queues due syncs, the sweep, and ingestion
-// of sources stuck in processing. Every task id is derived from the work, so two planners
+// of sources stuck in processing, and repairs retrieval's list of live sources. Every task id is derived from the work, so two planners
 // queue each piece once.
 type Planner struct {
 	repo       Repo
@@ -25,6 +25,10 @@ type Planner struct {
 func NewPlanner(repo Repo, queue Enqueuer, stuckAfter time.Duration, log *slog.Logger) *Planner {
 	return &Planner{repo: repo, queue: queue, stuckAfter: stuckAfter, log: log}
 }
+
+// repairWindow is how far back Plan re-derives the live list of changed sources: several plan
+// periods, so a crash is repaired even when a plan run was missed.
+const repairWindow = 5 * time.Minute
 
 // planBatch bounds the sources one Plan looks at per kind of work.
 const planBatch = 500
@@ -42,6 +46,9 @@ func (p *Planner) Plan(ctx context.Context, now time.Time) error {
 		}
 	}
 	if err := p.reconcile(ctx, now); err != nil {
+		return err
+	}
+	if err := p.repo.RepairLive(ctx, now.Add(-repairWindow)); err != nil {
 		return err
 	}
 	return p.queue.Enqueue(ctx, tasks.SweepSources, now.UTC().Truncate(time.Minute).Format(time.RFC3339), struct{}{})

@@ -59,6 +59,9 @@ type Repo interface {
 	Expired(ctx context.Context, now time.Time, limit int) ([]Source, error)
 	// Forget tombstones an expired source with ev and removes its chunks.
 	Forget(ctx context.Context, s Source, at time.Time, ev outbox.Event) error
+	// RepairLive re-derives retrieval's list of live sources for the sources changed since
+	// (a crash between a source's write and its list's leaves the list behind).
+	RepairLive(ctx context.Context, since time.Time) error
 	// PurgeDeleted removes the chunks left by deleted sources (an agent's deletion tombstones
 	// its sources); it returns how many sources it purged.
 	PurgeDeleted(ctx context.Context, limit int) (int, error)

@@ -64,6 +64,9 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 }
 
 func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {
+	if _, err := a.db.Collection(memoryLiveColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: b.ID}}); err != nil {
+		return wrap(err, "bot")
+	}
 	deleted := bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}
 	for _, coll := range ownedByBot {
 		if _, err := a.db.Collection(coll).UpdateMany(ctx, bson.D{{Key: "bot_id", Value: b.ID}, notDeleted}, deleted); err != nil {

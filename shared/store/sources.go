@@ -70,11 +70,17 @@ func (r Sources) Update(ctx context.Context, s sources.Source, ev outbox.Event) 
 	if res.MatchedCount == 0 {
 		return apperr.New(apperr.Conflict, "source_changed", "The source was changed or deleted by another request; read it and retry.")
 	}
+	if err := r.refreshLive(ctx, s); err != nil {
+		return err
+	}
 	_, err = r.chunks().UpdateMany(ctx, bson.D{{Key: "source_id", Value: s.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "tags", Value: s.Tags}}}})
 	return wrap(err, sources.Resource)
 }
 
 func (r Sources) Delete(ctx context.Context, s sources.Source, at time.Time, ev outbox.Event) error {
+	if err := r.removeLive(ctx, s); err != nil {
+		return err
+	}
 	if err := tombstone(ctx, r.coll(), s.ID, at, ev, sources.Resource); err != nil {
 		return err
 	}
@@ -187,6 +193,11 @@ func (r Sources) DropGeneration(ctx context.Context, sourceID, gen string) error
 }
 
 func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev outbox.Event) (bool, error) {
+	if s.Status != sources.StatusSuccess {
+		if err := r.unsetLive(ctx, s); err != nil {
+			return false, err
+		}
+	}
 	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}, {Key: "pending", Value: gen}, notDeleted},
 		bson.D{{Key: "$set", Value: bson.D{
 			{Key: "status", Value: s.Status}, {Key: "failure_reason", Value: s.FailureReason},
@@ -199,7 +210,15 @@ func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev 
 	if err != nil {
 		return false, wrap(err, sources.Resource)
 	}
-	return res.MatchedCount == 1, nil
+	if res.MatchedCount == 0 {
+		return false, nil
+	}
+	if s.Status == sources.StatusSuccess {
+		if err := r.setLive(ctx, s); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 func (r Sources) find(ctx context.Context, filter bson.D, limit int) ([]sources.Source, error) {
@@ -254,42 +273,6 @@ var _ memory.Store = Memory{}
 
 // NewMemory returns the retrieval store of db.
 func NewMemory(db *mongo.Database) Memory { return Memory{db: db} }
-
-func (m Memory) Live(ctx context.Context, projectID, botID string, f memory.Filter, now time.Time) ([]memory.Live, error) {
-	filter := bson.D{
-		{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted,
-		{Key: "status", Value: sources.StatusSuccess},
-		{Key: "$or", Value: bson.A{
-			bson.D{{Key: "forget_after_at", Value: nil}},
-			bson.D{{Key: "forget_after_at", Value: bson.D{{Key: "$gt", Value: now}}}},
-		}},
-	}
-	if len(f.SourceIDs) > 0 {
-		filter = append(filter, bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "$or", Value: bson.A{
-			bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: f.SourceIDs}}}},
-			bson.D{{Key: "uuid", Value: bson.D{{Key: "$in", Value: f.SourceIDs}}}},
-		}}}}})
-	}
-	if len(f.Tags) > 0 {
-		filter = append(filter, bson.E{Key: "tags", Value: bson.D{{Key: "$in", Value: f.Tags}}})
-	}
-	cur, err := m.db.Collection(sourcesColl).Find(ctx, filter, options.Find().SetProjection(bson.D{
-		{Key: "title", Value: 1}, {Key: "source", Value: 1}, {Key: "type", Value: 1}, {Key: "tags", Value: 1},
-		{Key: "links", Value: 1}, {Key: "gen", Value: 1}, {Key: "chunks", Value: 1},
-	}))
-	if err != nil {
-		return nil, wrap(err, sources.Resource)
-	}
-	var docs []sources.Source
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, wrap(err, sources.Resource)
-	}
-	out := make([]memory.Live, len(docs))
-	for i, s := range docs {
-		out[i] = memory.Live{Ref: s.Ref(), Gen: s.Gen, Chunks: s.Chunks}
-	}
-	return out, nil
-}
 
 func (m Memory) Generations(ctx context.Context, gens []memory.Live) (map[string][]memory.Chunk, error) {
 	ids, names := make([]string, len(gens)), make([]string, len(gens))

@@ -92,6 +92,7 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "pending_since", Value: 1}}, Options: options.Index().SetName("pending_since")},
 			{Keys: bson.D{{Key: "forget_after_at", Value: 1}}, Options: options.Index().SetName("forget_after")},
 			{Keys: bson.D{{Key: "deleted_at", Value: 1}, {Key: "purged", Value: 1}}, Options: options.Index().SetName("purge")},
+			{Keys: bson.D{{Key: "updated_at", Value: 1}}, Options: options.Index().SetName("updated")},
 			outboxIndex(),
 		},
 		chatsColl: {
@@ -100,6 +101,9 @@ func indexes() map[string][]mongo.IndexModel {
 		chatMessagesColl: {
 			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
 			outboxIndex(),
+		},
+		memoryLiveColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},

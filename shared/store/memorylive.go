@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/sources"
+)
+
+// memoryLiveColl holds, per agent, one document listing its retrievable source generations:
+// retrieval reads it by _id instead of querying the sources. It is derived from the sources,
+// written with single-document updates in an order that only ever errs towards leaving a
+// source out: a source leaves it before the write that deletes, forgets or fails the source,
+// and enters it after the write that makes it ready. A source deleted or forgotten is marked
+// removed there for good, so a late write cannot bring it back. The planner repairs what a
+// crash between the two writes left behind (RepairLive).
+const memoryLiveColl = "memory_live"
+
+// liveEntry is a source as retrieval reads it.
+type liveEntry struct {
+	UUID          string     `bson:"uuid"`
+	Title         string     `bson:"title"`
+	URL           string     `bson:"url"`
+	Favicon       string     `bson:"favicon"`
+	Type          string     `bson:"type"`
+	Tags          []string   `bson:"tags"`
+	Gen           string     `bson:"gen"`
+	Chunks        int        `bson:"chunks"`
+	ForgetAfterAt *time.Time `bson:"forget_after_at"`
+	Removed       bool       `bson:"removed,omitempty"`
+}
+
+type liveDoc struct {
+	ID        string               `bson:"_id"`
+	ProjectID string               `bson:"project_id"`
+	Entries   map[string]liveEntry `bson:"entries"`
+}
+
+func (r Sources) live() *mongo.Collection { return r.db.Collection(memoryLiveColl) }
+
+func entryPath(sourceID string) string { return "entries." + sourceID }
+
+// setLive lists a ready source, unless it was removed for good.
+func (r Sources) setLive(ctx context.Context, s sources.Source) error {
+	ref := s.Ref()
+	e := liveEntry{UUID: s.UUID, Title: ref.Title, URL: ref.URL, Favicon: ref.Favicon, Type: ref.Type, Tags: ref.Tags,
+		Gen: s.Gen, Chunks: s.Chunks, ForgetAfterAt: s.ForgetAfterAt}
+	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}}}},
+		options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		// The agent's document exists and marks this source removed: it stays out.
+		return nil
+	}
+	return wrap(err, sources.Resource)
+}
+
+// refreshLive rewrites what users edit of a listed source (its reference, tags and forget
+// time), leaving its generation to the ingestion that owns it.
+func (r Sources) refreshLive(ctx context.Context, s sources.Source) error {
+	ref, path := s.Ref(), entryPath(s.ID)
+	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: path + ".gen", Value: bson.D{{Key: "$exists", Value: true}}},
+		{Key: path + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: path + ".title", Value: ref.Title}, {Key: path + ".url", Value: ref.URL},
+			{Key: path + ".favicon", Value: ref.Favicon}, {Key: path + ".tags", Value: ref.Tags}, {Key: path + ".forget_after_at", Value: s.ForgetAfterAt}}}})
+	return wrap(err, sources.Resource)
+}
+
+// unsetLive takes a source out (it may come back: a failed source can be synced again).
+func (r Sources) unsetLive(ctx context.Context, s sources.Source) error {
+	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+		bson.D{{Key: "$unset", Value: bson.D{{Key: entryPath(s.ID), Value: ""}}}})
+	return wrap(err, sources.Resource)
+}
+
+// removeLive takes a deleted or forgotten source out for good.
+func (r Sources) removeLive(ctx context.Context, s sources.Source) error {
+	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: liveEntry{Removed: true}}}}},
+		options.UpdateOne().SetUpsert(true))
+	return wrap(err, sources.Resource)
+}
+
+// RepairLive re-derives the live entries of the sources changed since: a crash between a
+// source's write and its live entry's leaves the entry missing or stale, never wrong in the
+// direction of showing what must not be shown.
+func (r Sources) RepairLive(ctx context.Context, since time.Time) error {
+	cur, err := r.coll().Find(ctx, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "updated_at", Value: bson.D{{Key: "$gte", Value: since}}}},
+		bson.D{{Key: "deleted_at", Value: bson.D{{Key: "$gte", Value: since}}}},
+	}}})
+	if err != nil {
+		return wrap(err, sources.Resource)
+	}
+	var changed []struct {
+		sources.Source `bson:",inline"`
+		DeletedAt      *time.Time `bson:"deleted_at"`
+	}
+	if err := cur.All(ctx, &changed); err != nil {
+		return wrap(err, sources.Resource)
+	}
+	for _, s := range changed {
+		switch {
+		case s.DeletedAt != nil:
+			err = r.removeLive(ctx, s.Source)
+		case s.Status == sources.StatusSuccess && s.Gen != "":
+			err = r.setLive(ctx, s.Source)
+		default:
+			err = r.unsetLive(ctx, s.Source)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Live reads the agent's live list and keeps the sources f names that are not past their
+// forget time at now.
+func (m Memory) Live(ctx context.Context, projectID, botID string, f memory.Filter, now time.Time) ([]memory.Live, error) {
+	var d liveDoc
+	err := m.db.Collection(memoryLiveColl).FindOne(ctx, bson.D{{Key: "_id", Value: botID}}).Decode(&d)
+	if err == mongo.ErrNoDocuments || err == nil && d.ProjectID != projectID {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap(err, sources.Resource)
+	}
+	var out []memory.Live
+	for id, e := range d.Entries {
+		switch {
+		case e.Removed, e.ForgetAfterAt != nil && !e.ForgetAfterAt.After(now),
+			len(f.SourceIDs) > 0 && !slices.Contains(f.SourceIDs, id) && !slices.Contains(f.SourceIDs, e.UUID),
+			len(f.Tags) > 0 && !slices.ContainsFunc(e.Tags, func(t string) bool { return slices.Contains(f.Tags, t) }):
+			continue
+		}
+		tags := e.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		out = append(out, memory.Live{Gen: e.Gen, Chunks: e.Chunks,
+			Ref: memory.Ref{SourceID: id, Title: e.Title, URL: e.URL, Favicon: e.Favicon, Type: e.Type, Tags: tags}})
+	}
+	slices.SortFunc(out, func(a, b memory.Live) int { return strings.Compare(a.Ref.SourceID, b.Ref.SourceID) })
+	return out, nil
+}

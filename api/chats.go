@@ -93,11 +93,7 @@ func (s *server) agentLimit(c *gin.Context, bot agents.Bot) error {
 
 func (s *server) chatHistory(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +103,7 @@ func (s *server) chatHistory(c *gin.Context) (any, error) {
 
 func (s *server) listChats(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}

@@ -43,11 +43,7 @@ func (s *server) readDeal(c *gin.Context) (any, error) {
 
 func (s *server) listDeals(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +80,7 @@ func (s *server) readContact(c *gin.Context) (any, error) {
 
 func (s *server) listContacts(c *gin.Context) (any, error) {
 	var sc scope
-	if _, err := s.bot(c, &sc); err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	_, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/paging"
 )
 
 // scope is the project and agent a request addresses. Bodies carry them; GET, DELETE and the
@@ -44,4 +45,27 @@ func (s *server) bot(c *gin.Context, sc *scope) (agents.Bot, error) {
 		return agents.Bot{}, err
 	}
 	return s.agents.Get(c, sc.ProjectID, sc.BotID)
+}
+
+// botPage authorises the request's agent and reads the page it asks for: the start of every
+// list of an agent's things.
+func (s *server) botPage(c *gin.Context, sc *scope) (agents.Bot, paging.Page, error) {
+	b, err := s.bot(c, sc)
+	if err != nil {
+		return agents.Bot{}, paging.Page{}, err
+	}
+	page, err := pageQuery(c)
+	return b, page, err
+}
+
+// idOf is the id a request names in its body, else in its query as name; it is required.
+func idOf(c *gin.Context, fromBody, name string) (string, error) {
+	id := strings.TrimSpace(fromBody)
+	if id == "" {
+		id = strings.TrimSpace(c.Query(name))
+	}
+	if id == "" {
+		return "", apperr.Invalidf(name, "is required")
+	}
+	return id, nil
 }

@@ -17,17 +17,6 @@ type sourceRequest struct {
 	sources.Input
 }
 
-// sourceID is the request's source: the body's, else the query's.
-func sourceID(c *gin.Context, fromBody string) (string, error) {
-	if strings.TrimSpace(fromBody) == "" {
-		fromBody = c.Query("source_id")
-	}
-	if strings.TrimSpace(fromBody) == "" {
-		return "", apperr.Invalidf("source_id", "is required")
-	}
-	return strings.TrimSpace(fromBody), nil
-}
-
 func (s *server) createSource(c *gin.Context) (any, error) {
 	var req sourceRequest
 	botID, err := s.bind(c, &req, &req.scope)
@@ -50,11 +39,7 @@ func (s *server) readSource(c *gin.Context) (any, error) {
 
 func (s *server) listSources(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +54,7 @@ func (s *server) updateSource(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := sourceID(c, req.SourceID)
+	id, err := idOf(c, req.SourceID, "source_id")
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +68,7 @@ func (s *server) syncSource(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := sourceID(c, req.SourceID)
+	id, err := idOf(c, req.SourceID, "source_id")
 	if err != nil {
 		return nil, err
 	}

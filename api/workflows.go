@@ -1,11 +1,8 @@
 package api
 
 import (
-	"strings"
-
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -31,13 +28,11 @@ func (s *server) updateWorkflow(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(req.WorkflowID) == "" {
-		req.WorkflowID = c.Query("workflow_id")
+	id, err := idOf(c, req.WorkflowID, "workflow_id")
+	if err != nil {
+		return nil, err
 	}
-	if strings.TrimSpace(req.WorkflowID) == "" {
-		return nil, apperr.Invalidf("workflow_id", "is required")
-	}
-	w, err := s.workflows.Update(c, req.ProjectID, botID, req.WorkflowID, req.Input)
+	w, err := s.workflows.Update(c, req.ProjectID, botID, id, req.Input)
 	return gin.H{"workflow": w}, err
 }
 
@@ -53,11 +48,7 @@ func (s *server) readWorkflow(c *gin.Context) (any, error) {
 
 func (s *server) listWorkflows(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}

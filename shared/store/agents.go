@@ -78,11 +78,16 @@ func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbo
 
 // findPage counts the documents matching filter and decodes one page of them, oldest first.
 func findPage(ctx context.Context, coll *mongo.Collection, filter bson.D, page paging.Page, out any) (int, error) {
+	return findPageSorted(ctx, coll, filter, bson.D{{Key: "_id", Value: 1}}, page, out)
+}
+
+// findPageSorted is findPage in the order of sort.
+func findPageSorted(ctx context.Context, coll *mongo.Collection, filter, sort bson.D, page paging.Page, out any) (int, error) {
 	total, err := coll.CountDocuments(ctx, filter)
 	if err != nil {
 		return 0, err
 	}
-	cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(sort).
 		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)))
 	if err != nil {
 		return 0, err

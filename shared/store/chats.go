@@ -61,19 +61,10 @@ func (r Chats) Get(ctx context.Context, projectID, botID, id string) (chats.Chat
 }
 
 func (r Chats) List(ctx context.Context, projectID, botID string, page paging.Page) ([]chats.Chat, int, error) {
-	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted}
-	coll := r.db.Collection(chatsColl)
-	total, err := coll.CountDocuments(ctx, filter)
-	if err != nil {
-		return nil, 0, wrap(err, chats.Resource)
-	}
-	cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "updated_at", Value: -1}, {Key: "_id", Value: -1}}).
-		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)))
-	if err != nil {
-		return nil, 0, wrap(err, chats.Resource)
-	}
 	list := []chats.Chat{}
-	return list, int(total), wrap(cur.All(ctx, &list), chats.Resource)
+	total, err := findPageSorted(ctx, r.db.Collection(chatsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted},
+		bson.D{{Key: "updated_at", Value: -1}, {Key: "_id", Value: -1}}, page, &list)
+	return list, total, wrap(err, chats.Resource)
 }
 
 func (r Chats) Delete(ctx context.Context, c chats.Chat, at time.Time) error {

@@ -46,22 +46,17 @@ func (s *server) chat(c *gin.Context) {
 		return
 	}
 	stream := newSSE(c, s.heartbeat)
+	defer stream.close()
 	reply, err := s.chats.Reply(c, req.ProjectID, bot, asker, req.Input, stream)
 	switch {
 	case err == nil:
 		_ = stream.event("done", gin.H{"chat": reply})
 	case chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
-	case !stream.started:
+	case !stream.began():
 		fail(c, err)
 	default:
 		_, body, _ := errorOf(c, err)
 		_ = stream.event("error", body)
-	}
-	stream.mu.Lock()
-	started := stream.started
-	stream.mu.Unlock()
-	if started {
-		stream.close()
 	}
 }
 

@@ -76,10 +76,19 @@ func (s *sse) begin() {
 	})
 }
 
-// close stops the heartbeat.
+// began reports whether the stream has started (its headers are sent).
+func (s *sse) began() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
+// close stops the heartbeat of a started stream.
 func (s *sse) close() {
-	close(s.stop)
-	s.stopped.Wait()
+	if s.began() {
+		close(s.stop)
+		s.stopped.Wait()
+	}
 }
 
 // Stored and Delta make the stream the sink of a chat reply.

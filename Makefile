@@ -1,16 +1,30 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 TEST_TIMEOUT ?= 12m
+FUZZTIME ?= 2s
 
-.PHONY: run test build vet fmt-check bench
+# FUZZ lists the fuzz targets as package:target; `make fuzz` runs each for FUZZTIME, from the seeds
+# committed with it (f.Add) and what it finds.
+FUZZ = ./api:FuzzDecode ./shared/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
+	./shared/workflows:FuzzRender ./shared/memory/text:FuzzSplit ./shared/memory/text:FuzzExtractHTML
+
+.PHONY: run test build vet fmt-check bench fuzz
 
 ## run: start the whole service on the embedded stack (agentplane dev)
 run:
 	$(GO) run ./cmd/agentplane dev
 
-## test: every test, with the race detector, plus vet and gofmt
+## test: every test, with the race detector, plus vet, gofmt and a short run of every fuzz target
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz
+
+## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a real search)
+fuzz:
+	@set -e; for t in $(FUZZ); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		out=$$($(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" 2>&1) || { echo "$$out"; exit 1; }; \
+	done
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/agentplane ./cmd/agentplane

@@ -68,3 +68,19 @@ func (s *server) deleteBot(c *gin.Context) (any, error) {
 	}
 	return gin.H{}, s.agents.Delete(c, sc.ProjectID, b.ID)
 }
+
+// resetBot deletes all of the agent's memory sources and keeps the agent.
+func (s *server) resetBot(c *gin.Context) (any, error) {
+	var sc scope
+	if err := s.decode(c, &sc); err != nil {
+		return nil, err
+	}
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.sources.Reset(c.Request.Context(), sc.ProjectID, b.ID); err != nil {
+		return nil, err
+	}
+	return gin.H{"bot": b.Public()}, nil
+}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/runs"
 )
 
 type chatRequest struct {
@@ -34,10 +37,47 @@ func (s *server) chat(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p := principal(c)
-	asker := chats.Asker{AccountID: p.AccountID}
-	if !req.Stream {
-		reply, err := s.chats.Reply(c, req.ProjectID, bot, asker, req.Input, nil)
+	asker := chats.Asker{AccountID: principal(c).AccountID}
+	// The request's own context, not gin's pooled one: provider calls leave timers behind that
+	// may fire as the handler returns, and gin reuses its context for the next request.
+	ctx := c.Request.Context()
+	var stream *sse
+	var sink chats.Sink
+	if req.Stream {
+		stream = newSSE(c, s.heartbeat)
+		defer stream.close()
+		sink = stream
+	}
+	out, err := s.runs.Chat(ctx, req.ProjectID, bot, asker, req.Input, sink)
+	switch {
+	case err == nil && out.Run != nil:
+		s.follow(c, *out.Run, 0, stream)
+	case err == nil && stream == nil:
+		c.JSON(200, gin.H{"chat": out.Reply})
+	case err == nil:
+		_ = stream.event("done", gin.H{"chat": out.Reply})
+	case chats.IsDisconnect(err) && ctx.Err() != nil:
+	case stream == nil || !stream.began():
+		fail(c, err)
+	default:
+		_, body, _ := errorOf(c, err)
+		_ = stream.event("error", body)
+	}
+}
+
+// follow answers with an agent run from its entry after: on st, an event stream of its entries
+// (and the deltas of its answer), or, when st is nil, as the chat object once it answers, waits
+// for an approval or fails, or with the steps so far when it runs longer than the wait.
+func (s *server) follow(c *gin.Context, e runs.Execution, after int, st *sse) {
+	if st == nil {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), s.runWait)
+		defer cancel()
+		e, err := s.runs.Follow(ctx, e, after, func(runs.Entry) error { return nil }, nil)
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() == nil) {
+			fail(c, err)
+			return
+		}
+		reply, err := s.runs.Reply(e)
 		if err != nil {
 			fail(c, err)
 			return
@@ -45,19 +85,86 @@ func (s *server) chat(c *gin.Context) {
 		c.JSON(200, gin.H{"chat": reply})
 		return
 	}
-	stream := newSSE(c, s.heartbeat)
-	defer stream.close()
-	reply, err := s.chats.Reply(c, req.ProjectID, bot, asker, req.Input, stream)
+	_, err := s.runs.Follow(c.Request.Context(), e, after, st.entry, st.delta)
 	switch {
-	case err == nil:
-		_ = stream.event("done", gin.H{"chat": reply})
-	case chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
-	case !stream.began():
+	case err == nil, c.Request.Context().Err() != nil:
+	case !st.began():
 		fail(c, err)
 	default:
 		_, body, _ := errorOf(c, err)
-		_ = stream.event("error", body)
+		_ = st.event(runs.EventError, body)
 	}
+}
+
+type runRequest struct {
+	scope
+	ExecutionID string `json:"execution_id"`
+}
+
+// chatStream follows an agent run as an event stream, from the entry after Last-Event-ID (or
+// the query's last_event_id): what the client missed, then what comes.
+func (s *server) chatStream(c *gin.Context) {
+	var req runRequest
+	b, err := s.bot(c, &req.scope)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	e, err := s.runs.Get(c, req.ProjectID, b.ID, c.Query("execution_id"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	last := c.GetHeader("Last-Event-ID")
+	if last == "" {
+		last = c.Query("last_event_id")
+	}
+	after := 0
+	if last != "" {
+		if after, err = strconv.Atoi(last); err != nil || after < 0 {
+			fail(c, apperr.Invalidf("Last-Event-ID", "must be the id of an event of this stream"))
+			return
+		}
+	}
+	st := newSSE(c, s.heartbeat)
+	defer st.close()
+	s.follow(c, e, after, st)
+}
+
+type approvalRequest struct {
+	scope
+	runs.Approval
+	ExecutionIDAlt string `json:"execution_id"`
+	Stream         bool   `json:"stream"`
+}
+
+// executeTool takes the user's decision on the tool call a run waits for, and answers with the
+// run's continuation as a chat answer does.
+func (s *server) executeTool(c *gin.Context) {
+	var req approvalRequest
+	if err := s.decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	b, err := s.bot(c, &req.scope)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if req.ExecutionID == "" {
+		req.ExecutionID = req.ExecutionIDAlt
+	}
+	e, err := s.runs.Decide(c.Request.Context(), req.ProjectID, b.ID, req.Approval)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var st *sse
+	if req.Stream {
+		st = newSSE(c, s.heartbeat)
+		defer st.close()
+	}
+	s.follow(c, e, len(e.Log), st)
 }
 
 // agentLimit holds the agent's own limit: ratelimit_requests per ratelimit_seconds for each
@@ -113,4 +220,65 @@ func (s *server) deleteChat(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	return gin.H{}, s.chats.Delete(c, sc.ProjectID, b.ID, c.Query("chat_id"))
+}
+
+type voteRequest struct {
+	scope
+	chats.VoteInput
+}
+
+func (s *server) voteMessage(c *gin.Context) (any, error) {
+	var req voteRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.chats.Vote(c, req.ProjectID, botID, req.VoteInput)
+	return gin.H{"vote": st}, err
+}
+
+func (s *server) voteStatus(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.chats.VoteOf(c, sc.ProjectID, b.ID, chats.VoteInput{MessageID: c.Query("message_id"), VoterID: c.Query("voter_id"), VoterType: c.Query("voter_type")})
+	return gin.H{"vote": st}, err
+}
+
+func (s *server) deleteMessage(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{}, s.chats.DeleteMessage(c, sc.ProjectID, b.ID, c.Query("message_id"))
+}
+
+type chatSettingRequest struct {
+	scope
+	ChatID string `json:"chat_id"`
+	Name   string `json:"name"`
+	Mode   string `json:"mode"`
+}
+
+func (s *server) renameChat(c *gin.Context) (any, error) {
+	var req chatSettingRequest
+	botID, err := s.bindID(c, &req, &req.scope, &req.ChatID, "chat_id")
+	if err != nil {
+		return nil, err
+	}
+	chat, err := s.chats.Rename(c, req.ProjectID, botID, req.ChatID, req.Name)
+	return gin.H{"chat": chat}, err
+}
+
+func (s *server) setChatMode(c *gin.Context) (any, error) {
+	var req chatSettingRequest
+	botID, err := s.bindID(c, &req, &req.scope, &req.ChatID, "chat_id")
+	if err != nil {
+		return nil, err
+	}
+	chat, err := s.chats.SetMode(c, req.ProjectID, botID, req.ChatID, req.Mode)
+	return gin.H{"chat": chat}, err
 }

@@ -47,7 +47,7 @@ func (s *server) listDeals(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	deals, total, err := s.crm.Deals(c, sc.ProjectID, b.ID, c.Query("status"), c.Query("stage"), page)
+	deals, total, err := s.crm.Deals(c, sc.ProjectID, b.ID, crm.DealQuery{Status: c.Query("status"), Stage: c.Query("stage"), PipelineID: c.Query("pipeline_id")}, page)
 	return gin.H{"total": total, "deals": deals, "pagination": page.Of(total)}, err
 }
 
@@ -86,4 +86,125 @@ func (s *server) listContacts(c *gin.Context) (any, error) {
 	}
 	contacts, total, err := s.crm.Contacts(c, sc.ProjectID, page)
 	return gin.H{"total": total, "contacts": contacts, "pagination": page.Of(total)}, err
+}
+
+type contactRequest struct {
+	scope
+	crm.ContactInput
+}
+
+func (s *server) createContact(c *gin.Context) (any, error) {
+	var req contactRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	contact, err := s.crm.CreateContact(c, req.ProjectID, botID, req.ContactInput)
+	return gin.H{"contact": contact}, err
+}
+
+func (s *server) updateContact(c *gin.Context) (any, error) {
+	var req contactRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	contact, err := s.crm.UpdateContact(c, req.ProjectID, botID, c.Param("contact_id"), req.ContactInput)
+	return gin.H{"contact": contact}, err
+}
+
+func (s *server) deleteContact(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{}, s.crm.DeleteContact(c, sc.ProjectID, b.ID, c.Param("contact_id"))
+}
+
+func (s *server) searchContacts(c *gin.Context) (any, error) {
+	var sc scope
+	_, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	contacts, total, err := s.crm.SearchContacts(c, sc.ProjectID, c.Query("query"), page)
+	return gin.H{"total": total, "contacts": contacts, "pagination": page.Of(total)}, err
+}
+
+func (s *server) listPipelines(c *gin.Context) (any, error) {
+	var sc scope
+	if _, err := s.bot(c, &sc); err != nil {
+		return nil, err
+	}
+	list, err := s.crm.Pipelines(c, sc.ProjectID)
+	return gin.H{"total": len(list), "pipelines": list}, err
+}
+
+type pipelineRequest struct {
+	scope
+	crm.PipelineInput
+}
+
+func (s *server) createPipeline(c *gin.Context) (any, error) {
+	var req pipelineRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.crm.CreatePipeline(c, req.ProjectID, botID, req.PipelineInput)
+	return gin.H{"pipeline": p}, err
+}
+
+func (s *server) updatePipeline(c *gin.Context) (any, error) {
+	var req pipelineRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.crm.RenamePipeline(c, req.ProjectID, botID, c.Param("pipeline_id"), req.PipelineInput)
+	return gin.H{"pipeline": p}, err
+}
+
+func (s *server) deletePipeline(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{}, s.crm.DeletePipeline(c, sc.ProjectID, b.ID, c.Param("pipeline_id"))
+}
+
+type stageRequest struct {
+	scope
+	crm.StageInput
+}
+
+func (s *server) createStage(c *gin.Context) (any, error) {
+	var req stageRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.crm.CreateStage(c, req.ProjectID, botID, req.StageInput)
+	return gin.H{"stage": st}, err
+}
+
+func (s *server) updateStage(c *gin.Context) (any, error) {
+	var req stageRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.crm.UpdateStage(c, req.ProjectID, botID, c.Param("stage_id"), req.StageInput)
+	return gin.H{"stage": st}, err
+}
+
+func (s *server) deleteStage(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{}, s.crm.DeleteStage(c, sc.ProjectID, b.ID, c.Param("stage_id"), c.Query("move_deals_to_stage_id"))
 }

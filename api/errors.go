@@ -4,31 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/apperr"
 )
-
-// statuses is the one table from error kind to HTTP status.
-var statuses = map[apperr.Kind]int{
-	apperr.Internal:         http.StatusInternalServerError,
-	apperr.Malformed:        http.StatusBadRequest,
-	apperr.Unauthorized:     http.StatusUnauthorized,
-	apperr.Forbidden:        http.StatusForbidden,
-	apperr.NotFound:         http.StatusNotFound,
-	apperr.MethodNotAllowed: http.StatusMethodNotAllowed,
-	apperr.Conflict:         http.StatusConflict,
-	apperr.TooLarge:         http.StatusRequestEntityTooLarge,
-	apperr.UnsupportedMedia: http.StatusUnsupportedMediaType,
-	apperr.Invalid:          http.StatusUnprocessableEntity,
-	apperr.RateLimited:      http.StatusTooManyRequests,
-	apperr.BadGateway:       http.StatusBadGateway,
-	apperr.Unavailable:      http.StatusServiceUnavailable,
-	apperr.GatewayTimeout:   http.StatusGatewayTimeout,
-}
 
 // errorBody is the JSON of every non-2xx answer. The top-level message and error.status are
 // what BoostGPT's official clients read.
@@ -66,7 +47,7 @@ func fail(c *gin.Context, err error) {
 // errorOf maps err to its status and body, logging internal errors and outages.
 func errorOf(c *gin.Context, err error) (int, errorBody, *apperr.Error) {
 	e := apperr.As(err)
-	status := statuses[e.Kind]
+	status := e.Kind.Status()
 	switch {
 	case e.Kind == apperr.Internal:
 		logger(c).Error("internal error", "error", err)

@@ -31,3 +31,14 @@ func (s *server) bind(c *gin.Context, req any, sc *scope) (string, error) {
 	b, err := s.bot(c, sc)
 	return b.ID, err
 }
+
+// bindID is bind, then the id named name that the body carries in *id (or else the query),
+// which it sets in *id.
+func (s *server) bindID(c *gin.Context, req any, sc *scope, id *string, name string) (string, error) {
+	botID, err := s.bind(c, req, sc)
+	if err != nil {
+		return "", err
+	}
+	*id, err = idOf(c, *id, name)
+	return botID, err
+}

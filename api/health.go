@@ -52,3 +52,6 @@ func (s *server) readyz(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checked})
 }
+
+// serveMetrics answers with the process's Prometheus metrics.
+func (s *server) serveMetrics(c *gin.Context) { s.metrics.Handler().ServeHTTP(c.Writer, c.Request) }

@@ -19,8 +19,10 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
@@ -39,6 +41,16 @@ type bundle struct {
 	db      *mongo.Database
 	outbox  *outbox.Dispatcher
 	memory  *memory.Memory
+	chats   *chats.Service
+	agents  *agents.Service
+	tools   *runs.Toolbox
+	relay   runs.Relay
+	runs    *runs.Service
+	deals   *crm.Service
+	flows   *workflows.Runs
+	metrics *metrics.Metrics
+	nats    *nats.Conn
+	srcs    *sources.Service
 	// queue is the test's own task queue on Redis; workers started by startWorker serve it.
 	queue    string
 	redisURL string
@@ -60,6 +72,7 @@ type options struct {
 	embed      memory.Embedder
 	provider   string
 	heartbeat  time.Duration
+	runWait    time.Duration
 }
 
 type option func(*options)
@@ -74,6 +87,9 @@ func withProvider(baseURL string) option { return func(o *options) { o.provider 
 
 // withHeartbeat spaces event-stream heartbeats by d.
 func withHeartbeat(d time.Duration) option { return func(o *options) { o.heartbeat = d } }
+
+// withRunWait bounds how long a non-streamed agent run is waited for.
+func withRunWait(d time.Duration) option { return func(o *options) { o.runWait = d } }
 
 // withEmbedder ranks memory with embed's vectors too.
 func withEmbedder(e memory.Embedder) option { return func(o *options) { o.embed = e } }
@@ -104,16 +120,32 @@ func setup(t testing.TB, opts ...option) *bundle {
 	if o.provider != "" {
 		providers.Default = provider.NewOpenAI(provider.Config{BaseURL: o.provider, Timeout: 2 * time.Second})
 	}
+	bots := agents.NewService(store.NewAgents(db), ev)
+	deals := crm.NewService(store.NewCRM(db), ev, "USD")
+	cal := calendar.NewService(store.NewCalendars(db), ev)
+	cs := chats.NewService(store.NewChats(db), ev, mem, providers, log)
+	q := tasks.NewQueue(asynqClient(t), queue)
+	flows := workflows.NewService(store.NewWorkflows(db), ev)
+	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q)
+	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
+	tools := runs.NewToolbox(runs.Services{Memory: mem, CRM: deals, Calendar: cal, Workflows: flowRuns})
+	relay := events.NewRunRelay(o.nats)
+	met := metrics.New()
+	rs := runs.NewService(store.NewExecutions(db), cs, tools, q, relay, log, 200*time.Millisecond)
 	deps := api.Deps{
 		Logger:       log,
 		Tenancy:      ten,
-		Agents:       agents.NewService(store.NewAgents(db), ev),
-		CRM:          crm.NewService(store.NewCRM(db), ev, "USD"),
-		Calendar:     calendar.NewService(store.NewCalendars(db), ev),
-		Workflows:    workflows.NewService(store.NewWorkflows(db), ev),
-		Sources:      sources.NewService(store.NewSources(db), ev, tasks.NewQueue(asynqClient(t), queue), 1<<20, log),
+		Agents:       bots,
+		CRM:          deals,
+		Calendar:     cal,
+		Workflows:    flows,
+		WorkflowRuns: flowRuns,
+		Sources:      srcs,
 		Memory:       mem,
-		Chats:        chats.NewService(store.NewChats(db), ev, mem, providers, log),
+		Chats:        cs,
+		Runs:         rs,
+		RunWait:      o.runWait,
+		Metrics:      met,
 		Heartbeat:    o.heartbeat,
 		Redis:        o.redis,
 		Checks:       o.checks,
@@ -122,7 +154,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 		RateLimit:    o.rateLimit,
 	}
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
-		queue: queue, redisURL: testenv.RedisURL(), log: log}
+		chats: cs, agents: bots, tools: tools, relay: relay, runs: rs, deals: deals, srcs: srcs, flows: flowRuns, metrics: met, nats: o.nats, queue: queue, redisURL: testenv.RedisURL(), log: log}
 	b.key, b.project = b.newTenant(t)
 	return b
 }

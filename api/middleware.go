@@ -49,17 +49,19 @@ func saneRequestID(id string) bool {
 
 func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
 
-// accessLog logs one line per request. It logs the route, never the headers or the query (they
-// may carry keys).
+// accessLog logs one line per request and counts it in the metrics. It logs the route, never
+// the headers or the query (they may carry keys).
 func (s *server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	took := time.Since(start)
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
+	s.metrics.Request(route, c.Request.Method, c.Writer.Status(), took)
 	logger(c).Info("request", "method", c.Request.Method, "route", route, "status", c.Writer.Status(),
-		"duration_ms", time.Since(start).Milliseconds(), "bytes", c.Writer.Size())
+		"duration_ms", took.Milliseconds(), "bytes", c.Writer.Size())
 }
 
 // recover turns a panic into a 500 with the error body; the process keeps serving.

@@ -17,6 +17,8 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/metrics"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -39,8 +41,13 @@ type Deps struct {
 	Sources   *sources.Service
 	Memory    *memory.Memory
 	Chats     *chats.Service
-	Redis     redis.UniversalClient
-	Checks    []Check
+	Runs      *runs.Service
+	// WorkflowRuns starts workflow runs by hand and reads their history.
+	WorkflowRuns *workflows.Runs
+	// RunWait bounds how long a non-streamed agent run is waited for.
+	RunWait time.Duration
+	Redis   redis.UniversalClient
+	Checks  []Check
 	// AdminToken guards /v1/admin/*; empty turns the admin routes off.
 	AdminToken string
 	// MaxBodyBytes bounds request bodies.
@@ -49,24 +56,30 @@ type Deps struct {
 	RateLimit int
 	// Heartbeat spaces the comment lines of event streams.
 	Heartbeat time.Duration
+	// Metrics are the process's metrics, served at /metrics; nil makes the server's own.
+	Metrics *metrics.Metrics
 }
 
 type server struct {
-	log        *slog.Logger
-	tenancy    *tenancy.Service
-	agents     *agents.Service
-	crm        *crm.Service
-	calendar   *calendar.Service
-	workflows  *workflows.Service
-	sources    *sources.Service
-	memory     *memory.Memory
-	chats      *chats.Service
-	heartbeat  time.Duration
-	limiter    *redis_rate.Limiter
-	checks     []Check
-	adminToken string
-	maxBody    int64
-	rateLimit  int
+	log          *slog.Logger
+	tenancy      *tenancy.Service
+	agents       *agents.Service
+	crm          *crm.Service
+	calendar     *calendar.Service
+	workflows    *workflows.Service
+	sources      *sources.Service
+	memory       *memory.Memory
+	chats        *chats.Service
+	runs         *runs.Service
+	workflowRuns *workflows.Runs
+	runWait      time.Duration
+	heartbeat    time.Duration
+	metrics      *metrics.Metrics
+	limiter      *redis_rate.Limiter
+	checks       []Check
+	adminToken   string
+	maxBody      int64
+	rateLimit    int
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -75,22 +88,32 @@ func NewServer(d Deps) http.Handler {
 	if d.Heartbeat <= 0 {
 		d.Heartbeat = 15 * time.Second
 	}
+	if d.RunWait <= 0 {
+		d.RunWait = time.Minute
+	}
+	if d.Metrics == nil {
+		d.Metrics = metrics.New()
+	}
 	s := &server{
-		log:        d.Logger,
-		tenancy:    d.Tenancy,
-		agents:     d.Agents,
-		crm:        d.CRM,
-		calendar:   d.Calendar,
-		workflows:  d.Workflows,
-		sources:    d.Sources,
-		memory:     d.Memory,
-		chats:      d.Chats,
-		heartbeat:  d.Heartbeat,
-		limiter:    redis_rate.NewLimiter(d.Redis),
-		checks:     d.Checks,
-		adminToken: d.AdminToken,
-		maxBody:    d.MaxBodyBytes,
-		rateLimit:  d.RateLimit,
+		log:          d.Logger,
+		tenancy:      d.Tenancy,
+		agents:       d.Agents,
+		crm:          d.CRM,
+		calendar:     d.Calendar,
+		workflows:    d.Workflows,
+		sources:      d.Sources,
+		memory:       d.Memory,
+		chats:        d.Chats,
+		runs:         d.Runs,
+		workflowRuns: d.WorkflowRuns,
+		runWait:      d.RunWait,
+		heartbeat:    d.Heartbeat,
+		metrics:      d.Metrics,
+		limiter:      redis_rate.NewLimiter(d.Redis),
+		checks:       d.Checks,
+		adminToken:   d.AdminToken,
+		maxBody:      d.MaxBodyBytes,
+		rateLimit:    d.RateLimit,
 	}
 	r := gin.New()
 	r.ContextWithFallback = true

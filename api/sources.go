@@ -50,29 +50,21 @@ func (s *server) listSources(c *gin.Context) (any, error) {
 
 func (s *server) updateSource(c *gin.Context) (any, error) {
 	var req sourceRequest
-	botID, err := s.bind(c, &req, &req.scope)
+	botID, err := s.bindID(c, &req, &req.scope, &req.SourceID, "source_id")
 	if err != nil {
 		return nil, err
 	}
-	id, err := idOf(c, req.SourceID, "source_id")
-	if err != nil {
-		return nil, err
-	}
-	src, err := s.sources.Update(c, req.ProjectID, botID, id, req.Input)
+	src, err := s.sources.Update(c, req.ProjectID, botID, req.SourceID, req.Input)
 	return gin.H{"source": src}, err
 }
 
 func (s *server) syncSource(c *gin.Context) (any, error) {
 	var req sourceRequest
-	botID, err := s.bind(c, &req, &req.scope)
+	botID, err := s.bindID(c, &req, &req.scope, &req.SourceID, "source_id")
 	if err != nil {
 		return nil, err
 	}
-	id, err := idOf(c, req.SourceID, "source_id")
-	if err != nil {
-		return nil, err
-	}
-	src, err := s.sources.Sync(c, req.ProjectID, botID, id)
+	src, err := s.sources.Sync(c, req.ProjectID, botID, req.SourceID)
 	return gin.H{"source": src}, err
 }
 

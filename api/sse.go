@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/runs"
 )
 
 // sse writes a Server-Sent Events stream. Nothing is written until the first event, so an error
@@ -29,7 +31,7 @@ func newSSE(c *gin.Context, heartbeat time.Duration) *sse {
 	return &sse{c: c, heartbeat: heartbeat, stop: make(chan struct{})}
 }
 
-// event writes one event with data as JSON.
+// event writes one event with data as JSON, numbered after the last.
 func (s *sse) event(name string, data any) error {
 	raw, err := json.Marshal(data)
 	if err != nil {
@@ -37,11 +39,41 @@ func (s *sse) event(name string, data any) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.next++
+	return s.write(strconv.Itoa(s.next), name, raw)
+}
+
+// entry writes a kept entry of a run under its own number, which a client resumes from.
+func (s *sse) entry(e runs.Entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = e.Seq
+	return s.write(strconv.Itoa(e.Seq), e.Event, []byte(e.Data))
+}
+
+// delta writes a piece of an answer, without a number: it is not kept, and a client resuming
+// from a later entry does not need it.
+func (s *sse) delta(text string) error {
+	raw, err := json.Marshal(gin.H{"content": text})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write("", runs.EventDelta, raw)
+}
+
+// write sends one event; s.mu is held.
+func (s *sse) write(id, name string, raw []byte) error {
 	if !s.started {
 		s.begin()
 	}
-	s.next++
-	if _, err := fmt.Fprintf(s.c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", s.next, name, raw); err != nil {
+	if id != "" {
+		if _, err := fmt.Fprintf(s.c.Writer, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.c.Writer, "event: %s\ndata: %s\n\n", name, raw); err != nil {
 		return err
 	}
 	s.c.Writer.Flush()
@@ -94,4 +126,4 @@ func (s *sse) close() {
 // Stored and Delta make the stream the sink of a chat reply.
 func (s *sse) Stored(m chats.Message) error { return s.event("stored", gin.H{"message": m}) }
 
-func (s *sse) Delta(text string) error { return s.event("delta", gin.H{"content": text}) }
+func (s *sse) Delta(text string) error { return s.delta(text) }

@@ -9,11 +9,14 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -59,16 +62,34 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 	done := make(chan error, 1)
 	go func() {
 		done <- workers.Run(ctx, workers.Deps{Logger: b.log, Redis: redisOpt(t), Queue: b.queue, Concurrency: 4,
-			ShutdownTimeout: 5 * time.Second, Sources: ing, RetryDelay: func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond },
+			ShutdownTimeout: 5 * time.Second, Sources: ing, Runs: b.runner(), Workflows: b.executor(o.guarded), Metrics: b.metrics, Poll: 10 * time.Millisecond, RetryDelay: func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond },
 			RetryCheckInterval: 100 * time.Millisecond})
 	}()
+	triggers, err := events.Consume(ctx, b.nats, events.ConsumeConfig{Durable: "workflows-" + b.queue, New: true, RetryDelay: 100 * time.Millisecond},
+		b.flows.OnEvent, b.log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
+		triggers.Stop()
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
 	})
 	return ing
+}
+
+// runner is a worker's side of agent runs, over the bundle's services.
+func (b *bundle) runner() *runs.Runner {
+	return runs.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second)
+}
+
+// executor is a worker's side of workflow runs; its webhooks may reach loopback unless guarded.
+func (b *bundle) executor(guarded bool) *workflows.Executor {
+	hooks := safehttp.New(safehttp.Options{AllowPrivate: !guarded, Timeout: 10 * time.Second, MaxRedirects: -1})
+	return workflows.NewExecutor(store.NewWorkflowRuns(b.db), b.outbox, workflows.Actors{Bots: b.agents, CRM: b.deals, Sources: b.srcs,
+		Chats: b.chats, Webhooks: hooks}, b.log)
 }
 
 // waitSource polls the source until its status is not processing, and returns it.

@@ -24,15 +24,11 @@ func (s *server) createWorkflow(c *gin.Context) (any, error) {
 
 func (s *server) updateWorkflow(c *gin.Context) (any, error) {
 	var req workflowRequest
-	botID, err := s.bind(c, &req, &req.scope)
+	botID, err := s.bindID(c, &req, &req.scope, &req.WorkflowID, "workflow_id")
 	if err != nil {
 		return nil, err
 	}
-	id, err := idOf(c, req.WorkflowID, "workflow_id")
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.workflows.Update(c, req.ProjectID, botID, id, req.Input)
+	w, err := s.workflows.Update(c, req.ProjectID, botID, req.WorkflowID, req.Input)
 	return gin.H{"workflow": w}, err
 }
 
@@ -63,4 +59,69 @@ func (s *server) deleteWorkflow(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	return gin.H{}, s.workflows.Delete(c, sc.ProjectID, b.ID, c.Query("workflow_id"))
+}
+
+type workflowRunRequest struct {
+	scope
+	WorkflowID string         `json:"workflow_id"`
+	Input      map[string]any `json:"input"`
+	// IdempotencyKey makes a retried request start one run.
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// runWorkflow starts a run of an active workflow by hand, with an optional input object.
+func (s *server) runWorkflow(c *gin.Context) (any, error) {
+	var req workflowRunRequest
+	botID, err := s.bindID(c, &req, &req.scope, &req.WorkflowID, "workflow_id")
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.workflowRuns.RunManually(c, req.ProjectID, botID, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
+	return gin.H{"run": r}, err
+}
+
+func (s *server) listWorkflowRuns(c *gin.Context) (any, error) { return s.runHistory(c, "runs") }
+
+// runHistory is one page of the agent's workflow runs, under key.
+func (s *server) runHistory(c *gin.Context, key string) (any, error) {
+	var sc scope
+	b, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := s.workflowRuns.List(c, sc.ProjectID, b.ID, c.Query("workflow_id"), c.Query("status"), page)
+	return gin.H{"total": total, key: list, "pagination": page.Of(total)}, err
+}
+
+func (s *server) readWorkflowRun(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.workflowRuns.Run(c, sc.ProjectID, b.ID, c.Query("run_id"))
+	return gin.H{"run": r}, err
+}
+
+// signingSecret shows the project's webhook signing secret, made on first use.
+func (s *server) signingSecret(c *gin.Context) (any, error) {
+	p, err := s.tenancy.Project(c, principal(c).AccountID, c.Param("project_id"))
+	if err != nil {
+		return nil, err
+	}
+	secret, err := s.workflowRuns.SigningSecret(c, p.ID)
+	return gin.H{"signing_secret": secret, "signature_header": workflows.SignatureHeader,
+		"timestamp_header": workflows.TimestampHeader, "delivery_header": workflows.DeliveryHeader}, err
+}
+
+// workflowLogs is the run history as BoostGPT's clients ask for it.
+func (s *server) workflowLogs(c *gin.Context) (any, error) { return s.runHistory(c, "logs") }
+
+// workflowCatalog lists what a workflow may be made of, from the validator's own definitions.
+func (s *server) workflowCatalog(c *gin.Context) (any, error) {
+	var sc scope
+	if _, err := s.bot(c, &sc); err != nil {
+		return nil, err
+	}
+	return gin.H{"catalog": workflows.Catalog()}, nil
 }

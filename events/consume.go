@@ -41,6 +41,9 @@ type ConsumeConfig struct {
 	RetryDelay time.Duration
 	// MaxDeliver bounds deliveries of one event (default 20).
 	MaxDeliver int
+	// New starts a consumer created now at the events that come next, rather than at the
+	// first event the stream holds; an existing consumer resumes where it was either way.
+	New bool
 }
 
 // Consume starts delivering events to h with explicit acknowledgement, until Stop. Events are
@@ -62,13 +65,17 @@ func Consume(ctx context.Context, nc *nats.Conn, cfg ConsumeConfig, h Handler, l
 	if err != nil {
 		return nil, err
 	}
+	deliver := jetstream.DeliverAllPolicy
+	if cfg.New {
+		deliver = jetstream.DeliverNewPolicy
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, Stream, jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		FilterSubject: cfg.Filter,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       time.Minute,
 		MaxDeliver:    cfg.MaxDeliver,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+		DeliverPolicy: deliver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("events: consumer %s: %w", cfg.Durable, err)

@@ -65,7 +65,7 @@ func setup(t *testing.T) (*events.Publisher, string) {
 func TestPublishAndConsume(t *testing.T) {
 	pub, project := setup(t)
 	ctx := context.Background()
-	ev := outbox.New(outbox.DealCreated, project, "bot1", map[string]any{"title": "Big deal"})
+	ev := outbox.New(context.Background(), outbox.DealCreated, project, "bot1", map[string]any{"title": "Big deal"})
 	if err := pub.Publish(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +103,8 @@ func TestPublishAndConsume(t *testing.T) {
 func TestConsumeRetriesAndDrops(t *testing.T) {
 	pub, project := setup(t)
 	ctx := context.Background()
-	failOnce := outbox.New(outbox.DealUpdated, project, "b", map[string]any{})
-	poison := outbox.New(outbox.DealWon, project, "b", map[string]any{})
+	failOnce := outbox.New(context.Background(), outbox.DealUpdated, project, "b", map[string]any{})
+	poison := outbox.New(context.Background(), outbox.DealWon, project, "b", map[string]any{})
 	var (
 		mu    sync.Mutex
 		calls = map[string]int{}

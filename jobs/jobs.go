@@ -10,7 +10,9 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // Deps is what the scheduler needs.
@@ -20,7 +22,15 @@ type Deps struct {
 	Outbox *outbox.Dispatcher
 	// Sources queues due syncs, the sweep of forgotten sources and stuck ingestions.
 	Sources *sources.Planner
+	// Runs queues again agent runs whose task was lost.
+	Runs *runs.Service
+	// Schedules starts the runs of schedule workflows.
+	Schedules *workflows.Schedules
 }
+
+// scheduleReload is how often the schedule workflows are read again: a change to one takes
+// effect within it.
+const scheduleReload = 5 * time.Second
 
 // relayInterval is how often the outbox relay looks for events left behind.
 const relayInterval = time.Second
@@ -37,16 +47,28 @@ func Run(ctx context.Context, d Deps) error {
 	}); err != nil {
 		return err
 	}
+	if _, err := c.AddFunc("@every 1m", func() {
+		if _, err := d.Runs.Requeue(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Warn("requeueing agent runs", "error", err)
+		}
+	}); err != nil {
+		return err
+	}
 	c.Start()
 	d.Logger.Info("scheduler started", "entries", len(c.Entries()))
-	relayed := make(chan struct{})
+	relayed, scheduled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
 		d.Outbox.Relay(ctx, relayInterval)
 	}()
+	go func() {
+		defer close(scheduled)
+		d.Schedules.Run(ctx, scheduleReload)
+	}()
 	<-ctx.Done()
 	<-c.Stop().Done()
 	<-relayed
+	<-scheduled
 	d.Logger.Info("scheduler stopped")
 	return nil
 }

@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/agentplane/agentplane/shared/metrics"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // Deps is what the worker role needs.
@@ -23,30 +27,73 @@ type Deps struct {
 	Concurrency     int
 	ShutdownTimeout time.Duration
 	Sources         *sources.Ingester
+	Runs            *runs.Runner
+	Workflows       *workflows.Executor
+	// Poll is how often an idle worker looks for tasks; 0 is asynq's 1s.
+	Poll time.Duration
+	// Metrics count the tasks run.
+	Metrics *metrics.Metrics
 	// RetryDelay spaces the attempts of a failing task; nil is asynq's exponential backoff.
 	RetryDelay asynq.RetryDelayFunc
 	// RetryCheckInterval is how often tasks waiting for a retry are looked for; 0 is asynq's 5s.
 	RetryCheckInterval time.Duration
 }
 
+// drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
+// (an agent run gives its lease back then).
+const drainTimeout = 5 * time.Second
+
 // Run serves tasks until ctx ends, then stops taking new ones and waits for running ones (up to
-// the shutdown timeout; unfinished ones go back to the queue and are retried).
+// the shutdown timeout). Unfinished ones go back to the queue and are retried; their handlers'
+// contexts are cancelled at that moment, and the worker waits for them to return before it
+// does, so that they can leave their work in a state the next worker takes over at once.
 func Run(ctx context.Context, d Deps) error {
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	var inflight sync.WaitGroup
+	m := mux(d)
+	m.Use(func(h asynq.Handler) asynq.Handler {
+		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			inflight.Add(1)
+			defer inflight.Done()
+			start := time.Now()
+			err := h.ProcessTask(ctx, t)
+			if d.Metrics != nil {
+				d.Metrics.Task(t.Type(), time.Since(start), err)
+			}
+			return err
+		})
+	})
 	srv := asynq.NewServer(d.Redis, asynq.Config{
+		BaseContext:              func() context.Context { return base },
 		Concurrency:              d.Concurrency,
 		Queues:                   map[string]int{d.Queue: 1},
 		ShutdownTimeout:          d.ShutdownTimeout,
 		RetryDelayFunc:           d.RetryDelay,
 		DelayedTaskCheckInterval: d.RetryCheckInterval,
+		TaskCheckInterval:        d.Poll,
 		Logger:                   asynqLogger{d.Logger.With("component", "worker")},
 		LogLevel:                 asynq.WarnLevel,
 	})
-	if err := srv.Start(mux(d)); err != nil {
+	if err := srv.Start(m); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	d.Logger.Info("worker started", "concurrency", d.Concurrency, "queue", d.Queue)
 	<-ctx.Done()
+	aborting := time.AfterFunc(d.ShutdownTimeout, cancelBase)
 	srv.Shutdown()
+	aborting.Stop()
+	cancelBase()
+	drained := make(chan struct{})
+	go func() {
+		inflight.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		d.Logger.Warn("worker stopped with handlers still running")
+	}
 	d.Logger.Info("worker stopped")
 	return nil
 }
@@ -61,6 +108,20 @@ func mux(d Deps) *asynq.ServeMux {
 		return d.Sources.Sync(ctx, t, final)
 	}))
 	m.HandleFunc(tasks.SweepSources, func(ctx context.Context, _ *asynq.Task) error { return d.Sources.Sweep(ctx) })
+	m.HandleFunc(tasks.RunAgent, func(ctx context.Context, task *asynq.Task) error {
+		var t runs.Task
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Runs.Run(ctx, t, final(ctx))
+	})
+	m.HandleFunc(tasks.RunWorkflow, func(ctx context.Context, task *asynq.Task) error {
+		var t workflows.RunTask
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Workflows.Execute(ctx, t, final(ctx))
+	})
 	return m
 }
 
@@ -72,15 +133,20 @@ func ingest[T any](d Deps, h func(ctx context.Context, t T, final bool) error) a
 		if err := json.Unmarshal(task.Payload(), &t); err != nil {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
-		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		err := h(ctx, t, retried >= maxRetry)
+		err := h(ctx, t, final(ctx))
 		if errors.Is(err, sources.ErrPermanent) {
 			d.Logger.Info("ingestion failed for good", "task", task.Type(), "error", err)
 			return nil
 		}
 		return err
 	}
+}
+
+// final reports whether the task of ctx is on its last attempt.
+func final(ctx context.Context) bool {
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return retried >= maxRetry
 }
 
 // asynqLogger writes asynq's log lines through slog.

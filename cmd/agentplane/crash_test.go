@@ -3,17 +3,28 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tmaxmax/go-sse"
+
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/provider/providertest"
 )
 
 // spawn starts the service as a separate process with env and args; the test may kill it.
@@ -97,4 +108,262 @@ func TestWorkerKilledDuringIngestion(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// agentService is a running API with a project and an agent that uses tools without asking,
+// answering through fake; workers are the test's to start.
+type agentService struct {
+	t       *testing.T
+	env     map[string]string
+	base    string
+	key     string
+	c       *apitest.Client
+	project string
+	bot     string
+}
+
+func newAgentService(t *testing.T, fake *providertest.Server, env map[string]string) *agentService {
+	t.Helper()
+	s := newAgentServiceOnly(t, fake, env)
+	api := start(t, env, "api")
+	s.dial(waitFor(t, api.stderr, listening, api)[1])
+	s.setup()
+	return s
+}
+
+// newAgentServiceOnly is an agent service whose API processes the test starts itself.
+func newAgentServiceOnly(t *testing.T, fake *providertest.Server, env map[string]string) *agentService {
+	t.Helper()
+	env["AGENTPLANE_PROVIDER_URL"] = fake.URL
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return &agentService{t: t, env: env, key: regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]}
+}
+
+// dial sends the requests that follow to the API at addr.
+func (s *agentService) dial(addr string) {
+	s.base = "http://" + addr
+	s.c = apitest.Dial(s.t, s.base)
+}
+
+// setup creates the project and its agent.
+func (s *agentService) setup() {
+	s.project = s.do("POST", "/v1/projects", map[string]any{"name": "p"})["project"].(map[string]any)["id"].(string)
+	s.bot = s.do("POST", "/v1/bot/create", map[string]any{"project_id": s.project, "name": "n", "model": "m"})["bot"].(map[string]any)["id"].(string)
+	s.do("PUT", "/v1/bot/update", map[string]any{"project_id": s.project, "bot_id": s.bot, "auto_approve_tools": 1})
+}
+
+func (s *agentService) do(method, path string, body any) map[string]any {
+	s.t.Helper()
+	res := s.c.Do(apitest.Request{Method: method, Path: path, Key: s.key, Body: body})
+	if res.Status != http.StatusOK {
+		s.t.Fatalf("%s %s: %d %s", method, path, res.Status, res.Body)
+	}
+	return res.JSON(s.t)
+}
+
+// stream sends a request whose answer is an event stream and returns the kept events it
+// reads ("id:type") and the execution id the stored event names. At the first event of type
+// until (when not empty) it stops, or, with at, calls at and reads on until the stream breaks.
+func (s *agentService) stream(method, path string, body any, last, until string, at func()) ([]string, string) {
+	s.t.Helper()
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var seen []string
+	exec := ""
+	called := false
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil && called {
+			break
+		}
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if ev.Type == "delta" {
+			continue
+		}
+		if ev.Type == "stored" {
+			var v struct{ ExecutionID string }
+			_ = json.Unmarshal([]byte(ev.Data), &v)
+			exec = v.ExecutionID
+		}
+		seen = append(seen, ev.LastEventID+":"+ev.Type)
+		if ev.Type == until && at == nil {
+			break
+		}
+		if ev.Type == until {
+			at()
+			called = true
+		}
+	}
+	return seen, exec
+}
+
+// run starts an agent run that creates a deal and reads the stream up to its first cycle.
+func (s *agentService) run() ([]string, string) {
+	return s.stream("POST", "/v1/bot/chat", map[string]any{"project_id": s.project, "bot_id": s.bot,
+		"message": "Add the Crashproof deal", "reasoning_mode": "agent", "stream": true}, "", "cycle", nil)
+}
+
+// finish follows the run to its end from the last event seen and checks the client saw every
+// kept event once and the deal exists once.
+func (s *agentService) finish(seen []string, exec string) {
+	s.t.Helper()
+	last, _, _ := strings.Cut(seen[len(seen)-1], ":")
+	rest, _ := s.stream("GET", "/v1/bot/chat/stream?project_id="+s.project+"&bot_id="+s.bot+"&execution_id="+exec, nil, last, "", nil)
+	seen = append(seen, rest...)
+	if want := []string{"1:stored", "2:cycle", "3:cycle", "4:done"}; !slices.Equal(seen, want) {
+		s.t.Fatalf("events %v, want %v", seen, want)
+	}
+	deals := s.do("GET", "/v1/bot/crm/deals?project_id="+s.project+"&bot_id="+s.bot, nil)["deals"].([]any)
+	if len(deals) != 1 || deals[0].(map[string]any)["title"] != "Crashproof" {
+		s.t.Fatalf("deals after the crash: %v", deals)
+	}
+}
+
+// crashScript creates a deal, lists the deals, then answers; each model call takes delay.
+func crashScript(t *testing.T, delay time.Duration) *providertest.Server {
+	fake := providertest.New(t)
+	fake.Set(providertest.Behavior{FirstByteDelay: delay, Script: []providertest.Turn{
+		{Call: &providertest.Call{Name: "create_deal", Arguments: `{"title":"Crashproof"}`}},
+		{Call: &providertest.Call{Name: "list_deals", Arguments: `{}`}},
+		{Reply: "The Crashproof deal is in the pipeline."},
+	}})
+	return fake
+}
+
+// A worker killed (SIGKILL) in the middle of an agent run loses nothing: another worker takes
+// the run over once its lease expires, the deal an earlier cycle created is not created again,
+// and a client that reconnects with Last-Event-ID sees every cycle once.
+func TestWorkerKilledDuringAgentRun(t *testing.T) {
+	t.Parallel() // waits about a minute for asynq's lease on the killed worker's task to expire
+	env := serviceEnv(t)
+	env["AGENTPLANE_RUN_LEASE"] = "6s"
+	s := newAgentService(t, crashScript(t, 2*time.Second), env)
+	victim := spawn(t, env, "worker")
+	seen, exec := s.run() // cycle 1 (the deal) is kept; the worker now waits for the model
+	if err := victim.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	start(t, env, "worker")
+	s.finish(seen, exec)
+}
+
+// A worker stopped (SIGTERM) in the middle of an agent run gives the run back: the next worker
+// takes it over at once, without waiting for a lease to expire.
+func TestWorkerStoppedDuringAgentRun(t *testing.T) {
+	t.Parallel()
+	env := serviceEnv(t)
+	env["AGENTPLANE_SHUTDOWN_TIMEOUT"] = "300ms"
+	env["AGENTPLANE_RUN_LEASE"] = "10m"
+	s := newAgentService(t, crashScript(t, 2*time.Second), env)
+	victim := spawn(t, env, "worker")
+	seen, exec := s.run()
+	if err := victim.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Wait(); err != nil {
+		t.Fatalf("the worker did not stop cleanly: %v", err)
+	}
+	start(t, env, "worker")
+	s.finish(seen, exec)
+}
+
+// An API replica killed (SIGKILL) while a client streams a run loses the client nothing: the
+// client reconnects to another replica with Last-Event-ID and gets the rest from the store.
+func TestAPIKilledWhileStreaming(t *testing.T) {
+	t.Parallel()
+	env := serviceEnv(t)
+	s := newAgentServiceOnly(t, crashScript(t, time.Second), env)
+	other := start(t, env, "api")
+	otherAddr := waitFor(t, other.stderr, listening, other)[1]
+	victimEnv := maps.Clone(env)
+	victimEnv["AGENTPLANE_HTTP_ADDR"] = freeAddr(t)
+	victim := spawn(t, victimEnv, "api")
+	waitHealthy(t, victimEnv["AGENTPLANE_HTTP_ADDR"])
+	s.dial(victimEnv["AGENTPLANE_HTTP_ADDR"])
+	s.setup()
+	start(t, env, "worker")
+	seen, exec := s.stream("POST", "/v1/bot/chat", map[string]any{"project_id": s.project, "bot_id": s.bot,
+		"message": "Add the Crashproof deal", "reasoning_mode": "agent", "stream": true}, "", "cycle", func() {
+		if err := victim.Process.Signal(os.Kill); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.dial(otherAddr)
+	s.finish(seen, exec)
+}
+
+// freeAddr is a loopback address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitHealthy waits until the API at addr answers /healthz.
+func waitHealthy(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API at %s never became healthy: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Redis stopped and started again in the middle of a run (with its append-only file, as in
+// production) costs the run nothing: it completes, once.
+func TestRedisRestartedDuringAgentRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	rs, err := devstack.StartRedisServer(ctx, dir, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := serviceEnv(t)
+	env["AGENTPLANE_REDIS_URL"] = rs.URL
+	s := newAgentService(t, crashScript(t, 2*time.Second), env)
+	start(t, env, "worker")
+	seen, exec := s.run()
+	rs.Close()
+	time.Sleep(time.Second)
+	_, port, _ := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(rs.URL, "redis://"), "/0"))
+	p, _ := strconv.Atoi(port)
+	if rs, err = devstack.StartRedisServer(ctx, dir, p, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	s.finish(seen, exec)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -21,8 +22,10 @@ import (
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
@@ -41,6 +44,10 @@ type deps struct {
 	nats    *nats.Conn
 	tasks   *asynq.Client
 	fetch   *safehttp.Client
+	metrics *metrics.Metrics
+
+	mu  sync.Mutex
+	dom *domain // made once: the roles of a process share its services (and memory's cache)
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -77,7 +84,7 @@ func connect(cfg config.Config, log *slog.Logger) (*deps, error) {
 	}
 	fetch := safehttp.New(safehttp.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.FetchTimeout, MaxBytes: cfg.FetchMaxBytes})
 	return &deps{cfg: cfg, log: log, db: db, redis: redis.NewClient(ropt), redisOp: aopt, nats: nc,
-		tasks: asynq.NewClient(aopt), fetch: fetch}, nil
+		tasks: asynq.NewClient(aopt), fetch: fetch, metrics: metrics.New()}, nil
 }
 
 func (d *deps) close(ctx context.Context) {
@@ -98,23 +105,65 @@ func (d *deps) dispatcher() (*outbox.Dispatcher, error) {
 	return outbox.NewDispatcher(pub, store.NewOutbox(d.db), d.log.With("component", "outbox")), nil
 }
 
+// domain are the services both the API and the workers act through.
+type domain struct {
+	agents       *agents.Service
+	crm          *crm.Service
+	calendar     *calendar.Service
+	memory       *memory.Memory
+	chats        *chats.Service
+	sources      *sources.Service
+	workflows    *workflows.Service
+	workflowRuns *workflows.Runs
+	tools        *runs.Toolbox
+}
+
+func (d *deps) domain() (domain, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dom != nil {
+		return *d.dom, nil
+	}
+	ev, err := d.dispatcher()
+	if err != nil {
+		return domain{}, err
+	}
+	mem := memory.New(store.NewMemory(d.db), d.embedder(), d.cfg.MemoryCacheBytes, d.log)
+	dm := domain{
+		agents:    agents.NewService(store.NewAgents(d.db), ev),
+		crm:       crm.NewService(store.NewCRM(d.db), ev, d.cfg.DefaultCurrency),
+		calendar:  calendar.NewService(store.NewCalendars(d.db), ev),
+		memory:    mem,
+		chats:     chats.NewService(store.NewChats(d.db), ev, mem, d.providers(), d.log),
+		sources:   sources.NewService(store.NewSources(d.db), ev, d.queue(), int(d.cfg.MaxBodyBytes), d.log),
+		workflows: workflows.NewService(store.NewWorkflows(d.db), ev),
+	}
+	dm.workflowRuns = workflows.NewRuns(dm.workflows, store.NewWorkflowRuns(d.db), d.queue())
+	dm.tools = runs.NewToolbox(runs.Services{Memory: mem, CRM: dm.crm, Calendar: dm.calendar, Workflows: dm.workflowRuns})
+	d.dom = &dm
+	return dm, nil
+}
+
 // apiDeps is everything the HTTP API needs.
 func (d *deps) apiDeps() (api.Deps, error) {
-	ev, err := d.dispatcher()
+	dm, err := d.domain()
 	if err != nil {
 		return api.Deps{}, err
 	}
-	mem := memory.New(store.NewMemory(d.db), d.embedder(), d.cfg.MemoryCacheBytes, d.log)
 	return api.Deps{
 		Logger:       d.log,
 		Tenancy:      d.tenancy(),
-		Agents:       agents.NewService(store.NewAgents(d.db), ev),
-		CRM:          crm.NewService(store.NewCRM(d.db), ev, d.cfg.DefaultCurrency),
-		Calendar:     calendar.NewService(store.NewCalendars(d.db), ev),
-		Workflows:    workflows.NewService(store.NewWorkflows(d.db), ev),
-		Sources:      sources.NewService(store.NewSources(d.db), ev, d.queue(), int(d.cfg.MaxBodyBytes), d.log),
-		Memory:       mem,
-		Chats:        chats.NewService(store.NewChats(d.db), ev, mem, d.providers(), d.log),
+		Agents:       dm.agents,
+		CRM:          dm.crm,
+		Calendar:     dm.calendar,
+		Workflows:    dm.workflows,
+		WorkflowRuns: dm.workflowRuns,
+		Sources:      dm.sources,
+		Memory:       dm.memory,
+		Chats:        dm.chats,
+		Runs:         d.runs(dm),
+		Metrics:      d.metrics,
+		RunWait:      d.cfg.RunWait,
 		Redis:        d.redis,
 		Checks:       d.checks(),
 		AdminToken:   d.cfg.AdminToken,
@@ -123,7 +172,62 @@ func (d *deps) apiDeps() (api.Deps, error) {
 	}, nil
 }
 
-func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, tasks.DefaultQueue) }
+// runs is the API's and the scheduler's part of agent runs.
+func (d *deps) runs(dm domain) *runs.Service {
+	return runs.NewService(store.NewExecutions(d.db), dm.chats, dm.tools, d.queue(), events.NewRunRelay(d.nats), d.log.With("component", "runs"), time.Second)
+}
+
+// executor does the workers' part of workflow runs. Webhooks go through the SSRF guard and
+// follow no redirect.
+func (d *deps) executor() (*workflows.Executor, error) {
+	dm, err := d.domain()
+	if err != nil {
+		return nil, err
+	}
+	ev, err := d.dispatcher()
+	if err != nil {
+		return nil, err
+	}
+	hooks := safehttp.New(safehttp.Options{AllowPrivate: d.cfg.AllowPrivate, Timeout: time.Minute, MaxBytes: 1 << 20, MaxRedirects: -1})
+	return workflows.NewExecutor(store.NewWorkflowRuns(d.db), ev, workflows.Actors{Bots: dm.agents, CRM: dm.crm, Sources: dm.sources,
+		Chats: dm.chats, Webhooks: hooks}, d.log.With("component", "workflows")), nil
+}
+
+// triggers starts workflow runs for domain events until ctx ends: one durable JetStream
+// consumer per deployment (named after its queue), shared by the worker replicas. An event is
+// acknowledged once its runs are queued.
+//
+// While NATS cannot create the consumer (it is down) it tries again every few seconds.
+func (d *deps) triggers(ctx context.Context, runs *workflows.Runs) error {
+	log := d.log.With("component", "triggers")
+	for {
+		c, err := events.Consume(ctx, d.nats, events.ConsumeConfig{Durable: "workflows-" + d.cfg.Queue, New: true, RetryDelay: time.Second},
+			runs.OnEvent, log)
+		if err == nil {
+			<-ctx.Done()
+			c.Stop()
+			return nil
+		}
+		log.Warn("workflow triggers not consuming yet", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(3 * time.Second):
+		}
+	}
+}
+
+// runner does the workers' part of agent runs.
+func (d *deps) runner() (*runs.Runner, error) {
+	dm, err := d.domain()
+	if err != nil {
+		return nil, err
+	}
+	return runs.NewRunner(store.NewExecutions(d.db), dm.chats, dm.agents, dm.tools, events.NewRunRelay(d.nats),
+		d.log.With("component", "runs"), d.cfg.RunLease), nil
+}
+
+func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, d.cfg.Queue) }
 
 // embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
 // operator configures it, so it is called directly, not through the guarded client.

@@ -176,6 +176,7 @@ func serviceEnv(t *testing.T) map[string]string {
 		"AGENTPLANE_MONGO_URI": testenv.MongoURI(), "AGENTPLANE_MONGO_DATABASE": db.Name(),
 		"AGENTPLANE_REDIS_URL": testenv.RedisURL(), "AGENTPLANE_NATS_URL": testenv.NATSURL(),
 		"AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_ADMIN_TOKEN": "admin-secret",
+		"AGENTPLANE_QUEUE": testenv.NewName(),
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/devstack"
-	"github.com/agentplane/agentplane/shared/tasks"
+	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -71,14 +71,34 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		}
 		start(func() error { return serveHTTP(ctx, d, ln) })
 	}
+	if (role == "worker" || role == "scheduler") && cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
+		}
+		start(func() error { return serveMetrics(ctx, d, ln) })
+	}
 	if role == "worker" || role == "dev" {
 		ingester, err := d.ingester()
 		if err != nil {
 			return err
 		}
+		runner, err := d.runner()
+		if err != nil {
+			return err
+		}
+		executor, err := d.executor()
+		if err != nil {
+			return err
+		}
+		dm, err := d.domain()
+		if err != nil {
+			return err
+		}
+		start(func() error { return d.triggers(ctx, dm.workflowRuns) })
 		start(func() error {
-			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: tasks.DefaultQueue, Concurrency: cfg.WorkerConcurrency,
-				ShutdownTimeout: cfg.ShutdownTimeout, Sources: ingester})
+			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: cfg.Queue, Concurrency: cfg.WorkerConcurrency,
+				ShutdownTimeout: cfg.ShutdownTimeout, Sources: ingester, Runs: runner, Workflows: executor, Poll: cfg.WorkerPoll, Metrics: d.metrics})
 		})
 	}
 	if role == "scheduler" || role == "dev" {
@@ -86,7 +106,14 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		start(func() error { return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner()}) })
+		dm, err := d.domain()
+		if err != nil {
+			return err
+		}
+		start(func() error {
+			return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner(), Runs: d.runs(dm),
+				Schedules: workflows.NewSchedules(dm.workflowRuns, log.With("component", "schedules"))})
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -108,25 +135,38 @@ func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	return listen(ctx, d, ln, api.NewServer(deps), "api")
+}
+
+// serveMetrics serves the process's metrics at /metrics on ln (worker and scheduler roles, which
+// serve no API).
+func serveMetrics(ctx context.Context, d *deps, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	return listen(ctx, d, ln, mux, "metrics")
+}
+
+// listen serves h on ln until ctx ends, then shuts down gracefully.
+func listen(ctx context.Context, d *deps, ln net.Listener, h http.Handler, name string) error {
 	srv := &http.Server{
-		Handler:           api.NewServer(deps),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	d.log.Info("api listening", "addr", ln.Addr().String())
+	d.log.Info(name+" listening", "addr", ln.Addr().String())
 	select {
 	case err := <-served:
-		return fmt.Errorf("http: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("http shutdown: %w", err)
+		return fmt.Errorf("%s shutdown: %w", name, err)
 	}
-	d.log.Info("api stopped")
+	d.log.Info(name + " stopped")
 	return nil
 }

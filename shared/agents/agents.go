@@ -11,35 +11,38 @@ import (
 
 // Bot is an agent, every field of the interface's Agent record.
 type Bot struct {
-	ID                string           `json:"id" bson:"_id"`
-	UUID              string           `json:"uuid" bson:"uuid"`
-	ProjectID         string           `json:"-" bson:"project_id"`
-	Subdomain         string           `json:"subdomain" bson:"subdomain"`
-	ProviderKey       string           `json:"provider_key" bson:"provider_key"`
-	Avatar            string           `json:"avatar" bson:"avatar"`
-	Name              string           `json:"name" bson:"name"`
-	Model             string           `json:"model" bson:"model"`
-	ReasoningType     string           `json:"reasoning_type" bson:"reasoning_type"`
-	MaxReplyTokens    string           `json:"max_reply_tokens" bson:"max_reply_tokens"`
-	Instruction       string           `json:"instruction" bson:"instruction"`
-	RatelimitMessage  string           `json:"ratelimit_message" bson:"ratelimit_message"`
-	NoAnswerReply     string           `json:"no_answer_reply" bson:"no_answer_reply"`
-	AvatarLink        string           `json:"avatar_link" bson:"avatar_link"`
-	Domain            string           `json:"domain" bson:"domain"`
-	Top               int              `json:"top" bson:"top"`
-	RatelimitSeconds  int              `json:"ratelimit_seconds" bson:"ratelimit_seconds"`
-	RatelimitRequests int              `json:"ratelimit_requests" bson:"ratelimit_requests"`
-	RequireLogin      int              `json:"require_login" bson:"require_login"`
-	Memory            int              `json:"memory" bson:"memory"`
-	Heartbeat         int              `json:"heartbeat" bson:"heartbeat"`
-	HideBranding      int              `json:"hide_branding" bson:"hide_branding"`
-	Status            int              `json:"status" bson:"status"`
-	ActiveAt          time.Time        `json:"active_at" bson:"active_at"`
-	UpdatedAt         time.Time        `json:"updated_at" bson:"updated_at"`
-	CreatedAt         time.Time        `json:"-" bson:"created_at"`
-	Rev               int64            `json:"-" bson:"rev"`
-	Branding          Branding         `json:"branding" bson:"branding"`
-	Integrations      []map[string]any `json:"integrations" bson:"integrations"`
+	ID                string `json:"id" bson:"_id"`
+	UUID              string `json:"uuid" bson:"uuid"`
+	ProjectID         string `json:"-" bson:"project_id"`
+	Subdomain         string `json:"subdomain" bson:"subdomain"`
+	ProviderKey       string `json:"provider_key" bson:"provider_key"`
+	Avatar            string `json:"avatar" bson:"avatar"`
+	Name              string `json:"name" bson:"name"`
+	Model             string `json:"model" bson:"model"`
+	ReasoningType     string `json:"reasoning_type" bson:"reasoning_type"`
+	MaxReplyTokens    string `json:"max_reply_tokens" bson:"max_reply_tokens"`
+	Instruction       string `json:"instruction" bson:"instruction"`
+	RatelimitMessage  string `json:"ratelimit_message" bson:"ratelimit_message"`
+	NoAnswerReply     string `json:"no_answer_reply" bson:"no_answer_reply"`
+	AvatarLink        string `json:"avatar_link" bson:"avatar_link"`
+	Domain            string `json:"domain" bson:"domain"`
+	Top               int    `json:"top" bson:"top"`
+	RatelimitSeconds  int    `json:"ratelimit_seconds" bson:"ratelimit_seconds"`
+	RatelimitRequests int    `json:"ratelimit_requests" bson:"ratelimit_requests"`
+	RequireLogin      int    `json:"require_login" bson:"require_login"`
+	Memory            int    `json:"memory" bson:"memory"`
+	Heartbeat         int    `json:"heartbeat" bson:"heartbeat"`
+	HideBranding      int    `json:"hide_branding" bson:"hide_branding"`
+	// AutoApproveTools 1 lets agent runs use tools that change data without asking; 0 (the
+	// default) pauses the run for approval first.
+	AutoApproveTools int              `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	Status           int              `json:"status" bson:"status"`
+	ActiveAt         time.Time        `json:"active_at" bson:"active_at"`
+	UpdatedAt        time.Time        `json:"updated_at" bson:"updated_at"`
+	CreatedAt        time.Time        `json:"-" bson:"created_at"`
+	Rev              int64            `json:"-" bson:"rev"`
+	Branding         Branding         `json:"branding" bson:"branding"`
+	Integrations     []map[string]any `json:"integrations" bson:"integrations"`
 }
 
 // Public is the bot as users and events see it: the provider key masked to its last four

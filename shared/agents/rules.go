@@ -62,6 +62,7 @@ type Patch struct {
 	Memory            flex.OptInt       `json:"memory"`
 	Heartbeat         flex.OptInt       `json:"heartbeat"`
 	HideBranding      flex.OptInt       `json:"hide_branding"`
+	AutoApproveTools  flex.OptInt       `json:"auto_approve_tools"`
 	Status            flex.OptInt       `json:"status"`
 	Branding          json.RawMessage   `json:"branding"`
 	Integrations      *[]map[string]any `json:"integrations"`
@@ -82,7 +83,7 @@ func (p Patch) apply(b *Bot) error {
 	for dst, src := range map[*int]flex.OptInt{
 		&b.Top: p.Top, &b.RatelimitSeconds: p.RatelimitSeconds, &b.RatelimitRequests: p.RatelimitRequests,
 		&b.RequireLogin: p.RequireLogin, &b.Memory: p.Memory, &b.Heartbeat: p.Heartbeat,
-		&b.HideBranding: p.HideBranding, &b.Status: p.Status,
+		&b.HideBranding: p.HideBranding, &b.Status: p.Status, &b.AutoApproveTools: p.AutoApproveTools,
 	} {
 		if src.Set {
 			*dst = int(src.Value)
@@ -143,7 +144,7 @@ func validate(b Bot) error {
 	bounded("ratelimit_seconds", b.RatelimitSeconds, 0, MaxRatelimitSeconds)
 	bounded("ratelimit_requests", b.RatelimitRequests, 0, MaxRatelimitRequests)
 	for field, v := range map[string]int{"status": b.Status, "require_login": b.RequireLogin, "memory": b.Memory,
-		"heartbeat": b.Heartbeat, "hide_branding": b.HideBranding} {
+		"heartbeat": b.Heartbeat, "hide_branding": b.HideBranding, "auto_approve_tools": b.AutoApproveTools} {
 		if v != 0 && v != 1 {
 			p.Add(field, "must be 0 or 1")
 		}

@@ -58,7 +58,7 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	if err := validate(b); err != nil {
 		return Bot{}, err
 	}
-	ev := outbox.New(outbox.BotCreated, projectID, b.ID, b.Public())
+	ev := outbox.New(ctx, outbox.BotCreated, projectID, b.ID, b.Public())
 	if err := s.repo.Insert(ctx, b, ev); err != nil {
 		return Bot{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patc
 	if next.Active() && !cur.Active() {
 		next.ActiveAt = next.UpdatedAt
 	}
-	ev := outbox.New(outbox.BotUpdated, projectID, next.ID, next.Public())
+	ev := outbox.New(ctx, outbox.BotUpdated, projectID, next.ID, next.Public())
 	if err := s.repo.Replace(ctx, next, ev); err != nil {
 		return Bot{}, err
 	}
@@ -113,7 +113,7 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrUUID string) error 
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(outbox.BotDeleted, projectID, b.ID, b.Public())
+	ev := outbox.New(ctx, outbox.BotDeleted, projectID, b.ID, b.Public())
 	if err := s.repo.Delete(ctx, b, s.now(), ev); err != nil {
 		return err
 	}

@@ -1,10 +1,11 @@
 // Package apperr is the one error type of the domain: every error that reaches a user carries a
-// Kind (mapped to an HTTP status in one table in api/) and a snake_case code.
+// Kind (mapped to an HTTP status in one table, [Kind.Status]) and a snake_case code.
 package apperr
 
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Kind is the class of an error; the API maps each kind to one HTTP status.
@@ -27,6 +28,37 @@ const (
 	Unavailable
 	GatewayTimeout
 )
+
+// statuses is the one table from error kind to HTTP status.
+var statuses = map[Kind]int{
+	Internal:         http.StatusInternalServerError,
+	Malformed:        http.StatusBadRequest,
+	Unauthorized:     http.StatusUnauthorized,
+	Forbidden:        http.StatusForbidden,
+	NotFound:         http.StatusNotFound,
+	MethodNotAllowed: http.StatusMethodNotAllowed,
+	Conflict:         http.StatusConflict,
+	TooLarge:         http.StatusRequestEntityTooLarge,
+	UnsupportedMedia: http.StatusUnsupportedMediaType,
+	Invalid:          http.StatusUnprocessableEntity,
+	RateLimited:      http.StatusTooManyRequests,
+	BadGateway:       http.StatusBadGateway,
+	Unavailable:      http.StatusServiceUnavailable,
+	GatewayTimeout:   http.StatusGatewayTimeout,
+}
+
+// Status is the HTTP status of errors of kind k.
+func (k Kind) Status() int { return statuses[k] }
+
+// KindOf is the kind of errors answered with status: Internal when none is.
+func KindOf(status int) Kind {
+	for k, s := range statuses {
+		if s == status {
+			return k
+		}
+	}
+	return Internal
+}
 
 // Detail names one problem with one field (or one dependency).
 type Detail struct {

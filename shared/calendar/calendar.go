@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/flex"
 )
 
 // Bounds of the numeric settings, inclusive.
@@ -70,20 +71,20 @@ func Defaults() Settings {
 }
 
 // Patch is a partial update of Settings: a nil field, absent or null in JSON, leaves the
-// setting unchanged.
+// setting unchanged. Integer settings also take their numeric strings ("30").
 type Patch struct {
-	Timezone            *string `json:"timezone"`
-	WorkStart           *string `json:"work_start"`
-	WorkEnd             *string `json:"work_end"`
-	WorkingDays         *[]int  `json:"working_days"`
-	SlotDurationMinutes *int    `json:"slot_duration_minutes"`
-	BufferMinutes       *int    `json:"buffer_minutes"`
-	MinNoticeMinutes    *int    `json:"min_notice_minutes"`
-	BookingWindowDays   *int    `json:"booking_window_days"`
-	MeetingTitle        *string `json:"meeting_title"`
-	MeetingLocation     *string `json:"meeting_location"`
-	BookingInstructions *string `json:"booking_instructions"`
-	IsEnabled           *bool   `json:"is_enabled"`
+	Timezone            *string   `json:"timezone"`
+	WorkStart           *string   `json:"work_start"`
+	WorkEnd             *string   `json:"work_end"`
+	WorkingDays         *[]int    `json:"working_days"`
+	SlotDurationMinutes *flex.Int `json:"slot_duration_minutes"`
+	BufferMinutes       *flex.Int `json:"buffer_minutes"`
+	MinNoticeMinutes    *flex.Int `json:"min_notice_minutes"`
+	BookingWindowDays   *flex.Int `json:"booking_window_days"`
+	MeetingTitle        *string   `json:"meeting_title"`
+	MeetingLocation     *string   `json:"meeting_location"`
+	BookingInstructions *string   `json:"booking_instructions"`
+	IsEnabled           *bool     `json:"is_enabled"`
 }
 
 // Apply returns s with every non-nil field of p set, its working days sorted ascending.
@@ -96,10 +97,10 @@ func (s Settings) Apply(p Patch) (Settings, error) {
 	set(&merged.WorkStart, p.WorkStart)
 	set(&merged.WorkEnd, p.WorkEnd)
 	set(&merged.WorkingDays, p.WorkingDays)
-	set(&merged.SlotDurationMinutes, p.SlotDurationMinutes)
-	set(&merged.BufferMinutes, p.BufferMinutes)
-	set(&merged.MinNoticeMinutes, p.MinNoticeMinutes)
-	set(&merged.BookingWindowDays, p.BookingWindowDays)
+	setInt(&merged.SlotDurationMinutes, p.SlotDurationMinutes)
+	setInt(&merged.BufferMinutes, p.BufferMinutes)
+	setInt(&merged.MinNoticeMinutes, p.MinNoticeMinutes)
+	setInt(&merged.BookingWindowDays, p.BookingWindowDays)
 	set(&merged.MeetingTitle, p.MeetingTitle)
 	set(&merged.MeetingLocation, p.MeetingLocation)
 	set(&merged.BookingInstructions, p.BookingInstructions)
@@ -109,6 +110,13 @@ func (s Settings) Apply(p Patch) (Settings, error) {
 	}
 	merged.WorkingDays = slices.Sorted(slices.Values(merged.WorkingDays))
 	return merged, nil
+}
+
+// setInt stores *src in *dst unless src is nil.
+func setInt(dst *int, src *flex.Int) {
+	if src != nil {
+		*dst = int(*src)
+	}
 }
 
 // set stores *src in *dst unless src is nil.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/flex"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -24,7 +25,7 @@ func TestApplyMergesOnlyGivenFields(t *testing.T) {
 		IsEnabled: new(true),
 	})
 	got := mustApply(t, stored, calendar.Patch{
-		SlotDurationMinutes: new(45),
+		SlotDurationMinutes: new(flex.Int(45)),
 		MeetingTitle:        new("Intro call"),
 		IsEnabled:           new(false),
 	})
@@ -72,14 +73,14 @@ func TestApplyAcceptsBoundaryValues(t *testing.T) {
 		{"working hours spanning the whole day", calendar.Patch{WorkStart: new("00:00"), WorkEnd: new("23:59")}},
 		{"a single working day", calendar.Patch{WorkingDays: new([]int{7})}},
 		{"every working day", calendar.Patch{WorkingDays: new([]int{1, 2, 3, 4, 5, 6, 7})}},
-		{"slot_duration_minutes 5", calendar.Patch{SlotDurationMinutes: new(5)}},
-		{"slot_duration_minutes 480", calendar.Patch{SlotDurationMinutes: new(480)}},
-		{"buffer_minutes 0", calendar.Patch{BufferMinutes: new(0)}},
-		{"buffer_minutes 240", calendar.Patch{BufferMinutes: new(240)}},
-		{"min_notice_minutes 0", calendar.Patch{MinNoticeMinutes: new(0)}},
-		{"min_notice_minutes 43200", calendar.Patch{MinNoticeMinutes: new(43200)}},
-		{"booking_window_days 1", calendar.Patch{BookingWindowDays: new(1)}},
-		{"booking_window_days 365", calendar.Patch{BookingWindowDays: new(365)}},
+		{"slot_duration_minutes 5", calendar.Patch{SlotDurationMinutes: new(flex.Int(5))}},
+		{"slot_duration_minutes 480", calendar.Patch{SlotDurationMinutes: new(flex.Int(480))}},
+		{"buffer_minutes 0", calendar.Patch{BufferMinutes: new(flex.Int(0))}},
+		{"buffer_minutes 240", calendar.Patch{BufferMinutes: new(flex.Int(240))}},
+		{"min_notice_minutes 0", calendar.Patch{MinNoticeMinutes: new(flex.Int(0))}},
+		{"min_notice_minutes 43200", calendar.Patch{MinNoticeMinutes: new(flex.Int(43200))}},
+		{"booking_window_days 1", calendar.Patch{BookingWindowDays: new(flex.Int(1))}},
+		{"booking_window_days 365", calendar.Patch{BookingWindowDays: new(flex.Int(365))}},
 		{"meeting_title of 200 two-byte characters", calendar.Patch{MeetingTitle: new(strings.Repeat("é", 200))}},
 		{"meeting_location of 500 characters", calendar.Patch{MeetingLocation: new(strings.Repeat("x", 500))}},
 		{"booking_instructions of 2000 characters", calendar.Patch{BookingInstructions: new(strings.Repeat("x", 2000))}},
@@ -113,14 +114,14 @@ func TestApplyRejectsInvalidSettings(t *testing.T) {
 		{"working day 0", calendar.Patch{WorkingDays: new([]int{0})}, "working_days[0]"},
 		{"working day 8", calendar.Patch{WorkingDays: new([]int{8})}, "working_days[0]"},
 		{"repeated working day", calendar.Patch{WorkingDays: new([]int{1, 1})}, "working_days[1]"},
-		{"slot_duration_minutes 4", calendar.Patch{SlotDurationMinutes: new(4)}, "slot_duration_minutes"},
-		{"slot_duration_minutes 481", calendar.Patch{SlotDurationMinutes: new(481)}, "slot_duration_minutes"},
-		{"buffer_minutes -1", calendar.Patch{BufferMinutes: new(-1)}, "buffer_minutes"},
-		{"buffer_minutes 241", calendar.Patch{BufferMinutes: new(241)}, "buffer_minutes"},
-		{"min_notice_minutes -1", calendar.Patch{MinNoticeMinutes: new(-1)}, "min_notice_minutes"},
-		{"min_notice_minutes 43201", calendar.Patch{MinNoticeMinutes: new(43201)}, "min_notice_minutes"},
-		{"booking_window_days 0", calendar.Patch{BookingWindowDays: new(0)}, "booking_window_days"},
-		{"booking_window_days 366", calendar.Patch{BookingWindowDays: new(366)}, "booking_window_days"},
+		{"slot_duration_minutes 4", calendar.Patch{SlotDurationMinutes: new(flex.Int(4))}, "slot_duration_minutes"},
+		{"slot_duration_minutes 481", calendar.Patch{SlotDurationMinutes: new(flex.Int(481))}, "slot_duration_minutes"},
+		{"buffer_minutes -1", calendar.Patch{BufferMinutes: new(flex.Int(-1))}, "buffer_minutes"},
+		{"buffer_minutes 241", calendar.Patch{BufferMinutes: new(flex.Int(241))}, "buffer_minutes"},
+		{"min_notice_minutes -1", calendar.Patch{MinNoticeMinutes: new(flex.Int(-1))}, "min_notice_minutes"},
+		{"min_notice_minutes 43201", calendar.Patch{MinNoticeMinutes: new(flex.Int(43201))}, "min_notice_minutes"},
+		{"booking_window_days 0", calendar.Patch{BookingWindowDays: new(flex.Int(0))}, "booking_window_days"},
+		{"booking_window_days 366", calendar.Patch{BookingWindowDays: new(flex.Int(366))}, "booking_window_days"},
 		{"meeting_title of 201 characters", calendar.Patch{MeetingTitle: new(strings.Repeat("x", 201))}, "meeting_title"},
 		{"meeting_location of 501 characters", calendar.Patch{MeetingLocation: new(strings.Repeat("x", 501))}, "meeting_location"},
 		{"booking_instructions of 2001 characters", calendar.Patch{BookingInstructions: new(strings.Repeat("x", 2001))}, "booking_instructions"},
@@ -140,7 +141,7 @@ func TestApplyReportsEveryProblemAtOnce(t *testing.T) {
 		Timezone:            new("Mars/Olympus"),
 		WorkStart:           new("9:00"),
 		WorkingDays:         new([]int{1, 9, 1}),
-		SlotDurationMinutes: new(0),
+		SlotDurationMinutes: new(flex.Int(0)),
 		MeetingTitle:        new(strings.Repeat("x", 201)),
 	})
 	want := []string{"timezone", "work_start", "working_days[1]", "working_days[2]", "slot_duration_minutes", "meeting_title"}
@@ -174,7 +175,7 @@ func TestSlots(t *testing.T) {
 		},
 		{
 			name:  "a buffer follows every slot",
-			patch: calendar.Patch{WorkEnd: new("11:00"), BufferMinutes: new(15)},
+			patch: calendar.Patch{WorkEnd: new("11:00"), BufferMinutes: new(flex.Int(15))},
 			now:   "2026-03-01 00:00", from: "2026-03-02 00:00", to: "2026-03-03 00:00",
 			want: []string{"Mon 09:00", "Mon 09:45", "Mon 10:30"},
 		},
@@ -198,19 +199,19 @@ func TestSlots(t *testing.T) {
 		},
 		{
 			name:  "min notice drops slots starting sooner",
-			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(60)},
+			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(flex.Int(60))},
 			now:   "2026-03-02 09:10", from: "2026-03-02 00:00", to: "2026-03-03 00:00",
 			want: []string{"Mon 10:30", "Mon 11:00", "Mon 11:30"},
 		},
 		{
 			name:  "a slot starting exactly at the end of the notice is kept",
-			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(60)},
+			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(flex.Int(60))},
 			now:   "2026-03-02 09:30", from: "2026-03-02 00:00", to: "2026-03-03 00:00",
 			want: []string{"Mon 10:30", "Mon 11:00", "Mon 11:30"},
 		},
 		{
 			name:  "the booking window, measured from now, drops later slots",
-			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(0), BookingWindowDays: new(1)},
+			patch: calendar.Patch{WorkEnd: new("12:00"), MinNoticeMinutes: new(flex.Int(0)), BookingWindowDays: new(flex.Int(1))},
 			now:   "2026-03-02 10:00", from: "2026-03-02 00:00", to: "2026-03-04 00:00",
 			want: []string{"Mon 10:00", "Mon 10:30", "Mon 11:00", "Mon 11:30", "Tue 09:00", "Tue 09:30"},
 		},
@@ -307,7 +308,7 @@ func TestSlotsAcrossDaylightSavingTime(t *testing.T) {
 	t.Run("a slot that the change makes end after work_end is dropped", func(t *testing.T) {
 		s := mustApply(t, calendar.Defaults(), calendar.Patch{
 			Timezone: new("America/New_York"), WorkStart: new("00:30"), WorkEnd: new("02:30"),
-			WorkingDays: everyDay, SlotDurationMinutes: new(60),
+			WorkingDays: everyDay, SlotDurationMinutes: new(flex.Int(60)),
 		})
 		slots := localSlots(t, s, "2026-03-08 00:00", "2026-03-09 00:00")
 		if got, want := starts(slots, "15:04 MST"), []string{"00:30 EST"}; !slices.Equal(got, want) {

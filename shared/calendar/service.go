@@ -23,6 +23,11 @@ type Record struct {
 type Repo interface {
 	Get(ctx context.Context, projectID, botID string) (Record, error)
 	Put(ctx context.Context, r Record, ev outbox.Event) error
+	// InsertBooking stores b with ev in its outbox: a Conflict when its id exists.
+	InsertBooking(ctx context.Context, b Booking, ev outbox.Event) error
+	Booking(ctx context.Context, projectID, id string) (Booking, error)
+	// Bookings lists the agent's bookings that overlap [from, to).
+	Bookings(ctx context.Context, projectID, botID string, from, to time.Time) ([]Booking, error)
 }
 
 // Service reads and changes agents' calendar settings.
@@ -59,7 +64,7 @@ func (s *Service) Update(ctx context.Context, projectID, botID string, p Patch) 
 	if err != nil {
 		return Settings{}, err
 	}
-	ev := outbox.New(outbox.CalendarUpdated, projectID, botID, next)
+	ev := outbox.New(ctx, outbox.CalendarUpdated, projectID, botID, next)
 	if err := s.repo.Put(ctx, Record{BotID: botID, ProjectID: projectID, Settings: next, UpdatedAt: s.now().UTC()}, ev); err != nil {
 		return Settings{}, err
 	}
@@ -67,13 +72,21 @@ func (s *Service) Update(ctx context.Context, projectID, botID string, p Patch) 
 	return next, nil
 }
 
-// Slots lists the agent's bookable slots between from and to.
+// Slots lists the agent's free slots between from and to: bookable, and not booked.
 func (s *Service) Slots(ctx context.Context, projectID, botID string, from, to time.Time) ([]Slot, error) {
 	settings, err := s.Settings(ctx, projectID, botID)
 	if err != nil {
 		return nil, err
 	}
-	return settings.Slots(s.now(), from, to)
+	slots, err := settings.Slots(s.now(), from, to)
+	if err != nil || len(slots) == 0 {
+		return slots, err
+	}
+	booked, err := s.repo.Bookings(ctx, projectID, botID, slots[0].Start, slots[len(slots)-1].End)
+	if err != nil {
+		return nil, err
+	}
+	return free(slots, booked), nil
 }
 
 func isNotFound(err error) bool { return apperr.As(err).Kind == apperr.NotFound }

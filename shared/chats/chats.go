@@ -11,8 +11,13 @@ import (
 	"github.com/agentplane/agentplane/shared/paging"
 )
 
-// Resource names chats in errors and outbox references.
-const Resource = "chat"
+// Resource names chats in errors and outbox references; MessageResource names messages.
+const (
+	Resource        = "chat"
+	MessageResource = "message"
+	// RecordResource names a chat's own document in outbox references (Resource is its pages).
+	RecordResource = "chat_record"
+)
 
 // Message roles.
 const (
@@ -68,6 +73,15 @@ type Message struct {
 	UpdatedAt       time.Time      `json:"updated_at" bson:"updated_at"`
 }
 
+// Tool is a tool call waiting for approval, as a reply shows it (2.7).
+type Tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	ServerLabel string         `json:"server_label"`
+	Reasoning   string         `json:"reasoning"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
 // Chat is a conversation of an agent.
 type Chat struct {
 	UUID      string     `json:"uuid" bson:"_id"`
@@ -78,11 +92,24 @@ type Chat struct {
 	CreatedAt time.Time  `json:"created_at" bson:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at" bson:"updated_at"`
 	DeletedAt *time.Time `json:"-" bson:"deleted_at,omitempty"`
+	// Plan is the plan the agent proposed in plan mode, until the user answers it.
+	Plan *Plan `json:"-" bson:"plan,omitempty"`
+	// Mode is the chat's default chat_mode (ask when empty).
+	Mode string `json:"mode" bson:"mode,omitempty"`
+}
+
+// Plan is a numbered plan the agent proposed (chat_mode plan).
+type Plan struct {
+	// Request is the user's message the plan carries out.
+	Request string   `bson:"request"`
+	Steps   []string `bson:"steps"`
 }
 
 // Repo persists chats and their messages. Lookups exclude deleted chats.
 type Repo interface {
-	Create(ctx context.Context, c Chat) error
+	// Start stores c, a new chat, with m as its first message (setting its Seq) and ev in the
+	// outbox of the document it returns.
+	Start(ctx context.Context, c Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
 	Get(ctx context.Context, projectID, botID, id string) (Chat, error)
 	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Chat, int, error)
 	Delete(ctx context.Context, c Chat, at time.Time) error
@@ -91,4 +118,19 @@ type Repo interface {
 	Append(ctx context.Context, c Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
 	// Range returns the chat's messages of sequence numbers from..to (1-based, inclusive), in order.
 	Range(ctx context.Context, chatID string, from, to int) ([]Message, error)
+	// SetPlan keeps p as the chat's proposed plan; nil removes it.
+	SetPlan(ctx context.Context, chatID string, p *Plan) error
+	// SetChat sets fields of the chat (title, mode), with ev in its outbox.
+	SetChat(ctx context.Context, chatID string, set map[string]any, ev outbox.Event) error
+	// Message returns a message of the project's agent by its uuid: NotFound otherwise.
+	Message(ctx context.Context, projectID, botID, id string) (Message, error)
+	// Tally records the voter's vote on m (VoteUp or VoteDown; "" withdraws it) and returns the
+	// message's counts.
+	Tally(ctx context.Context, m Message, voter, vote string) (up, down int, err error)
+	// UpdateMessage writes m over the stored message of its uuid, with ev in its page's outbox.
+	UpdateMessage(ctx context.Context, m Message, ev outbox.Event) (outbox.Ref, error)
+	// VoteOf returns the voter's vote on the message, "" when none.
+	VoteOf(ctx context.Context, messageID, voter string) (string, error)
+	// DeleteMessage removes m from its chat, with ev in its page's outbox.
+	DeleteMessage(ctx context.Context, m Message, ev outbox.Event) (outbox.Ref, error)
 }

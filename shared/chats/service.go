@@ -27,8 +27,8 @@ import (
 // historyBudget is how many tokens of earlier turns a prompt carries at most.
 const historyBudget = 3000
 
-// historyTurns bounds how many earlier messages are considered for the prompt.
-const historyTurns = 20
+// HistoryTurns bounds how many earlier messages are considered for a prompt.
+const HistoryTurns = 20
 
 // defaultInstruction is the system prompt of an agent without an instruction.
 const defaultInstruction = "You are a helpful assistant."
@@ -45,6 +45,10 @@ type Providers struct {
 	Guarded *http.Client
 	Timeout time.Duration
 }
+
+// Model is the model answering in for bot: the request's provider host, else the configured
+// provider with the request's or the agent's key, else the default.
+func (s *Service) Model(in Input, bot agents.Bot) provider.Model { return s.providers.pick(in, bot) }
 
 func (p Providers) pick(in Input, bot agents.Bot) provider.Model {
 	key := in.ProviderKey
@@ -117,6 +121,7 @@ type Reply struct {
 	ExecutionID     string       `json:"executionId"`
 	StepInfo        string       `json:"stepInfo"`
 	FinalAnswer     string       `json:"finalAnswer"`
+	Tool            *Tool        `json:"tool,omitempty"`
 	RequiresApprove bool         `json:"requiresApproval"`
 	IsComplete      bool         `json:"isComplete"`
 	HasMoreSteps    bool         `json:"hasMoreSteps"`
@@ -133,112 +138,185 @@ type Asker struct {
 	Name      string
 }
 
-// Reply answers in.Message as bot in one retrieval and one model call (reasoning mode
-// standard; auto picks it too). The user's message is stored first; when ctx ends while the
-// model streams (the client went away), what was generated is stored marked interrupted.
-func (s *Service) Reply(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, sink Sink) (Reply, error) {
+// Turn is a user's message stored in its chat, with the chat's messages before it.
+type Turn struct {
+	ProjectID string
+	Bot       agents.Bot
+	Chat      Chat
+	User      Message
+	Earlier   []Message
+	Input     Input
+	Started   time.Time
+	// Verdict is the user's answer to the plan the chat proposed (Accept, Reject, Revise); ""
+	// when the chat had none.
+	Verdict string
+}
+
+// Question is the message the turn asks.
+func (t Turn) Question() string { return t.User.Content }
+
+// Begin starts a turn: it checks the agent is active, finds the request's chat (or creates
+// one) and stores the user's message, made with reasoning type rt (agent when it accepts a
+// proposed plan, standard when it answers one otherwise). in must be validated.
+func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, rt string) (Turn, error) {
 	started := time.Now()
-	if err := in.Validate(); err != nil {
-		return Reply{}, err
-	}
-	if in.ReasoningMode == "agent" {
-		return Reply{}, apperr.Invalidf("reasoning_mode", "agent runs are not available yet; use standard or auto")
-	}
 	if !bot.Active() {
-		return Reply{}, apperr.New(apperr.Forbidden, "bot_inactive", "The agent is inactive (status 0); activate it to chat.")
+		return Turn{}, apperr.New(apperr.Forbidden, "bot_inactive", "The agent is inactive (status 0); activate it to chat.")
 	}
-	chat, err := s.chatFor(ctx, projectID, bot, in)
+	chat, isNew, err := s.chatFor(ctx, projectID, bot, in)
 	if err != nil {
-		return Reply{}, err
+		return Turn{}, err
 	}
-	earlier, err := s.repo.Range(ctx, chat.UUID, chat.Messages-historyTurns+1, chat.Messages)
+	earlier, err := s.repo.Range(ctx, chat.UUID, chat.Messages-HistoryTurns+1, chat.Messages)
 	if err != nil {
-		return Reply{}, err
+		return Turn{}, err
 	}
 	question := strings.TrimSpace(*in.Message)
-	model := s.providers.pick(in, bot)
-	req := provider.Request{Model: modelName(in, bot), MaxTokens: maxTokens(in, bot), NoAnswer: bot.NoAnswerReply}
-	asked := Preference{ReasoningType: "standard", Model: req.Model, MaxTokens: req.MaxTokens, Complexity: complexity(question)}
-	now := s.now()
-	user := Message{Model: req.Model, Preference: asked, UUID: uuid.Must(uuid.NewV7()).String(), ChatID: chat.UUID, Role: RoleUser, Content: question,
-		Channel: "api", CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
-		User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now, Complexity: complexity(question),
-		ReasoningType: "standard", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
-	if err := s.append(ctx, projectID, bot, chat, &user); err != nil {
-		return Reply{}, err
-	}
-	if sink != nil {
-		if err := sink.Stored(user); err != nil {
-			return Reply{}, err
+	verdict := ""
+	if chat.Plan != nil {
+		if verdict, rt = Verdict(question), "standard"; verdict == Accept {
+			rt = "agent"
 		}
 	}
+	name, limit := ModelName(in, bot), MaxTokens(in, bot)
+	level := Complexity(question)
+	now := s.now()
+	user := Message{Model: name, Preference: Preference{ReasoningType: rt, Model: name, MaxTokens: limit, Complexity: level},
+		UUID: uuid.Must(uuid.NewV7()).String(), ChatID: chat.UUID, Role: RoleUser, Content: question,
+		Channel: "api", CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
+		User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now, Complexity: level,
+		ReasoningType: rt, EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
+	write := s.repo.Append
+	if isNew {
+		write = s.repo.Start
+	}
+	if err := s.store(ctx, projectID, bot, chat, &user, write); err != nil {
+		return Turn{}, err
+	}
+	chat.Messages = user.Seq
+	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict}, nil
+}
 
-	passages, err := s.retrieve(ctx, projectID, bot, in, question)
+// Answer makes the standard reply of the turn t: one retrieval and one model call.
+func (s *Service) Answer(ctx context.Context, t Turn, sink Sink) (Reply, error) {
+	passages, err := s.Retrieve(ctx, t.ProjectID, t.Bot, t.Input, t.Question())
 	if err != nil {
 		return Reply{}, err
 	}
-	req.Messages, req.Passages = prompt(in, bot, earlier, passages, question), passages
+	req := s.request(t)
+	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, t.Question()), passages
+	return s.respond(ctx, t, sink, pass{req: req, passages: passages, kind: "standard"})
+}
+
+// request is the model request of a turn, without its messages.
+func (s *Service) request(t Turn) provider.Request {
+	return provider.Request{Model: t.User.Preference.Model, MaxTokens: t.User.Preference.MaxTokens, NoAnswer: t.Bot.NoAnswerReply}
+}
+
+// pass is one model call answering a turn.
+type pass struct {
+	req      provider.Request
+	passages []memory.Passage
+	// kind is the reply's type: standard, edit or plan.
+	kind string
+	// text turns the model's text into the reply kept and returned; nil keeps it as it is.
+	text func(string) string
+	// after completes the reply; nil leaves the standard one.
+	after func(*Reply)
+}
+
+// respond makes the model call of p for the turn t, streaming it to sink when there is one,
+// and stores the agent's message. When ctx ends while the model streams (the client went
+// away), what was generated is stored marked interrupted.
+func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply, error) {
+	bot, chat, question := t.Bot, t.Chat, t.Question()
+	model := s.Model(t.Input, bot)
 	called := time.Now()
 	var res provider.Reply
+	var err error
 	if sink != nil {
-		res, err = model.Stream(ctx, req, sink.Delta)
+		res, err = model.Stream(ctx, p.req, sink.Delta)
 	} else {
-		res, err = model.Complete(ctx, req)
+		res, err = model.Complete(ctx, p.req)
 	}
 	interrupted := err != nil && ctx.Err() != nil && res.Content != ""
 	if err != nil && !interrupted {
 		return Reply{}, err
 	}
 	if res.Model == "" {
-		res.Model = req.Model
+		res.Model = p.req.Model
 	}
-	pref := asked
+	content := res.Content
+	if p.text != nil && !interrupted {
+		content = p.text(content)
+	}
+	pref := t.User.Preference
 	pref.Model = res.Model
-	cited := citations(res.Content, passages)
-	confidence, score := confidenceOf(passages, cited)
-	done := s.now()
-	agent := Message{UUID: uuid.Must(uuid.NewV7()).String(), ChatID: chat.UUID, Role: RoleAgent, Content: res.Content, Model: res.Model,
-		Complexity: user.Complexity, ReasoningType: "standard", EstimatedTimeMS: strconv.FormatInt(time.Since(called).Milliseconds(), 10),
-		EstimatedCost: estimatedCost(res.Model, res.Usage.PromptTokens, res.Usage.CompletionTokens), Confidence: confidence,
-		ConfidenceScore: score, Channel: "api", CreditUsed: "1", Tokens: res.Usage.CompletionTokens, Reasoning: map[string]any{},
-		Preference: pref, Sources: cited, Interrupted: interrupted,
-		User: User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}, CreatedAt: done, UpdatedAt: done}
+	cited := Citations(content, p.passages)
+	confidence, score := ConfidenceOf(p.passages, cited)
+	agent := s.AgentMessage(t, content, res.Model, time.Since(called), res.Usage, cited)
+	agent.Confidence, agent.ConfidenceScore, agent.Interrupted = confidence, score, interrupted
 	if interrupted {
 		stored, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := s.append(stored, projectID, bot, chat, &agent); err != nil {
+		if err := s.Append(stored, t.ProjectID, bot, chat, &agent); err != nil {
 			s.log.Warn("interrupted reply not stored", "chat_id", chat.UUID, "error", err)
 		}
 		return Reply{}, ctx.Err()
 	}
-	if err := s.append(ctx, projectID, bot, chat, &agent); err != nil {
+	if err := s.Append(ctx, t.ProjectID, bot, chat, &agent); err != nil {
 		return Reply{}, err
 	}
-	return Reply{
-		ChatID: chat.UUID, Reply: res.Content, User: user, Agent: agent, Preference: pref, ConfigUsed: pref,
-		Meta: cited, Sources: cited, AnalyticsID: analyticsID(done),
-		Usage: Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, TotalTokens: res.Usage.TotalTokens,
-			ReasoningType: "standard", ConversationCount: agent.Seq,
-			PromptTokensDetails:     map[string]int{"cached_tokens": res.Usage.CachedTokens, "audio_tokens": 0},
-			CompletionTokensDetails: map[string]int{"reasoning_tokens": res.Usage.ReasoningTokens, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}},
-		ActualTimeMS: time.Since(started).Milliseconds(), TotalSteps: 1, Type: "standard", OriginalQuery: question,
-		Context: passageContext(passages), FinalAnswer: res.Content, IsComplete: true, Converged: true,
+	r := Reply{
+		ChatID: chat.UUID, Reply: content, User: t.User, Agent: agent, Preference: pref, ConfigUsed: pref,
+		Meta: cited, Sources: cited, AnalyticsID: AnalyticsID(agent.CreatedAt), Usage: UsageOf(res.Usage, pref.ReasoningType, agent.Seq),
+		ActualTimeMS: time.Since(t.Started).Milliseconds(), TotalSteps: 1, Type: p.kind, OriginalQuery: question,
+		Context: PassageContext(p.passages), FinalAnswer: content, IsComplete: true, Converged: true,
 		ExecutedTools: []any{}, ReasoningSteps: []any{}, Reasoning: []any{}, ReasoningCycles: []any{},
-	}, nil
+	}
+	if p.after != nil {
+		p.after(&r)
+	}
+	return r, nil
 }
 
-// chatFor returns the request's chat, or a new one when it names none.
-func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot, in Input) (Chat, error) {
+// AgentMessage is the agent's message answering the turn t: content by the model, produced in
+// took with usage u, citing cited. Its credit is one model call; callers adjust it.
+func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration, u provider.Usage, cited []memory.Ref) Message {
+	pref := t.User.Preference
+	pref.Model = model
+	done := s.now()
+	bot := t.Bot
+	return Message{UUID: uuid.Must(uuid.NewV7()).String(), ChatID: t.Chat.UUID, Role: RoleAgent, Content: content, Model: model,
+		Complexity: t.User.Complexity, ReasoningType: pref.ReasoningType, EstimatedTimeMS: strconv.FormatInt(took.Milliseconds(), 10),
+		EstimatedCost: estimatedCost(model, u.PromptTokens, u.CompletionTokens), Channel: "api", CreditUsed: "1",
+		Tokens: u.CompletionTokens, Reasoning: map[string]any{}, Preference: pref, Sources: cited,
+		User: User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}, CreatedAt: done, UpdatedAt: done}
+}
+
+// UsageOf is the usage record (2.5) of a reply of reasoning type rt whose agent message is the
+// chat's count-th.
+func UsageOf(u provider.Usage, rt string, count int) Usage {
+	return Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		ReasoningType: rt, ConversationCount: count,
+		PromptTokensDetails:     map[string]int{"cached_tokens": u.CachedTokens, "audio_tokens": 0},
+		CompletionTokensDetails: map[string]int{"reasoning_tokens": u.ReasoningTokens, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
+}
+
+// chatFor returns the request's chat, or a new one, not stored yet (isNew), when it names none:
+// the new chat is stored with its first message (Repo.Start).
+func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot, in Input) (c Chat, isNew bool, err error) {
 	if id := strings.TrimSpace(in.ChatID); id != "" {
-		return s.repo.Get(ctx, projectID, bot.ID, id)
+		c, err = s.repo.Get(ctx, projectID, bot.ID, id)
+		return c, false, err
 	}
 	now := s.now()
 	title := strings.TrimSpace(*in.Message)
 	if r := []rune(title); len(r) > 80 {
 		title = string(r[:80])
 	}
-	c := Chat{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now}
-	return c, s.repo.Create(ctx, c)
+	c = Chat{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now}
+	return c, true, nil
 }
 
 // MessageEvent is the data of chat.message.created.
@@ -247,9 +325,17 @@ type MessageEvent struct {
 	Message Message `json:"message"`
 }
 
-func (s *Service) append(ctx context.Context, projectID string, bot agents.Bot, chat Chat, m *Message) error {
-	ev := outbox.New(outbox.ChatMessageCreated, projectID, bot.ID, MessageEvent{ChatID: chat.UUID, Message: *m})
-	ref, err := s.repo.Append(ctx, chat, m, ev)
+// Append stores m as the chat's next message and emits chat.message.created.
+func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, chat Chat, m *Message) error {
+	return s.store(ctx, projectID, bot, chat, m, s.repo.Append)
+}
+
+// store stores m in chat with write (Repo.Append, or Repo.Start for a new chat) and emits
+// chat.message.created.
+func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat Chat, m *Message,
+	write func(context.Context, Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
+	ev := outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, MessageEvent{ChatID: chat.UUID, Message: *m})
+	ref, err := write(ctx, chat, m, ev)
 	if err != nil {
 		return err
 	}
@@ -257,9 +343,9 @@ func (s *Service) append(ctx context.Context, projectID string, bot agents.Bot, 
 	return nil
 }
 
-// retrieve returns the memory passages for the question, unless the agent or the request
+// Retrieve returns the memory passages for the question, unless the agent or the request
 // turned memory off.
-func (s *Service) retrieve(ctx context.Context, projectID string, bot agents.Bot, in Input, question string) ([]memory.Passage, error) {
+func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot, in Input, question string) ([]memory.Passage, error) {
 	if bot.Memory == 0 || (in.Memory != nil && !*in.Memory) {
 		return nil, nil
 	}
@@ -274,15 +360,8 @@ func (s *Service) retrieve(ctx context.Context, projectID string, bot agents.Bot
 // prompt is the system prompt (instruction and numbered passages), the earlier turns that fit
 // the history budget, and the question.
 func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, question string) []provider.Message {
-	instruction := strings.TrimSpace(in.Instruction)
-	if instruction == "" {
-		instruction = bot.Instruction
-	}
-	if instruction == "" {
-		instruction = defaultInstruction
-	}
 	var sys strings.Builder
-	sys.WriteString(instruction)
+	sys.WriteString(Instruction(in, bot))
 	if len(passages) > 0 {
 		sys.WriteString("\n\nAnswer from the numbered passages below when they are relevant and cite them like [1]. " +
 			"If they do not contain the answer, say so.\n\nPassages:")
@@ -291,6 +370,24 @@ func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passa
 		}
 	}
 	msgs := []provider.Message{{Role: "system", Content: sys.String()}}
+	return append(append(msgs, History(earlier)...), provider.Message{Role: "user", Content: question})
+}
+
+// Instruction is the system instruction of a reply: the request's, else the agent's, else a
+// default.
+func Instruction(in Input, bot agents.Bot) string {
+	instruction := strings.TrimSpace(in.Instruction)
+	if instruction == "" {
+		instruction = bot.Instruction
+	}
+	if instruction == "" {
+		instruction = defaultInstruction
+	}
+	return instruction
+}
+
+// History is the latest of the earlier messages that fit the history budget, as model turns.
+func History(earlier []Message) []provider.Message {
 	var turns []provider.Message
 	budget := historyBudget
 	for i := len(earlier) - 1; i >= 0; i-- {
@@ -304,17 +401,19 @@ func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passa
 		}
 		turns = append([]provider.Message{{Role: role, Content: m.Content}}, turns...)
 	}
-	return append(append(msgs, turns...), provider.Message{Role: "user", Content: question})
+	return turns
 }
 
-func modelName(in Input, bot agents.Bot) string {
+// ModelName is the model a request asks for: its own, else the agent's.
+func ModelName(in Input, bot agents.Bot) string {
 	if m := strings.TrimSpace(in.Model); m != "" {
 		return m
 	}
 	return bot.Model
 }
 
-func maxTokens(in Input, bot agents.Bot) int {
+// MaxTokens is the reply cap of a request: its own, else the agent's (0 for none).
+func MaxTokens(in Input, bot agents.Bot) int {
 	if in.MaxReplyTokens.Set {
 		return int(in.MaxReplyTokens.Value)
 	}
@@ -324,8 +423,8 @@ func maxTokens(in Input, bot agents.Bot) int {
 
 var citation = regexp.MustCompile(`\[(\d{1,2})\]`)
 
-// citations lists the passages the reply cites by number, once each, in the order cited.
-func citations(reply string, passages []memory.Passage) []memory.Ref {
+// Citations lists the passages the reply cites by number, once each, in the order cited.
+func Citations(reply string, passages []memory.Passage) []memory.Ref {
 	out := []memory.Ref{}
 	seen := map[int]bool{}
 	for _, m := range citation.FindAllStringSubmatch(reply, -1) {
@@ -341,9 +440,9 @@ func citations(reply string, passages []memory.Passage) []memory.Ref {
 	return out
 }
 
-// confidenceOf rates a reply: high when it cites memory, medium when memory was found but not
+// ConfidenceOf rates a reply: high when it cites memory, medium when memory was found but not
 // cited, low when the agent had no memory to answer from.
-func confidenceOf(passages []memory.Passage, cited []memory.Ref) (string, string) {
+func ConfidenceOf(passages []memory.Passage, cited []memory.Ref) (string, string) {
 	switch {
 	case len(cited) > 0:
 		return "high", "0.9"
@@ -353,9 +452,9 @@ func confidenceOf(passages []memory.Passage, cited []memory.Ref) (string, string
 	return "low", "0.3"
 }
 
-// complexity grades a question by its length: simple (under 12 words), moderate (under 40),
+// Complexity grades a question by its length: simple (under 12 words), moderate (under 40),
 // complex.
-func complexity(question string) string {
+func Complexity(question string) string {
 	switch n := len(strings.Fields(question)); {
 	case n < 12:
 		return "simple"
@@ -365,7 +464,8 @@ func complexity(question string) string {
 	return "complex"
 }
 
-func passageContext(passages []memory.Passage) string {
+// PassageContext is the numbered passages' text, as a reply's context.
+func PassageContext(passages []memory.Passage) string {
 	var b strings.Builder
 	for i, p := range passages {
 		if i > 0 {
@@ -376,9 +476,9 @@ func passageContext(passages []memory.Passage) string {
 	return b.String()
 }
 
-// analyticsID is a number unique to a reply that fits in a JSON number: the milliseconds of t
+// AnalyticsID is a number unique to a reply that fits in a JSON number: the milliseconds of t
 // and 12 random bits.
-func analyticsID(t time.Time) int64 {
+func AnalyticsID(t time.Time) int64 {
 	var b [2]byte
 	_, _ = rand.Read(b[:])
 	return t.UnixMilli()<<12 | int64(binary.BigEndian.Uint16(b[:])&0xfff)
@@ -408,6 +508,16 @@ func (s *Service) History(ctx context.Context, projectID, botID, id string, page
 		msgs = []Message{}
 	}
 	return msgs, c.Messages, err
+}
+
+// Messages returns the chat's messages of sequence numbers from..to (1-based, inclusive; from
+// below 1 starts at the first), oldest first.
+func (s *Service) Messages(ctx context.Context, chatID string, from, to int) ([]Message, error) {
+	from = max(from, 1)
+	if to < from {
+		return nil, nil
+	}
+	return s.repo.Range(ctx, chatID, from, to)
 }
 
 // List returns one page of the agent's chats, the most recently active first.

@@ -43,7 +43,12 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
 	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long is ingested again by the reconciler."},
+	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
+	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
+	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` (e.g. `:9090`); the `api` and `dev` roles serve them at `/metrics` on `AGENTPLANE_HTTP_ADDR`."},
+	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
+	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
 }
@@ -76,8 +81,13 @@ type Config struct {
 	EmbeddingModel    string
 	MemoryCacheBytes  int64
 	SourceStuckAfter  time.Duration
+	RunWait           time.Duration
+	RunLease          time.Duration
+	WorkerPoll        time.Duration
 	ShutdownTimeout   time.Duration
 	LogLevel          string
+	Queue             string
+	MetricsAddr       string
 }
 
 // Embedded reports whether dev should start an embedded store in place of an unset URL.
@@ -103,6 +113,8 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		AdminToken:      get("AGENTPLANE_ADMIN_TOKEN", ""),
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
+		Queue:           get("AGENTPLANE_QUEUE", "agentplane"),
+		MetricsAddr:     get("AGENTPLANE_METRICS_ADDR", ""),
 		DefaultCurrency: strings.ToUpper(get("AGENTPLANE_DEFAULT_CURRENCY", "USD")),
 		ProviderURL:     get("AGENTPLANE_PROVIDER_URL", ""),
 		ProviderKey:     get("AGENTPLANE_PROVIDER_KEY", ""),
@@ -138,6 +150,9 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		{&c.FetchTimeout, "AGENTPLANE_FETCH_TIMEOUT", "20s"},
 		{&c.ProviderTimeout, "AGENTPLANE_PROVIDER_TIMEOUT", "60s"},
 		{&c.SourceStuckAfter, "AGENTPLANE_SOURCE_STUCK_AFTER", "15m"},
+		{&c.RunWait, "AGENTPLANE_RUN_WAIT", "60s"},
+		{&c.RunLease, "AGENTPLANE_RUN_LEASE", "30s"},
+		{&c.WorkerPoll, "AGENTPLANE_WORKER_POLL", "10ms"},
 	} {
 		if *d.dst, err = time.ParseDuration(get(d.name, d.def)); err != nil || *d.dst <= 0 {
 			return c, fmt.Errorf("%s: want a positive duration such as %s", d.name, d.def)

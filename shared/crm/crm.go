@@ -34,6 +34,8 @@ type Deal struct {
 	CreatedAt time.Time `bson:"created_at"`
 	UpdatedAt time.Time `bson:"updated_at"`
 	Rev       int64     `bson:"rev"`
+	// Ops are the idempotency keys of the latest updates made with one.
+	Ops []string `bson:"ops,omitempty"`
 }
 
 // View is a deal as the interface shows it.
@@ -79,13 +81,27 @@ type Stage struct {
 	SortOrder   int    `json:"sort_order" bson:"sort_order"`
 	// Outcome is the status a deal in this stage has: open, won or lost.
 	Outcome string `json:"-" bson:"outcome"`
+	// PipelineID is the stage's pipeline; stored empty for the project's default pipeline.
+	PipelineID string `json:"pipeline_id" bson:"pipeline_id,omitempty"`
+}
+
+// Pipeline is a sequence of stages deals move through. Every project has a default pipeline
+// (its stages are the default stages); others are made with CreatePipeline.
+type Pipeline struct {
+	UUID      string    `json:"uuid" bson:"_id"`
+	ProjectID string    `json:"-" bson:"project_id"`
+	Name      string    `json:"name" bson:"name"`
+	IsDefault bool      `json:"is_default" bson:"-"`
+	Stages    []Stage   `json:"stages" bson:"-"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
 }
 
 // DealFilter narrows a deal list.
 type DealFilter struct {
+	// BotID is empty for the deals of every agent of the project.
 	ProjectID, BotID string
 	Status           string
-	StageID          string
+	StageIDs         []string
 }
 
 // Repo persists the CRM. Methods return apperr NotFound, Conflict and Unavailable errors.
@@ -93,15 +109,37 @@ type Repo interface {
 	// EnsureStages creates the stages that do not exist yet (ids are deterministic) and returns
 	// the project's pipeline in order.
 	EnsureStages(ctx context.Context, stages []Stage) ([]Stage, error)
-	// InsertContact inserts c, or returns the stored contact with c's id when there is one.
-	InsertContact(ctx context.Context, c Contact) (Contact, error)
-	UpdateContact(ctx context.Context, c Contact) error
+	// InsertContact inserts c with ev in its outbox, or returns the stored contact with c's id
+	// when there is one (created false).
+	InsertContact(ctx context.Context, c Contact, ev outbox.Event) (Contact, bool, error)
+	// UpdateContact writes c over the stored contact, with ev in its outbox.
+	UpdateContact(ctx context.Context, c Contact, ev outbox.Event) error
 	Contact(ctx context.Context, projectID, id string) (Contact, error)
 	Contacts(ctx context.Context, projectID string, page paging.Page) ([]Contact, int, error)
+	// SearchContacts lists the contacts whose name, email, phone or company contains query,
+	// ignoring case.
+	SearchContacts(ctx context.Context, projectID, query string, page paging.Page) ([]Contact, int, error)
+	// DeleteContact removes c, leaving ev in the outbox of deleted things; the reference is
+	// where the event is kept.
+	DeleteContact(ctx context.Context, c Contact, ev outbox.Event) (outbox.Ref, error)
+	// DealsWith counts the live deals made with the contact.
+	DealsWith(ctx context.Context, projectID, contactID string) (int, error)
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
 	// ReplaceDeal writes d over the stored deal of revision d.Rev-1 (Conflict otherwise).
 	ReplaceDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	DeleteDeal(ctx context.Context, d Deal, at time.Time, ev outbox.Event) error
+	// The pipeline and stage writes keep their event as other writes do; deletions return
+	// where it is kept.
+	InsertPipeline(ctx context.Context, p Pipeline, ev outbox.Event) error
+	// Pipelines lists the project's pipelines made with InsertPipeline, oldest first.
+	Pipelines(ctx context.Context, projectID string) ([]Pipeline, error)
+	RenamePipeline(ctx context.Context, projectID, id, name string, ev outbox.Event) error
+	// DeletePipeline removes the pipeline and its stages.
+	DeletePipeline(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
+	// InsertStage stores s, with ev in its outbox when ev is not nil.
+	InsertStage(ctx context.Context, s Stage, ev *outbox.Event) error
+	ReplaceStage(ctx context.Context, s Stage, ev outbox.Event) error
+	DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
 }

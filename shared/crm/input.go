@@ -28,6 +28,9 @@ type DealInput struct {
 	Value    flex.OptInt   `json:"value"`
 	Currency *string       `json:"currency"`
 	Contact  *ContactInput `json:"contact"`
+	// PipelineID places a new deal in that pipeline (the default one otherwise), or moves a
+	// deal to it.
+	PipelineID *string `json:"pipeline_id"`
 }
 
 // ContactInput is the contact of a deal, by its fields.
@@ -79,13 +82,15 @@ func (in *DealInput) check(creating bool) error {
 		in.Currency = &code
 	}
 	if in.Contact != nil {
-		in.Contact.check(&p)
+		in.Contact.check(&p, "contact.")
 	}
 	return p.Err()
 }
 
-func (c *ContactInput) check(p *apperr.Problems) {
-	for field, v := range map[string]**string{"contact.name": &c.Name, "contact.phone": &c.Phone, "contact.company": &c.Company, "contact.email": &c.Email} {
+// check validates the fields c carries, naming them after prefix ("contact." in a deal), and
+// normalises them in place.
+func (c *ContactInput) check(p *apperr.Problems, prefix string) {
+	for field, v := range map[string]**string{prefix + "name": &c.Name, prefix + "phone": &c.Phone, prefix + "company": &c.Company, prefix + "email": &c.Email} {
 		if *v == nil {
 			continue
 		}
@@ -98,7 +103,7 @@ func (c *ContactInput) check(p *apperr.Problems) {
 	if c.Email != nil && *c.Email != "" {
 		addr, err := mail.ParseAddress(*c.Email)
 		if err != nil || addr.Address != *c.Email {
-			p.Add("contact.email", "must be an email address such as ada@example.com")
+			p.Add(prefix+"email", "must be an email address such as ada@example.com")
 			return
 		}
 		lower := strings.ToLower(*c.Email)

@@ -13,8 +13,14 @@ import (
 	"github.com/agentplane/agentplane/shared/paging"
 )
 
-// Resource names deals in outbox references.
-const Resource = "deal"
+// Resource names deals in outbox references; ContactResource contacts, PipelineResource
+// pipelines and StageResource stages.
+const (
+	Resource         = "deal"
+	ContactResource  = "contact"
+	PipelineResource = "pipeline"
+	StageResource    = "stage"
+)
 
 // Service holds the CRM rules.
 type Service struct {
@@ -32,11 +38,35 @@ func NewService(repo Repo, events *outbox.Dispatcher, currency string) *Service 
 
 // Stages returns the project's pipeline, creating the default one on first use.
 func (s *Service) Stages(ctx context.Context, projectID string) ([]Stage, error) {
-	return s.repo.EnsureStages(ctx, defaultStages(projectID))
+	stages, err := s.repo.EnsureStages(ctx, defaultStages(projectID))
+	for i := range stages {
+		if stages[i].PipelineID == "" {
+			stages[i].PipelineID = DefaultPipelineID(projectID)
+		}
+	}
+	return stages, err
 }
 
 // CreateDeal creates a deal of the agent botID.
 func (s *Service) CreateDeal(ctx context.Context, projectID, botID string, in DealInput) (View, error) {
+	return s.createDeal(ctx, projectID, botID, in, uuid.Must(uuid.NewV7()).String())
+}
+
+// opNamespace derives the id of a deal created under an idempotency key.
+var opNamespace = uuid.MustParse("3c9d7e1a-2b4f-4a6c-8d0e-5f7a9b1c3d2e")
+
+// CreateDealOnce creates a deal once per idempotency key: called again with the same key (a
+// step redone after a crash) it returns the deal the first call created.
+func (s *Service) CreateDealOnce(ctx context.Context, projectID, botID string, in DealInput, key string) (View, error) {
+	id := uuid.NewSHA1(opNamespace, []byte(projectID+"/"+key)).String()
+	v, err := s.createDeal(ctx, projectID, botID, in, id)
+	if apperr.As(err).Kind == apperr.Conflict {
+		return s.Deal(ctx, projectID, botID, id)
+	}
+	return v, err
+}
+
+func (s *Service) createDeal(ctx context.Context, projectID, botID string, in DealInput, id string) (View, error) {
 	if err := in.check(true); err != nil {
 		return View{}, err
 	}
@@ -45,22 +75,26 @@ func (s *Service) CreateDeal(ctx context.Context, projectID, botID string, in De
 		return View{}, err
 	}
 	now := s.now()
-	d := Deal{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, BotID: botID, Title: *in.Title,
+	d := Deal{UUID: id, ProjectID: projectID, BotID: botID, Title: *in.Title,
 		Currency: s.currency, Status: StatusOpen, CreatedAt: now, UpdatedAt: now}
 	if in.Currency != nil {
 		d.Currency = *in.Currency
 	}
 	d.Value = int64(in.Value.Value)
-	if err := place(&d, pipeline(stages), in, true); err != nil {
+	pid := DefaultPipelineID(projectID)
+	if in.PipelineID != nil {
+		pid = *in.PipelineID
+	}
+	if err := place(&d, pipelineFor(stages, pid, in.Stage), in, true); err != nil {
 		return View{}, err
 	}
-	contact, err := s.contactFor(ctx, projectID, Contact{}, in.Contact)
+	contact, err := s.contactFor(ctx, projectID, botID, Contact{}, in.Contact)
 	if err != nil {
 		return View{}, err
 	}
 	d.ContactID = contact.UUID
 	view := View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: contact, Stage: pipeline(stages).byID(d.StageID)}
-	ev := outbox.New(outbox.DealCreated, projectID, botID, EventData{View: view, Status: d.Status})
+	ev := outbox.New(ctx, outbox.DealCreated, projectID, botID, EventData{View: view, Status: d.Status})
 	if err := s.repo.InsertDeal(ctx, d, ev); err != nil {
 		return View{}, err
 	}
@@ -68,10 +102,11 @@ func (s *Service) CreateDeal(ctx context.Context, projectID, botID string, in De
 	return view, nil
 }
 
-// place sets the deal's status and stage from the input, keeping them consistent: a won or lost
-// status moves the deal to the closed stage of that outcome, a closed stage sets the status, and
-// reopening a closed deal puts it in the first open stage.
-func place(d *Deal, p pipeline, in DealInput, creating bool) error {
+// place sets the deal's status and stage in the pipeline p from the input, keeping them
+// consistent: a won or lost status moves the deal to the closed stage of that outcome, a closed
+// stage sets the status, and reopening a closed deal puts it in the first open stage. A new
+// deal, or one moved to p (anew), goes to the first stage of its status.
+func place(d *Deal, p pipeline, in DealInput, anew bool) error {
 	status := d.Status
 	if in.Status != nil {
 		status = *in.Status
@@ -86,15 +121,20 @@ func place(d *Deal, p pipeline, in DealInput, creating bool) error {
 			return apperr.Invalidf("status", "%s contradicts stage %s (a deal in %s is %s)", status, st.Name, st.Name, st.Outcome)
 		}
 		d.StageID, d.Status = st.UUID, st.Outcome
-	case creating || status != d.Status:
-		d.StageID, d.Status = p.first(status).UUID, status
+	case anew || status != d.Status:
+		st := p.first(status)
+		if st.UUID == "" {
+			return apperr.Invalidf("pipeline_id", "must be a pipeline of the project with a stage for %s deals", status)
+		}
+		d.StageID, d.Status = st.UUID, status
 	}
 	return nil
 }
 
 // contactFor returns the deal's contact after applying in: the stored contact of the same email
-// in the project when there is one, else cur updated, else a new contact.
-func (s *Service) contactFor(ctx context.Context, projectID string, cur Contact, in *ContactInput) (Contact, error) {
+// in the project when there is one, else cur updated, else a new contact. Contact changes emit
+// contact.created or contact.updated for the agent botID.
+func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur Contact, in *ContactInput) (Contact, error) {
 	if in.empty() {
 		if cur.UUID == "" {
 			return Contact{Fields: map[string]any{}}, nil
@@ -103,47 +143,83 @@ func (s *Service) contactFor(ctx context.Context, projectID string, cur Contact,
 	}
 	now := s.now().Format(time.RFC3339Nano)
 	email := trimmed(in.Email)
+	fresh := func(id string) Contact {
+		c := Contact{UUID: id, ProjectID: projectID, Email: email, Status: "lead", StatusLabel: "Lead", CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
+		applyContact(&c, in)
+		return c
+	}
 	switch {
 	case email != "" && email != cur.Email:
-		c := Contact{UUID: uuid.NewSHA1(stageNamespace, []byte(projectID+"/contact/"+email)).String(), ProjectID: projectID,
-			Email: email, Status: "lead", StatusLabel: "Lead", CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
-		stored, err := s.repo.InsertContact(ctx, c)
-		if err != nil {
-			return Contact{}, err
+		stored, created, err := s.insertContact(ctx, botID, fresh(uuid.NewSHA1(stageNamespace, []byte(projectID+"/contact/"+email)).String()))
+		if err != nil || created {
+			return stored, err
 		}
 		cur = stored
 	case cur.UUID == "":
-		cur = Contact{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, Status: "lead", StatusLabel: "Lead",
-			CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
-		stored, err := s.repo.InsertContact(ctx, cur)
-		if err != nil {
-			return Contact{}, err
-		}
-		cur = stored
+		stored, _, err := s.insertContact(ctx, botID, fresh(uuid.Must(uuid.NewV7()).String()))
+		return stored, err
 	}
-	changed := false
-	for dst, src := range map[*string]*string{&cur.Name: in.Name, &cur.Phone: in.Phone, &cur.Company: in.Company} {
-		if v := trimmed(src); v != "" && v != *dst {
-			*dst, changed = v, true
-		}
-	}
-	if changed {
+	if applyContact(&cur, in) {
 		cur.UpdatedAt = now
-		if err := s.repo.UpdateContact(ctx, cur); err != nil {
+		if err := s.saveContact(ctx, botID, cur); err != nil {
 			return Contact{}, err
 		}
 	}
 	return cur, nil
 }
 
+// applyContact sets the name, phone and company in carries on c, reporting a change.
+func applyContact(c *Contact, in *ContactInput) bool {
+	changed := false
+	for dst, src := range map[*string]*string{&c.Name: in.Name, &c.Phone: in.Phone, &c.Company: in.Company} {
+		if v := trimmed(src); v != "" && v != *dst {
+			*dst, changed = v, true
+		}
+	}
+	return changed
+}
+
+// insertContact stores a new contact with contact.created; created is false (and the stored
+// contact returned) when its id exists already.
+func (s *Service) insertContact(ctx context.Context, botID string, c Contact) (Contact, bool, error) {
+	ev := outbox.New(ctx, outbox.ContactCreated, c.ProjectID, botID, c)
+	stored, created, err := s.repo.InsertContact(ctx, c, ev)
+	if created {
+		s.events.Dispatch(ctx, outbox.Ref{Resource: ContactResource, ID: c.UUID}, ev)
+	}
+	return stored, created, err
+}
+
+// saveContact writes c over the stored contact with contact.updated.
+func (s *Service) saveContact(ctx context.Context, botID string, c Contact) error {
+	ev := outbox.New(ctx, outbox.ContactUpdated, c.ProjectID, botID, c)
+	if err := s.repo.UpdateContact(ctx, c, ev); err != nil {
+		return err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: ContactResource, ID: c.UUID}, ev)
+	return nil
+}
+
 // UpdateDeal applies in to the deal dealID of the agent botID.
 func (s *Service) UpdateDeal(ctx context.Context, projectID, botID, dealID string, in DealInput) (View, error) {
+	return s.UpdateDealOnce(ctx, projectID, botID, dealID, in, "")
+}
+
+// maxOps is how many idempotency keys of recent updates a deal remembers.
+const maxOps = 16
+
+// UpdateDealOnce applies in once per idempotency key (none when key is empty): when the deal
+// already took an update of that key, it is returned as it is, with no new event.
+func (s *Service) UpdateDealOnce(ctx context.Context, projectID, botID, dealID string, in DealInput, key string) (View, error) {
 	if err := in.check(false); err != nil {
 		return View{}, err
 	}
 	cur, err := s.repo.Deal(ctx, projectID, botID, dealID)
 	if err != nil {
 		return View{}, err
+	}
+	if key != "" && slices.Contains(cur.Ops, key) {
+		return s.Deal(ctx, projectID, botID, dealID)
 	}
 	stages, err := s.Stages(ctx, projectID)
 	if err != nil {
@@ -159,19 +235,27 @@ func (s *Service) UpdateDeal(ctx context.Context, projectID, botID, dealID strin
 	if in.Value.Set {
 		next.Value = int64(in.Value.Value)
 	}
-	if err := place(&next, pipeline(stages), in, false); err != nil {
+	pid := pipeline(stages).byID(cur.StageID).PipelineID
+	moved := in.PipelineID != nil && *in.PipelineID != pid
+	if moved {
+		pid = *in.PipelineID
+	}
+	if err := place(&next, pipelineFor(stages, pid, in.Stage), in, moved); err != nil {
 		return View{}, err
 	}
 	contact, err := s.storedContact(ctx, projectID, cur.ContactID)
 	if err != nil {
 		return View{}, err
 	}
-	if contact, err = s.contactFor(ctx, projectID, contact, in.Contact); err != nil {
+	if contact, err = s.contactFor(ctx, projectID, botID, contact, in.Contact); err != nil {
 		return View{}, err
 	}
 	next.ContactID = contact.UUID
 	next.UpdatedAt = s.now()
 	next.Rev = cur.Rev + 1
+	if key != "" {
+		next.Ops = append(slices.Clone(cur.Ops[max(len(cur.Ops)-maxOps+1, 0):]), key)
+	}
 	view := View{UUID: next.UUID, Title: next.Title, Currency: next.Currency, Value: next.Value, Contact: contact, Stage: pipeline(stages).byID(next.StageID)}
 	data := EventData{View: view, Status: next.Status}
 	typ := outbox.DealUpdated
@@ -187,7 +271,7 @@ func (s *Service) UpdateDeal(ctx context.Context, projectID, botID, dealID strin
 		prev := pipeline(stages).byID(cur.StageID)
 		data.PreviousStage = &prev
 	}
-	ev := outbox.New(typ, projectID, botID, data)
+	ev := outbox.New(ctx, typ, projectID, botID, data)
 	if err := s.repo.ReplaceDeal(ctx, next, ev); err != nil {
 		return View{}, err
 	}
@@ -216,10 +300,25 @@ func (s *Service) Deal(ctx context.Context, projectID, botID, dealID string) (Vi
 }
 
 // Deals lists the agent's deals, filtered by status and stage (name or uuid).
-func (s *Service) Deals(ctx context.Context, projectID, botID, status, stage string, page paging.Page) ([]View, int, error) {
-	f := DealFilter{ProjectID: projectID, BotID: botID, Status: strings.ToLower(strings.TrimSpace(status))}
+func (s *Service) Deals(ctx context.Context, projectID, botID string, q DealQuery, page paging.Page) ([]View, int, error) {
+	f := DealFilter{ProjectID: projectID, BotID: botID, Status: strings.ToLower(strings.TrimSpace(q.Status))}
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return nil, 0, apperr.Invalidf("status", "must be one of open, won, lost")
+	}
+	stage := q.Stage
+	if pid := strings.TrimSpace(q.PipelineID); pid != "" {
+		stages, err := s.Stages(ctx, projectID)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, st := range stages {
+			if st.PipelineID == pid {
+				f.StageIDs = append(f.StageIDs, st.UUID)
+			}
+		}
+		if len(f.StageIDs) == 0 {
+			return nil, 0, apperr.NotFoundf("pipeline")
+		}
 	}
 	if stage = strings.TrimSpace(stage); stage != "" {
 		stages, err := s.Stages(ctx, projectID)
@@ -230,7 +329,10 @@ func (s *Service) Deals(ctx context.Context, projectID, botID, status, stage str
 		if !ok {
 			return nil, 0, apperr.Invalidf("stage", "must be the name or uuid of a stage of the pipeline (%s)", pipeline(stages).names())
 		}
-		f.StageID = st.UUID
+		if len(f.StageIDs) > 0 && !slices.Contains(f.StageIDs, st.UUID) {
+			return []View{}, 0, nil
+		}
+		f.StageIDs = []string{st.UUID}
 	}
 	deals, total, err := s.repo.Deals(ctx, f, page)
 	if err != nil {
@@ -271,7 +373,7 @@ func (s *Service) DeleteDeal(ctx context.Context, projectID, botID, dealID strin
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(outbox.DealDeleted, projectID, botID, EventData{View: views[0], Status: d.Status})
+	ev := outbox.New(ctx, outbox.DealDeleted, projectID, botID, EventData{View: views[0], Status: d.Status})
 	if err := s.repo.DeleteDeal(ctx, d, s.now(), ev); err != nil {
 		return err
 	}

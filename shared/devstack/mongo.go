@@ -21,6 +21,14 @@ type Mongo struct {
 	done chan struct{}
 }
 
+// sqlitePragmas are the SQLite settings of the embedded store, besides FerretDB's own
+// (busy_timeout, WAL). synchronous=NORMAL: in WAL mode a commit no longer waits for an fsync
+// (the WAL is synced at checkpoints), so SQLite's single writer holds its lock for much less
+// time per write. A committed write survives the process crashing; one of the last writes before
+// the machine itself loses power may be lost (the database stays consistent). Measured with
+// BenchmarkChat at 16 clients, the p99 fell from 1.3 s to 0.38 s (docs/BENCHMARKS.md).
+const sqlitePragmas = "_pragma=synchronous(normal)"
+
 // StartMongo starts FerretDB with its SQLite backend keeping data under dir, listening on addr
 // (for example "127.0.0.1:0" for a free port).
 func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mongo, error) {
@@ -35,7 +43,7 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Logger:    logger,
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + abs + "/",
+		SQLiteURL: "file:" + abs + "/?" + sqlitePragmas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start embedded mongo: %w", err)

@@ -63,7 +63,7 @@ func seed(b *testing.B, repo store.Sources, project, bot string, n int, sentence
 		id := bson.NewObjectID().Hex()
 		src := sources.Source{ID: id, UUID: id, ProjectID: project, BotID: bot, Title: "s", Type: sources.TypeText,
 			Status: sources.StatusProcessing, Pending: "g", Tags: []string{}, Links: []sources.Link{}}
-		if err := repo.Insert(ctx, src, outbox.New(outbox.SourceCreated, project, bot, struct{}{})); err != nil {
+		if err := repo.Insert(ctx, src, outbox.New(context.Background(), outbox.SourceCreated, project, bot, struct{}{})); err != nil {
 			b.Fatal(err)
 		}
 		chunks := make([]memory.Chunk, min(1000, n-first))
@@ -80,7 +80,7 @@ func seed(b *testing.B, repo store.Sources, project, bot string, n int, sentence
 			b.Fatal(err)
 		}
 		src.Status, src.Gen, src.Chunks = sources.StatusSuccess, "g", len(chunks)
-		if ok, err := repo.Complete(ctx, src, "g", outbox.New(outbox.SourceReady, project, bot, struct{}{})); err != nil || !ok {
+		if ok, err := repo.Complete(ctx, src, "g", outbox.New(context.Background(), outbox.SourceReady, project, bot, struct{}{})); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 	}

@@ -5,6 +5,7 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -24,14 +25,27 @@ type Event struct {
 	BotID      string          `json:"bot_id" bson:"bot_id"`
 	OccurredAt time.Time       `json:"occurred_at" bson:"occurred_at"`
 	Data       json.RawMessage `json:"data" bson:"data"`
+	// Cause lists the workflows whose runs led to the change, oldest first; empty for changes
+	// made by requests.
+	Cause []string `json:"cause,omitempty" bson:"cause,omitempty"`
 }
 
-// New returns an event of type typ about data (the changed resource as users see it).
-func New(typ, projectID, botID string, data any) Event {
+type causeKey struct{}
+
+// WithCause returns ctx for changes made by the run of the last workflow of chain (the
+// workflows that led to it, oldest first): their events carry chain as their cause.
+func WithCause(ctx context.Context, chain []string) context.Context {
+	return context.WithValue(ctx, causeKey{}, chain)
+}
+
+// New returns an event of type typ about data (the changed resource as users see it), caused
+// by what ctx says (WithCause).
+func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		panic("outbox: event data must marshal to JSON: " + err.Error())
 	}
+	cause, _ := ctx.Value(causeKey{}).([]string)
 	return Event{
 		ID:         uuid.Must(uuid.NewV7()).String(),
 		Type:       typ,
@@ -39,39 +53,57 @@ func New(typ, projectID, botID string, data any) Event {
 		BotID:      botID,
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond),
 		Data:       raw,
+		Cause:      cause,
 	}
 }
 
 // The event types the platform emits. Workflows may trigger on any of them.
 const (
-	BotCreated         = "bot.created"
-	BotUpdated         = "bot.updated"
-	BotDeleted         = "bot.deleted"
-	CalendarUpdated    = "calendar.updated"
-	DealCreated        = "deal.created"
-	DealUpdated        = "deal.updated"
-	DealStageChanged   = "deal.stage_changed"
-	DealWon            = "deal.won"
-	DealLost           = "deal.lost"
-	DealDeleted        = "deal.deleted"
-	WorkflowCreated    = "workflow.created"
-	WorkflowUpdated    = "workflow.updated"
-	WorkflowDeleted    = "workflow.deleted"
-	ChatMessageCreated = "chat.message.created"
-	SourceCreated      = "source.created"
-	SourceReady        = "source.ready"
-	SourceFailed       = "source.failed"
-	SourceUpdated      = "source.updated"
-	SourceSynced       = "source.synced"
-	SourceExpired      = "source.expired"
-	SourceDeleted      = "source.deleted"
+	BotCreated           = "bot.created"
+	BotUpdated           = "bot.updated"
+	BotDeleted           = "bot.deleted"
+	CalendarUpdated      = "calendar.updated"
+	BookingCreated       = "booking.created"
+	ContactCreated       = "contact.created"
+	ContactUpdated       = "contact.updated"
+	ContactDeleted       = "contact.deleted"
+	PipelineCreated      = "pipeline.created"
+	PipelineUpdated      = "pipeline.updated"
+	PipelineDeleted      = "pipeline.deleted"
+	StageCreated         = "stage.created"
+	StageUpdated         = "stage.updated"
+	StageDeleted         = "stage.deleted"
+	ChatUpdated          = "chat.updated"
+	ChatMessageUpdated   = "chat.message.updated"
+	ChatMessageDeleted   = "chat.message.deleted"
+	DealCreated          = "deal.created"
+	DealUpdated          = "deal.updated"
+	DealStageChanged     = "deal.stage_changed"
+	DealWon              = "deal.won"
+	DealLost             = "deal.lost"
+	DealDeleted          = "deal.deleted"
+	WorkflowCreated      = "workflow.created"
+	WorkflowUpdated      = "workflow.updated"
+	WorkflowDeleted      = "workflow.deleted"
+	WorkflowRunSucceeded = "workflow.run.succeeded"
+	WorkflowRunFailed    = "workflow.run.failed"
+	ChatMessageCreated   = "chat.message.created"
+	SourceCreated        = "source.created"
+	SourceReady          = "source.ready"
+	SourceFailed         = "source.failed"
+	SourceUpdated        = "source.updated"
+	SourceSynced         = "source.synced"
+	SourceExpired        = "source.expired"
+	SourceDeleted        = "source.deleted"
 )
 
 // Types lists every event type, for validation and documentation.
 var Types = []string{
-	BotCreated, BotUpdated, BotDeleted, CalendarUpdated,
+	BotCreated, BotUpdated, BotDeleted, CalendarUpdated, BookingCreated,
 	DealCreated, DealUpdated, DealStageChanged, DealWon, DealLost, DealDeleted,
-	WorkflowCreated, WorkflowUpdated, WorkflowDeleted,
-	ChatMessageCreated,
+	ContactCreated, ContactUpdated, ContactDeleted, PipelineCreated, PipelineUpdated, PipelineDeleted,
+	StageCreated, StageUpdated, StageDeleted,
+	WorkflowCreated, WorkflowUpdated, WorkflowDeleted, WorkflowRunSucceeded, WorkflowRunFailed,
+	ChatMessageCreated, ChatUpdated, ChatMessageUpdated, ChatMessageDeleted,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 }

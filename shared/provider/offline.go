@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -30,7 +31,26 @@ type offline struct{}
 // do not. They are given in passage order, each followed by the citation of its passage ("[2]"
 // for the second). When no sentence shares a content word with the question, it answers
 // [Request.NoAnswer]. Usage is always counted.
+//
+// Offered tools, it first calls search_memory with the question (when offered and no tool has
+// answered yet), then answers from the passages the caller gathered.
 func NewOffline() Model { return offline{} }
+
+// offlineSearch is the one tool the offline model calls.
+const offlineSearch = "search_memory"
+
+// toolCall is the offline model's tool call for r, if it makes one.
+func toolCall(r Request) (Reply, bool) {
+	if r.NoTools || !slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Name == offlineSearch }) ||
+		slices.ContainsFunc(r.Messages, func(m Message) bool { return m.Role == RoleTool }) {
+		return Reply{}, false
+	}
+	args, _ := json.Marshal(map[string]string{"query": lastUser(r.Messages)})
+	rep := offlineReply(r, "")
+	rep.FinishReason = "tool_calls"
+	rep.ToolCalls = []ToolCall{{ID: "call_offline_1", Name: offlineSearch, Arguments: string(args)}}
+	return rep, true
+}
 
 // Name implements [Model].
 func (offline) Name() string { return offlineName }
@@ -40,6 +60,9 @@ func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return Reply{}, err
 	}
+	if rep, ok := toolCall(r); ok {
+		return rep, nil
+	}
 	return offlineReply(r, answer(r)), nil
 }
 
@@ -47,6 +70,9 @@ func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
 func (offline) Stream(ctx context.Context, r Request, onDelta func(string) error) (Reply, error) {
 	if onDelta == nil {
 		onDelta = func(string) error { return nil }
+	}
+	if rep, ok := toolCall(r); ok {
+		return rep, ctx.Err()
 	}
 	words := strings.SplitAfter(answer(r), " ")
 	var sent strings.Builder
@@ -67,6 +93,16 @@ func offlineReply(r Request, content string) Reply {
 	return Reply{Content: content, Model: offlineName, Usage: countUsage(r.Messages, content), FinishReason: "stop"}
 }
 
+// lastUser is the content of the last user message.
+func lastUser(msgs []Message) string {
+	for _, m := range slices.Backward(msgs) {
+		if m.Role == RoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}
+
 // sentence is a candidate sentence of a passage.
 type sentence struct {
 	text    string
@@ -80,14 +116,7 @@ func answer(r Request) string {
 	if noAnswer == "" {
 		noAnswer = defaultNoAnswer
 	}
-	question := ""
-	for _, m := range slices.Backward(r.Messages) {
-		if m.Role == RoleUser {
-			question = m.Content
-			break
-		}
-	}
-	asked := terms(question)
+	asked := terms(lastUser(r.Messages))
 	if len(asked) == 0 {
 		return noAnswer
 	}

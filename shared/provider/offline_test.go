@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -104,7 +105,7 @@ func TestOffline(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
-			if streamed != got || strings.Join(deltas, "") != got.Content {
+			if !reflect.DeepEqual(streamed, got) || strings.Join(deltas, "") != got.Content {
 				t.Errorf("streamed %+v in %q, want %+v", streamed, deltas, got)
 			}
 			if len(strings.Fields(got.Content)) > 4 && len(deltas) < 2 {

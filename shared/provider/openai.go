@@ -133,11 +133,18 @@ func completion(res *openai.ChatCompletion, r Request) (Reply, error) {
 	if model == "" {
 		model = r.Model
 	}
+	var calls []ToolCall
+	for _, c := range ch.Message.ToolCalls {
+		if c.Type == "function" || c.Type == "" {
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+	}
 	return Reply{
 		Content:      content,
 		Model:        model,
 		Usage:        usageOf(res.Usage, res.JSON.Usage.Valid(), r.Messages, content),
 		FinishReason: ch.FinishReason,
+		ToolCalls:    calls,
 	}, nil
 }
 
@@ -218,6 +225,7 @@ type accumulator struct {
 	finish   string
 	usage    openai.CompletionUsage
 	reported bool // the provider sent usage
+	calls    []ToolCall
 }
 
 // add records a chunk and returns the content it adds to the reply.
@@ -235,6 +243,9 @@ func (a *accumulator) add(ch openai.ChatCompletionChunk) string {
 		if choice.FinishReason != "" {
 			a.finish = choice.FinishReason
 		}
+		for _, d := range choice.Delta.ToolCalls {
+			a.toolCall(d)
+		}
 		delta := choice.Delta.Content + choice.Delta.Refusal
 		a.content.WriteString(delta)
 		return delta
@@ -242,10 +253,34 @@ func (a *accumulator) add(ch openai.ChatCompletionChunk) string {
 	return ""
 }
 
+// toolCall adds a piece of a streamed tool call: the first piece of a call (by index) carries
+// its id and name, the following ones more of its arguments.
+func (a *accumulator) toolCall(d openai.ChatCompletionChunkChoiceDeltaToolCall) {
+	i := int(d.Index)
+	if i < 0 || i > 63 {
+		return
+	}
+	for len(a.calls) <= i {
+		a.calls = append(a.calls, ToolCall{})
+	}
+	c := &a.calls[i]
+	if d.ID != "" {
+		c.ID = d.ID
+	}
+	c.Name += d.Function.Name
+	c.Arguments += d.Function.Arguments
+}
+
 // reply is the reply accumulated so far.
 func (a *accumulator) reply(msgs []Message) Reply {
 	content := a.content.String()
-	return Reply{Content: content, Model: a.model, Usage: usageOf(a.usage, a.reported, msgs, content), FinishReason: a.finish}
+	var calls []ToolCall
+	for _, c := range a.calls {
+		if c.Name != "" {
+			calls = append(calls, c)
+		}
+	}
+	return Reply{Content: content, Model: a.model, Usage: usageOf(a.usage, a.reported, msgs, content), FinishReason: a.finish, ToolCalls: calls}
 }
 
 // usageOf is the provider's usage u when it reported one, else an estimate.
@@ -276,13 +311,22 @@ func (m *openAI) params(r Request) (openai.ChatCompletionNewParams, error) {
 		case RoleUser:
 			msgs = append(msgs, openai.UserMessage(msg.Content))
 		case RoleAssistant:
-			msgs = append(msgs, openai.AssistantMessage(msg.Content))
+			msgs = append(msgs, assistantMessage(msg))
+		case RoleTool:
+			msgs = append(msgs, openai.ToolMessage(msg.Content, msg.ToolCallID))
 		default:
 			return openai.ChatCompletionNewParams{}, apperr.Invalidf(fmt.Sprintf("messages[%d].role", i),
-				"must be %q, %q or %q, not %q", RoleSystem, RoleUser, RoleAssistant, msg.Role)
+				"must be %q, %q, %q or %q, not %q", RoleSystem, RoleUser, RoleAssistant, RoleTool, msg.Role)
 		}
 	}
 	p := openai.ChatCompletionNewParams{Model: r.Model, Messages: msgs}
+	for _, t := range r.Tools {
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: openai.FunctionParameters(t.Parameters)}))
+	}
+	if len(r.Tools) > 0 && r.NoTools {
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
+	}
 	if r.MaxTokens > 0 {
 		if m.completionTokens {
 			p.MaxCompletionTokens = openai.Int(int64(r.MaxTokens))
@@ -291,6 +335,22 @@ func (m *openAI) params(r Request) (openai.ChatCompletionNewParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// assistantMessage is an assistant turn, with the tools it called.
+func assistantMessage(msg Message) openai.ChatCompletionMessageParamUnion {
+	if len(msg.ToolCalls) == 0 {
+		return openai.AssistantMessage(msg.Content)
+	}
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if msg.Content != "" {
+		a.Content.OfString = openai.String(msg.Content)
+	}
+	for _, c := range msg.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments}}})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 }
 
 // scrub removes the API key from err, should a provider have echoed it. Keys shorter than 8

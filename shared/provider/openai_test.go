@@ -3,9 +3,11 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -60,7 +62,7 @@ func TestComplete(t *testing.T) {
 				t.Fatalf("Complete: %v", err)
 			}
 			want := provider.Reply{Content: reply, Model: "gpt-test", Usage: tt.want, FinishReason: "stop"}
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reply = %+v, want %+v", got, want)
 			}
 			reqs := fake.Requests()
@@ -68,7 +70,7 @@ func TestComplete(t *testing.T) {
 				t.Fatalf("server received %d requests, want 1", len(reqs))
 			}
 			rec := reqs[0]
-			if !slices.Equal(rec.Messages, r.Messages) {
+			if !reflect.DeepEqual(rec.Messages, r.Messages) {
 				t.Errorf("messages = %+v, want %+v", rec.Messages, r.Messages)
 			}
 			if rec.Model != "gpt-test" || rec.MaxTokens != tt.maxTokens || rec.Stream {
@@ -129,7 +131,7 @@ func TestStream(t *testing.T) {
 				t.Errorf("deltas = %q, want %d pieces of %q", deltas, tt.wantDeltas, reply)
 			}
 			want := provider.Reply{Content: reply, Model: "gpt-test", Usage: tt.wantUsage, FinishReason: "stop"}
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reply = %+v, want %+v", got, want)
 			}
 			reqs := fake.Requests()
@@ -502,7 +504,7 @@ func TestMaxTokensField(t *testing.T) {
 func TestInvalidRole(t *testing.T) {
 	fake := providertest.New(t)
 	r := request()
-	r.Messages = append(r.Messages, provider.Message{Role: "tool", Content: "x"})
+	r.Messages = append(r.Messages, provider.Message{Role: "function", Content: "x"})
 	_, err := newModel(fake, nil).Complete(t.Context(), r)
 	wantError(t, err, apperr.Invalid, "invalid_field")
 	if n := len(fake.Requests()); n != 0 {
@@ -515,4 +517,55 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestToolCalls holds the tool-calling round trip: the tools offered, the model's call (whole
+// or streamed in pieces), and the call and its result sent back on the next request.
+func TestToolCalls(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			fake := providertest.New(t)
+			fake.Set(providertest.Behavior{Script: []providertest.Turn{
+				{Call: &providertest.Call{Name: "get_deal", Arguments: `{"deal_id":"d-1"}`}},
+				{Reply: "The deal is won."},
+			}})
+			m := newModel(fake, nil)
+			tools := []provider.Tool{{Name: "get_deal", Description: "Reads a deal.", Parameters: map[string]any{
+				"type": "object", "properties": map[string]any{"deal_id": map[string]any{"type": "string"}}}}}
+			r := request()
+			r.Tools = tools
+			call := func(r provider.Request) provider.Reply {
+				t.Helper()
+				var got provider.Reply
+				var err error
+				if stream {
+					got, err = m.Stream(t.Context(), r, nil)
+				} else {
+					got, err = m.Complete(t.Context(), r)
+				}
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				return got
+			}
+			first := call(r)
+			want := []provider.ToolCall{{ID: "call_1", Name: "get_deal", Arguments: `{"deal_id":"d-1"}`}}
+			if !reflect.DeepEqual(first.ToolCalls, want) || first.Content != "" || first.FinishReason != "tool_calls" {
+				t.Fatalf("first reply %+v, want the call %+v", first, want)
+			}
+			r.Messages = append(r.Messages, provider.Message{Role: provider.RoleAssistant, ToolCalls: first.ToolCalls},
+				provider.Message{Role: provider.RoleTool, ToolCallID: "call_1", Content: `{"status":"won"}`})
+			second := call(r)
+			if second.Content != "The deal is won." || len(second.ToolCalls) != 0 {
+				t.Fatalf("second reply %+v", second)
+			}
+			reqs := fake.Requests()
+			if !slices.Equal(reqs[0].Tools, []string{"get_deal"}) {
+				t.Errorf("tools offered %v", reqs[0].Tools)
+			}
+			if got := reqs[1].Messages[len(reqs[1].Messages)-2:]; !reflect.DeepEqual(got, r.Messages[len(r.Messages)-2:]) {
+				t.Errorf("call and result sent back as %+v", got)
+			}
+		})
+	}
 }

@@ -16,8 +16,12 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/agentplane/agentplane/shared/apperr"
 
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/text"
@@ -28,12 +32,33 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	// RoleTool is the result of a tool call, answering the ToolCallID of an assistant message.
+	RoleTool = "tool"
 )
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string // RoleSystem, RoleUser or RoleAssistant
+	Role    string // RoleSystem, RoleUser, RoleAssistant or RoleTool
 	Content string
+	// ToolCalls are the tools an assistant message called.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a RoleTool message answers.
+	ToolCallID string
+}
+
+// Tool is a function the model may call: its name, what it does, and its parameters as a JSON
+// schema object.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// ToolCall is a model's call of a tool, with its arguments as a JSON object text.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
 }
 
 // Request is one chat request.
@@ -47,6 +72,10 @@ type Request struct {
 	Passages []memory.Passage
 	// NoAnswer is what the offline model says when no passage is relevant.
 	NoAnswer string
+	// Tools are the tools the model may call instead of answering; none when empty. With
+	// NoTools set they are described but the model must answer in text (the last step of a run).
+	Tools   []Tool
+	NoTools bool
 }
 
 // Usage is the token count of one call.
@@ -68,6 +97,8 @@ type Reply struct {
 	Model        string
 	Usage        Usage
 	FinishReason string
+	// ToolCalls are the tools the model chose to call, in order; empty when it answered.
+	ToolCalls []ToolCall
 }
 
 // Model answers chat requests. Implementations are safe for concurrent use.
@@ -114,4 +145,24 @@ func countUsage(msgs []Message, reply string) Usage {
 	}
 	completion := text.Tokens(reply)
 	return Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion, Counted: true}
+}
+
+// Permanent reports whether err is a provider's refusal that asking again will not change: an
+// answer of 4xx other than 429 (a bad key, an unknown model, a request it rejects).
+func Permanent(err error) bool {
+	e := apperr.As(err)
+	if e.Code != "provider_error" {
+		return false
+	}
+	var status int
+	if _, scan := fmt.Sscanf(e.Message, "the model provider answered %d", &status); scan != nil {
+		return false
+	}
+	return status >= 400 && status < 500 && status != 429
+}
+
+// ToolsRefused reports whether err is a provider refusing a request because it offered tools:
+// the caller may fall back to describing the tools in the prompt.
+func ToolsRefused(err error) bool {
+	return Permanent(err) && strings.Contains(strings.ToLower(apperr.As(err).Message), "tool")
 }

@@ -114,7 +114,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 		return Source{}, err
 	}
 	src.ForgetAfterAt = forgetAt(src.ForgetAfter, src.CreatedAt)
-	ev := outbox.New(outbox.SourceCreated, projectID, botID, src.public())
+	ev := outbox.New(ctx, outbox.SourceCreated, projectID, botID, src.public())
 	if err := s.repo.Insert(ctx, src, ev); err != nil {
 		return Source{}, err
 	}
@@ -187,7 +187,7 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 		}
 	}
 	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
-	ev := outbox.New(outbox.SourceUpdated, projectID, botID, next.public())
+	ev := outbox.New(ctx, outbox.SourceUpdated, projectID, botID, next.public())
 	if err := s.repo.Update(ctx, next, ev); err != nil {
 		return Source{}, err
 	}
@@ -201,12 +201,30 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(outbox.SourceDeleted, projectID, botID, src)
+	ev := outbox.New(ctx, outbox.SourceDeleted, projectID, botID, src)
 	if err := s.repo.Delete(ctx, src, s.now(), ev); err != nil {
 		return err
 	}
 	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: src.ID}, ev)
 	return nil
+}
+
+// Reset deletes every memory source of the agent (each with its event; the sweep purges their
+// chunks) and returns how many it deleted.
+func (s *Service) Reset(ctx context.Context, projectID, botID string) (int, error) {
+	n := 0
+	for {
+		list, _, err := s.repo.List(ctx, projectID, botID, ListFilter{}, paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+		if err != nil || len(list) == 0 {
+			return n, err
+		}
+		for _, src := range list {
+			if err := s.Delete(ctx, projectID, botID, src.ID); err != nil && apperr.As(err).Kind != apperr.NotFound {
+				return n, err
+			}
+			n++
+		}
+	}
 }
 
 // Sync ingests a source again now. Retrieval keeps answering from the current chunks until

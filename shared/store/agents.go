@@ -20,6 +20,7 @@ const (
 	stagesColl    = "stages"
 	workflowsColl = "workflows"
 	calendarsColl = "calendars"
+	bookingsColl  = "bookings"
 )
 
 // ownedByBot are the collections whose documents an agent owns and its deletion tombstones

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -33,4 +34,24 @@ func (r Calendars) Put(ctx context.Context, rec calendar.Record, ev outbox.Event
 	_, err = r.db.Collection(calendarsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: rec.BotID}, {Key: "project_id", Value: rec.ProjectID}}, update,
 		options.UpdateOne().SetUpsert(true))
 	return wrap(err, "calendar")
+}
+
+func (r Calendars) InsertBooking(ctx context.Context, b calendar.Booking, ev outbox.Event) error {
+	return insertWithEvent(ctx, r.db.Collection(bookingsColl), b, ev, calendar.BookingResource)
+}
+
+func (r Calendars) Booking(ctx context.Context, projectID, id string) (calendar.Booking, error) {
+	var b calendar.Booking
+	err := r.db.Collection(bookingsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}).Decode(&b)
+	return b, wrap(err, calendar.BookingResource)
+}
+
+func (r Calendars) Bookings(ctx context.Context, projectID, botID string, from, to time.Time) ([]calendar.Booking, error) {
+	cur, err := r.db.Collection(bookingsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "start", Value: bson.D{{Key: "$lt", Value: to}}}, {Key: "end", Value: bson.D{{Key: "$gt", Value: from}}}})
+	if err != nil {
+		return nil, wrap(err, calendar.BookingResource)
+	}
+	var out []calendar.Booking
+	return out, wrap(cur.All(ctx, &out), calendar.BookingResource)
 }

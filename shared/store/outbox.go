@@ -20,8 +20,18 @@ var outboxCollections = map[string]string{
 	"deal":     dealsColl,
 	"workflow": workflowsColl,
 	"calendar": calendarsColl,
-	"source":   sourcesColl,
-	"chat":     chatMessagesColl,
+	"booking":  bookingsColl,
+	// workflows.RunResource
+	"workflow_run": workflowRunsColl,
+	"contact":      contactsColl,
+	"pipeline":     pipelinesColl,
+	"stage":        stagesColl,
+	// chats.RecordResource: events about a chat itself ("chat" is its message pages)
+	"chat_record": chatsColl,
+	// events about something deleted: a document of their own, removed once published
+	deletedResource: deletedEventsColl,
+	"source":        sourcesColl,
+	"chat":          chatMessagesColl,
 }
 
 // Outbox finds and removes the events that ride in documents.
@@ -60,11 +70,35 @@ func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error
 	return out, nil
 }
 
-// Ack removes a published event from its document.
+// deletedResource and deletedEventsColl keep the events of hard deletions, whose documents are
+// gone: each event is a document of its own, written before the deletion and removed once
+// published.
+const (
+	deletedResource   = "deleted"
+	deletedEventsColl = "deleted_events"
+)
+
+// deleteWithEvent keeps ev in a document of its own, then deletes what filter matches in coll.
+// A crash between the two leaves an event of a deletion that did not happen, which the relay
+// publishes: consumers see the deletion of something still there once (at least once).
+func deleteWithEvent(ctx context.Context, db *mongo.Database, coll *mongo.Collection, filter bson.D, ev outbox.Event) (outbox.Ref, error) {
+	ref := outbox.Ref{Resource: deletedResource, ID: ev.ID}
+	if err := insertWithEvent(ctx, db.Collection(deletedEventsColl), bson.D{{Key: "_id", Value: ev.ID}}, ev, deletedResource); err != nil {
+		return ref, err
+	}
+	_, err := coll.DeleteOne(ctx, filter)
+	return ref, wrap(err, deletedResource)
+}
+
+// Ack removes a published event from its document (and a deletion's event document).
 func (o Outbox) Ack(ctx context.Context, ref outbox.Ref, eventID string) error {
 	coll, ok := outboxCollections[ref.Resource]
 	if !ok {
 		return fmt.Errorf("outbox: unknown resource %q", ref.Resource)
+	}
+	if ref.Resource == deletedResource {
+		_, err := o.db.Collection(coll).DeleteOne(ctx, bson.D{{Key: "_id", Value: ref.ID}})
+		return wrap(err, ref.Resource)
 	}
 	_, err := o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
 		bson.D{{Key: "$unset", Value: bson.D{{Key: slot(eventID), Value: ""}}}})
@@ -86,6 +120,12 @@ func slot(eventID string) string { return outbox.Field + "." + eventID }
 
 // setWithEvent is the update that sets doc's fields (all but _id) and adds ev to the outbox.
 func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
+	return setOf(doc, &ev)
+}
+
+// setOf is the update that sets doc's fields (all but _id), and adds ev to the outbox when it
+// is not nil.
+func setOf(doc any, ev *outbox.Event) (bson.D, error) {
 	d, err := toD(doc)
 	if err != nil {
 		return nil, err
@@ -96,7 +136,10 @@ func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
 			set = append(set, e)
 		}
 	}
-	return bson.D{{Key: "$set", Value: append(set, bson.E{Key: slot(ev.ID), Value: ev})}}, nil
+	if ev != nil {
+		set = append(set, bson.E{Key: slot(ev.ID), Value: *ev})
+	}
+	return bson.D{{Key: "$set", Value: set}}, nil
 }
 
 func toD(doc any) (bson.D, error) {

@@ -73,9 +73,18 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		contactsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
+		},
+		deletedEventsColl: {
+			outboxIndex(),
+		},
+		pipelinesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
 		},
 		stagesColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "sort_order", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
 		},
 		workflowsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
@@ -83,6 +92,10 @@ func indexes() map[string][]mongo.IndexModel {
 			outboxIndex(),
 		},
 		calendarsColl: {
+			outboxIndex(),
+		},
+		bookingsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
 			outboxIndex(),
 		},
 		sourcesColl: {
@@ -97,13 +110,29 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		chatsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "updated_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
 		},
 		chatMessagesColl: {
 			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
+			{Keys: bson.D{{Key: "messages.uuid", Value: 1}}, Options: options.Index().SetName("message")},
 			outboxIndex(),
+		},
+		votesColl: {
+			{Keys: bson.D{{Key: "message_id", Value: 1}, {Key: "vote", Value: 1}}, Options: options.Index().SetName("message")},
 		},
 		memoryLiveColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project")},
+		},
+		executionsColl: {
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "updated_at", Value: 1}}, Options: options.Index().SetName("status")},
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "lease_until", Value: 1}}, Options: options.Index().SetName("lease")},
+		},
+		workflowRunsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		finishedColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},

@@ -77,10 +77,15 @@ func (t Tenancy) InsertProject(ctx context.Context, p tenancy.Project) error {
 	return wrap(err, "project")
 }
 
+// Project reads the project by _id alone and checks its account on the document read: every
+// store answers a lookup by _id from its primary key (the embedded one only when the filter is
+// exactly that), and another account's project is not found, exactly like a missing one.
 func (t Tenancy) Project(ctx context.Context, accountID, id string) (tenancy.Project, error) {
 	var p tenancy.Project
-	err := t.db.Collection(projectsColl).FindOne(ctx,
-		bson.D{{Key: "_id", Value: id}, {Key: "account_id", Value: accountID}}).Decode(&p)
+	err := t.db.Collection(projectsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&p)
+	if err == nil && p.AccountID != accountID {
+		p, err = tenancy.Project{}, mongo.ErrNoDocuments
+	}
 	return p, wrap(err, "project")
 }
 

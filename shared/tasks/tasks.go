@@ -14,9 +14,6 @@ import (
 	"github.com/agentplane/agentplane/shared/apperr"
 )
 
-// DefaultQueue is the queue production processes use; tests name their own.
-const DefaultQueue = "agentplane"
-
 // The task types.
 const (
 	// IngestSource fetches, extracts, chunks and indexes one generation of a memory source.
@@ -25,6 +22,10 @@ const (
 	SyncSource = "source:sync"
 	// SweepSources deletes the data of expired and deleted sources.
 	SweepSources = "source:sweep"
+	// RunAgent runs (or resumes) the reasoning cycles of an agent execution.
+	RunAgent = "agent:run"
+	// RunWorkflow runs (or resumes) the actions of a workflow run.
+	RunWorkflow = "workflow:run"
 )
 
 // options are the retry and time limits of each type.
@@ -32,6 +33,8 @@ var options = map[string][]asynq.Option{
 	IngestSource: {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
 	SyncSource:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
 	SweepSources: {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
+	RunAgent:     {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
+	RunWorkflow:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue.

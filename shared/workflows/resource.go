@@ -101,6 +101,10 @@ type Repo interface {
 	// Replace writes w over the stored workflow of revision w.Rev-1 (Conflict otherwise).
 	Replace(ctx context.Context, w Workflow, ev outbox.Event) error
 	Delete(ctx context.Context, w Workflow, at time.Time, ev outbox.Event) error
+	// Triggered lists the active workflows of the agent triggered by events of type eventType.
+	Triggered(ctx context.Context, projectID, botID, eventType string) ([]Workflow, error)
+	// Scheduled lists every active schedule workflow.
+	Scheduled(ctx context.Context) ([]Workflow, error)
 }
 
 // Service holds the workflow definition rules.
@@ -127,7 +131,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 	if err := w.validate(); err != nil {
 		return Workflow{}, err
 	}
-	ev := outbox.New(outbox.WorkflowCreated, projectID, botID, w)
+	ev := outbox.New(ctx, outbox.WorkflowCreated, projectID, botID, w)
 	if err := s.repo.Insert(ctx, w, ev); err != nil {
 		return Workflow{}, err
 	}
@@ -160,7 +164,7 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 		return Workflow{}, err
 	}
 	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
-	ev := outbox.New(outbox.WorkflowUpdated, projectID, botID, next)
+	ev := outbox.New(ctx, outbox.WorkflowUpdated, projectID, botID, next)
 	if err := s.repo.Replace(ctx, next, ev); err != nil {
 		return Workflow{}, err
 	}
@@ -174,7 +178,7 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(outbox.WorkflowDeleted, projectID, botID, w)
+	ev := outbox.New(ctx, outbox.WorkflowDeleted, projectID, botID, w)
 	if err := s.repo.Delete(ctx, w, s.now(), ev); err != nil {
 		return err
 	}

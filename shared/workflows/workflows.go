@@ -86,6 +86,15 @@ var ActionParams = map[string][]string{
 	ActionAddMemory:   {"title", "type", "source", "tags"},
 }
 
+// RequiredParams lists the params each action type must have (a test holds the validator to it).
+var RequiredParams = map[string][]string{
+	ActionWebhook:     {"url"},
+	ActionSendMessage: {"message"},
+	ActionCreateDeal:  {"title"},
+	ActionUpdateDeal:  {"deal_id"},
+	ActionAddMemory:   {"title", "type", "source"},
+}
+
 // The modes of send_message: post the message as the agent, or answer it with the chat pipeline.
 const (
 	MessageModePost  = "post"

@@ -70,10 +70,32 @@ type Behavior struct {
 	// BreakAfter, when streaming, cuts the connection after this many deltas (for mid-stream
 	// errors). Zero never cuts.
 	BreakAfter int
+	// Script drives multi-step runs: a request is answered with the turn whose index is the
+	// number of tool results it carries (messages of role tool, or user messages beginning
+	// "Observation:" in the text protocol), so a retried step gets the same answer. Requests
+	// past the script, and turns without a Call, answer the turn's Reply (Reply when empty).
+	// A request with tool_choice "none" is answered in text even when its turn is a Call.
+	Script []Turn
+	// NoTools answers 400, as providers without tool calling do, to any request offering tools.
+	NoTools bool
+}
+
+// Turn is one answer of a [Behavior.Script]: a tool call, or a reply.
+type Turn struct {
+	Reply string
+	Call  *Call
+}
+
+// Call is a tool call the fake makes; Arguments is a JSON object text.
+type Call struct {
+	Name      string
+	Arguments string
 }
 
 // Received is a request the server received.
 type Received struct {
+	// At is when the request arrived.
+	At     time.Time
 	Header http.Header
 	// Body is the decoded request JSON.
 	Body     map[string]any
@@ -82,6 +104,20 @@ type Received struct {
 	// MaxTokens is max_tokens or max_completion_tokens, whichever was sent; 0 when neither.
 	MaxTokens int
 	Stream    bool
+	// Tools are the names of the tools offered; ToolChoice is tool_choice when it is a string.
+	Tools      []string
+	ToolChoice string
+}
+
+// results is how many tool results the request carries.
+func (r Received) results() int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role == provider.RoleTool || (m.Role == provider.RoleUser && strings.HasPrefix(m.Content, "Observation:")) {
+			n++
+		}
+	}
+	return n
 }
 
 // Server is a running fake provider.
@@ -246,20 +282,35 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg, b.RetryAfter)
 		return
 	}
+	if b.NoTools && len(rec.Tools) > 0 {
+		writeError(w, http.StatusBadRequest, "this model does not support tools", "")
+		return
+	}
 	model := rec.Model
 	if model == "" {
 		model = DefaultModel
 	}
+	var call *Call
+	if i := rec.results(); i < len(b.Script) {
+		if t := b.Script[i]; t.Call != nil && rec.ToolChoice != "none" {
+			call = t.Call
+		} else if t.Reply != "" {
+			b.Reply = t.Reply
+		}
+	}
 	if rec.Stream {
-		s.stream(ctx, w, b, model, includeUsage && !b.NoUsage)
+		s.stream(ctx, w, b, call, callID(rec), model, includeUsage && !b.NoUsage)
 		return
+	}
+	message, finish := map[string]any{"role": "assistant", "content": b.Reply, "refusal": nil}, "stop"
+	if call != nil {
+		message["content"], finish = nil, "tool_calls"
+		message["tool_calls"] = []any{map[string]any{"id": callID(rec), "type": "function",
+			"function": map[string]any{"name": call.Name, "arguments": call.Arguments}}}
 	}
 	answer := map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
-		"choices": []any{map[string]any{
-			"index": 0, "message": map[string]any{"role": "assistant", "content": b.Reply, "refusal": nil},
-			"logprobs": nil, "finish_reason": "stop",
-		}},
+		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": finish}},
 	}
 	if !b.NoUsage {
 		answer["usage"] = usage(b.Usage)
@@ -268,9 +319,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(answer)
 }
 
-// stream answers with server-sent events: a role chunk, the content deltas, a finish chunk,
-// the usage chunk when withUsage, and [DONE].
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b Behavior, model string, withUsage bool) {
+// callID names the tool call answering rec.
+func callID(rec Received) string { return fmt.Sprintf("call_%d", rec.results()+1) }
+
+// stream answers with server-sent events: a role chunk, the content deltas (or the tool call,
+// its arguments in two pieces), a finish chunk, the usage chunk when withUsage, and [DONE].
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b Behavior, call *Call, id, model string, withUsage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -295,6 +349,21 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b Behavior, 
 		return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
 	}
 	if !send(chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), nil)) {
+		return
+	}
+	if call != nil {
+		half := len(call.Arguments) / 2
+		first := map[string]any{"index": 0, "id": id, "type": "function",
+			"function": map[string]any{"name": call.Name, "arguments": call.Arguments[:half]}}
+		rest := map[string]any{"index": 0, "function": map[string]any{"arguments": call.Arguments[half:]}}
+		for _, d := range []map[string]any{first, rest} {
+			if !send(chunk(choice(map[string]any{"tool_calls": []any{d}}, nil), nil)) {
+				return
+			}
+		}
+		if send(chunk(choice(map[string]any{}, "tool_calls"), nil)) && (!withUsage || send(chunk([]any{}, map[string]any{"usage": usage(b.Usage)}))) {
+			send("[DONE]")
+		}
 		return
 	}
 	for i, piece := range pieces(b.Reply, b.Chunks) {
@@ -370,7 +439,7 @@ func writeError(w http.ResponseWriter, status int, msg, retryAfter string) {
 
 // decode reads a chat completions request; includeUsage reports stream_options.include_usage.
 func decode(h http.Header, body []byte) (rec Received, includeUsage bool, err error) {
-	rec.Header = h.Clone()
+	rec.At, rec.Header = time.Now(), h.Clone()
 	if err := json.Unmarshal(body, &rec.Body); err != nil {
 		return rec, false, err
 	}
@@ -387,9 +456,29 @@ func decode(h http.Header, body []byte) (rec Received, includeUsage bool, err er
 	msgs, _ := rec.Body["messages"].([]any)
 	for _, m := range msgs {
 		obj, _ := m.(map[string]any)
-		role, _ := obj["role"].(string)
-		rec.Messages = append(rec.Messages, provider.Message{Role: role, Content: content(obj["content"])})
+		msg := provider.Message{Content: content(obj["content"])}
+		msg.Role, _ = obj["role"].(string)
+		msg.ToolCallID, _ = obj["tool_call_id"].(string)
+		calls, _ := obj["tool_calls"].([]any)
+		for _, c := range calls {
+			call, _ := c.(map[string]any)
+			fn, _ := call["function"].(map[string]any)
+			tc := provider.ToolCall{}
+			tc.ID, _ = call["id"].(string)
+			tc.Name, _ = fn["name"].(string)
+			tc.Arguments, _ = fn["arguments"].(string)
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+		}
+		rec.Messages = append(rec.Messages, msg)
 	}
+	tools, _ := rec.Body["tools"].([]any)
+	for _, t := range tools {
+		obj, _ := t.(map[string]any)
+		fn, _ := obj["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		rec.Tools = append(rec.Tools, name)
+	}
+	rec.ToolChoice, _ = rec.Body["tool_choice"].(string)
 	return rec, includeUsage, nil
 }
 

@@ -1,0 +1,119 @@
+package api_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/api/apitest"
+)
+
+// boostClient talks as BoostGPT's Node client (v3.5) does: ONE request body per client object,
+// mutated call after call and sent whole each time (so every call carries the fields of the
+// calls before it), nulls for options it was not given, integer flags as strings, parameters of
+// GET and DELETE in the query string (DELETE with a JSON content type and no body), and an
+// answer read as an error only when error.status >= 400.
+type boostClient struct {
+	t    *testing.T
+	b    *bundle
+	body map[string]any
+}
+
+// call sends the shared body (POST, PUT) or query (GET, DELETE) and returns the answer as the
+// client reads it: failing when error.status >= 400, else the JSON.
+func (c *boostClient) call(method, path string, set map[string]any, query ...string) map[string]any {
+	c.t.Helper()
+	for k, v := range set {
+		c.body[k] = v
+	}
+	req := apitest.Request{Method: method, Path: path, Key: c.b.key}
+	switch method {
+	case http.MethodGet, http.MethodDelete:
+		q := url.Values{}
+		for i := 0; i+1 < len(query); i += 2 {
+			q.Set(query[i], query[i+1])
+		}
+		req.Path += "?" + q.Encode()
+		if method == http.MethodDelete {
+			req.ContentType = "application/json"
+		}
+	default:
+		req.Body = c.body
+	}
+	res := c.b.client.Do(req)
+	out := res.JSON(c.t)
+	if e, ok := out["error"].(map[string]any); ok && e["status"].(float64) >= 400 {
+		c.t.Fatalf("%s %s: the client sees an error: %v (%s)", method, path, out["message"], res.Body)
+	}
+	return out
+}
+
+// A realistic session of BoostGPT's client, from a new agent to deletes, with the one body it
+// keeps mutating.
+func TestBoostGPTClientSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	c := &boostClient{t: t, b: b, body: map[string]any{"project_id": b.project.ID}}
+	p := b.project.ID
+
+	bot := c.call("POST", "/v1/bot/create", map[string]any{"name": "Support", "model": "gpt-4o-mini",
+		"instruction": "Answer from the docs.", "max_reply_tokens": nil, "top": nil, "status": nil, "reasoning_mode": ""})["bot"].(map[string]any)
+	botID := bot["uuid"].(string)
+	c.body["bot_id"] = botID
+	c.call("PUT", "/v1/bot/update", map[string]any{"status": "1", "memory": "1", "top": "3"})
+
+	src := c.call("POST", "/v1/bot/source/create", map[string]any{"type": "text", "title": "Hours",
+		"source": "The shop opens at nine and closes at six on weekdays.", "forget_after": "never", "tags": []any{"hours"}})["source"].(map[string]any)
+	b.waitSource(t, bot["id"].(string), src["id"].(string))
+	if found := c.call("POST", "/v1/bot/search", map[string]any{"keywords": "when does the shop close", "top": nil, "source_ids": nil})["results"].([]any); len(found) == 0 {
+		t.Fatal("search found nothing")
+	}
+
+	chat := c.call("POST", "/v1/bot/chat", map[string]any{"message": "When does the shop close?", "memory": true, "chat_id": nil, "stream": false})["chat"].(map[string]any)
+	chatID := chat["chat_id"].(string)
+	if !strings.Contains(chat["reply"].(string), "six") || chat["type"] != "standard" {
+		t.Fatalf("reply %v", chat["reply"])
+	}
+	hist := c.call("GET", "/v1/bot/chat/read", nil, "project_id", p, "bot_id", botID, "chat_id", chatID, "page", "1", "per_page", "10")
+	if hist["total"] != float64(2) {
+		t.Fatalf("history %v", hist)
+	}
+	agentMsg := chat["agent"].(map[string]any)["uuid"].(string)
+	c.call("PUT", "/v1/bot/chat/message/vote", map[string]any{"message_id": agentMsg, "voter_id": "u1", "voter_type": "user", "vote_type": "up"})
+	c.call("PUT", "/v1/bot/chat/rename", map[string]any{"chat_id": chatID, "name": "Opening hours"})
+	if chats := c.call("GET", "/v1/bot/chat/readall", nil, "project_id", p, "bot_id", botID); chats["total"] != float64(1) {
+		t.Fatalf("chats %v", chats)
+	}
+
+	deal := c.call("POST", "/v1/bot/crm/deals", map[string]any{"title": "Pilot", "value": "1200", "status": nil, "stage": nil, "currency": nil})["deal"].(map[string]any)
+	c.call("PUT", "/v1/bot/crm/deals/"+deal["uuid"].(string), map[string]any{"status": "won"})
+	if deals := c.call("GET", "/v1/bot/crm/deals", nil, "project_id", p, "bot_id", botID, "status", "won"); deals["total"] != float64(1) {
+		t.Fatalf("deals %v", deals)
+	}
+
+	wf := c.call("POST", "/v1/bot/workflow/create", map[string]any{"name": "Note wins", "trigger_type": "event", "trigger_event": "deal.won",
+		"conditions": nil, "actions": []any{map[string]any{"type": "send_message", "params": map[string]any{"message": "Won: {{data.title}}"}}}})["workflow"].(map[string]any)
+	wfID := wf["uuid"].(string)
+	c.call("GET", "/v1/bot/workflow/read", nil, "project_id", p, "bot_id", botID, "workflow_id", wfID)
+	run := c.call("POST", "/v1/bot/workflow/run", map[string]any{"workflow_id": wfID, "input": nil})["run"].(map[string]any)
+	if run["status"] != "queued" {
+		t.Fatalf("run %v", run)
+	}
+	c.call("GET", "/v1/bot/workflow/logs", nil, "project_id", p, "bot_id", botID, "workflow_id", wfID)
+	c.call("GET", "/v1/bot/workflow/catalog", nil, "project_id", p, "bot_id", botID)
+	if flows := c.call("GET", "/v1/bot/workflow/readall", nil, "project_id", p, "bot_id", botID); flows["total"] != float64(1) {
+		t.Fatalf("workflows %v", flows)
+	}
+
+	c.call("DELETE", "/v1/bot/workflow/delete", nil, "project_id", p, "bot_id", botID, "workflow_id", wfID)
+	c.call("DELETE", "/v1/bot/crm/deals/"+deal["uuid"].(string), nil, "project_id", p, "bot_id", botID)
+	c.call("DELETE", "/v1/bot/chat/delete", nil, "project_id", p, "bot_id", botID, "chat_id", chatID)
+	c.call("DELETE", "/v1/bot/source/delete", nil, "project_id", p, "bot_id", botID, "source_id", src["id"].(string))
+	c.call("POST", "/v1/bot/reset", nil)
+	if bots := c.call("GET", "/v1/bot/readall", nil, "project_id", p); bots["total"] != float64(1) || bots["bots"] == nil {
+		t.Fatalf("bots %v", bots)
+	}
+	c.call("DELETE", "/v1/bot/delete", nil, "project_id", p, "bot_id", botID)
+}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/workflows"
+)
+
+// FuzzDecode holds the decoder and the validation after it to "bad input gets a 4xx": whatever
+// the body, decoding it into the requests of chat, deals and workflows fails with a client
+// error or succeeds, and what it accepts validates without a server error.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"project_id":"p","bot_id":"b","message":"hi","top":"3","stream":false}`,
+		`{"message":null,"top":"","reasoning_mode":"","chat_mode":"plan","max_reply_tokens":"99999999999999999999"}`,
+		`{"$where":"1","title":"x"}`, `{"title":"a\u0000b"}`, `[]`, `"x"`, `{"a":1}{"b":2}`, `{"value":1e400}`,
+		`{"title":"Deal","value":"12","contact":{"email":"not an email"},"status":"WON"}`,
+		`{"name":"w","trigger_type":"event","trigger_event":"deal.won","conditions":[{"field":"data.v","operator":"gte","value":"x"}],"actions":[{"type":"webhook","params":{"url":"http://{{"}}]}`,
+		"\xff\xfe", ``, `{"stream":"yes"}`, `{"tags":[1,2]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	gin.SetMode(gin.ReleaseMode)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s := &server{maxBody: 1 << 16}
+		decode := func(dst any) error {
+			c, _ := gin.CreateTestContext(httptest.NewRecorder())
+			c.Request = httptest.NewRequest(http.MethodPost, "/v1/bot/chat", bytes.NewReader(body))
+			c.Request.Header.Set("Content-Type", "application/json")
+			return s.decode(c, dst)
+		}
+		clientError := func(what string, err error) {
+			if err != nil && apperr.As(err).Kind.Status() >= 500 {
+				t.Fatalf("%s of %q: %v, a server error", what, body, err)
+			}
+		}
+		var chat chatRequest
+		err := decode(&chat)
+		clientError("decoding a chat", err)
+		if err == nil {
+			clientError("validating a chat", chat.Input.Validate())
+		}
+		var deal dealRequest
+		clientError("decoding a deal", decode(&deal))
+		var contact contactRequest
+		clientError("decoding a contact", decode(&contact))
+		var w workflows.Input
+		if err := decode(&w); err == nil && w.TriggerType != nil {
+			d := workflows.Definition{TriggerType: *w.TriggerType}
+			if w.Actions != nil {
+				d.Actions = *w.Actions
+			}
+			if w.Conditions != nil {
+				d.Conditions = *w.Conditions
+			}
+			clientError("validating a workflow", d.Validate(nil))
+		}
+	})
+}

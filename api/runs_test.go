@@ -1,0 +1,514 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/tmaxmax/go-sse"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/provider/providertest"
+)
+
+// agentSetup is an agent answering through a scripted fake provider, with a worker running
+// its runs.
+func agentSetup(t *testing.T, bot map[string]any, opts ...option) (*bundle, chatAPI, *providertest.Server) {
+	t.Helper()
+	fake := providertest.New(t)
+	b := setup(t, append([]option{withProvider(fake.URL)}, opts...)...)
+	if bot == nil {
+		bot = map[string]any{}
+	}
+	bot["provider_key"] = "sk-run-key"
+	a := b.chatBot(t, bot)
+	b.startWorker(t, workerOptions{})
+	return b, a, fake
+}
+
+func call(name, args string) providertest.Turn {
+	return providertest.Turn{Call: &providertest.Call{Name: name, Arguments: args}}
+}
+
+// cycles decodes a reply's reasoningCycles.
+func cycles(t *testing.T, chat map[string]any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, c := range chat["reasoningCycles"].([]any) {
+		out = append(out, c.(map[string]any))
+	}
+	return out
+}
+
+// executeTool decides on the tool call an execution waits for.
+func (a chatAPI) executeTool(t *testing.T, body map[string]any) (*apitest.Response, map[string]any) {
+	t.Helper()
+	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/chat/execute-tool", Key: a.b.key, Body: a.body(body)})
+	if res.Status != http.StatusOK {
+		return res, nil
+	}
+	return res, res.JSON(t)["chat"].(map[string]any)
+}
+
+// A run searches memory, is refused another project's deal, lists the agent's deals and
+// answers citing what it found; each tool's result goes back to the model.
+func TestAgentRun(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	a.ingest(t, map[string]any{"type": "text", "title": "Acme notes", "source": "Acme's renewal is due on March 3. The contract value is 40000 dollars."})
+	mine := b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Acme renewal", "value": 40000}))
+
+	otherKey, otherProject := b.newTenant(t)
+	res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/create", Key: otherKey, Body: map[string]any{"project_id": otherProject.ID, "name": "other", "model": "gpt-4o-mini"}})
+	expect(t, res, http.StatusOK, "")
+	otherBot := res.JSON(t)["bot"].(map[string]any)["id"].(string)
+	res = b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/crm/deals", Key: otherKey,
+		Body: map[string]any{"project_id": otherProject.ID, "bot_id": otherBot, "title": "Secret deal", "value": 999}})
+	expect(t, res, http.StatusOK, "")
+	secret := res.JSON(t)["deal"].(map[string]any)["uuid"].(string)
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("search_memory", `{"query":"Acme renewal date"}`),
+		call("get_deal", fmt.Sprintf(`{"deal_id":%q}`, secret)),
+		call("list_deals", `{}`),
+		{Reply: "Acme renews on March 3 [1]."},
+	}})
+	_, chat := a.chat(t, map[string]any{"message": "When does Acme renew?", "reasoning_mode": "agent"})
+	if chat == nil {
+		t.Fatal("no answer")
+	}
+	cs := cycles(t, chat)
+	if len(cs) != 3 || chat["totalCycles"] != float64(3) || chat["type"] != "agent" || chat["isComplete"] != true || chat["converged"] != true {
+		t.Fatalf("reply %v", chat)
+	}
+	if chat["reply"] != "Acme renews on March 3 [1]." || chat["finalAnswer"] != chat["reply"] || chat["executionId"] == "" {
+		t.Fatalf("answer %v", chat)
+	}
+	agent := chat["agent"].(map[string]any)
+	if agent["credit_used"] != "4" || agent["reasoning_type"] != "agent" || chat["availableTools"] != float64(8) {
+		t.Fatalf("agent message %v, tools %v", agent, chat["availableTools"])
+	}
+	if src := chat["sources"].([]any); len(src) != 1 || src[0].(map[string]any)["citation_number"] != float64(1) {
+		t.Fatalf("sources %v", chat["sources"])
+	}
+	if cs[0]["action"] != "search_memory" || cs[0]["actionSuccess"] != true || !strings.Contains(cs[0]["observation"].(string), "March 3") ||
+		len(cs[0]["sources"].([]any)) != 1 {
+		t.Fatalf("cycle 1 %v", cs[0])
+	}
+	if cs[1]["action"] != "get_deal" || cs[1]["actionSuccess"] != false || strings.Contains(cs[1]["observation"].(string), "Secret") {
+		t.Fatalf("another project's deal was not refused: %v", cs[1])
+	}
+	if cs[2]["actionSuccess"] != true || !strings.Contains(cs[2]["observation"].(string), mine.UUID) || strings.Contains(cs[2]["observation"].(string), secret) {
+		t.Fatalf("cycle 3 %v", cs[2])
+	}
+
+	reqs := fake.Requests()
+	if len(reqs) != 4 || !slices.Contains(reqs[0].Tools, "calendar_book") || reqs[0].Header.Get("Authorization") != "Bearer sk-run-key" {
+		t.Fatalf("%d requests, tools %v", len(reqs), reqs[0].Tools)
+	}
+	last := reqs[3].Messages
+	if n := len(last); n < 7 || last[n-1].Role != provider.RoleTool || !strings.Contains(last[n-1].Content, mine.UUID) || last[n-2].ToolCalls[0].Name != "list_deals" {
+		t.Fatalf("the last request does not carry the cycles: %+v", last)
+	}
+	hist := a.history(t, chat["chat_id"].(string), "")
+	if hist["total"] != float64(2) {
+		t.Fatalf("history %v", hist)
+	}
+	byID := bson.D{{Key: "_id", Value: chat["executionId"]}}
+	live, _ := b.db.Collection("executions").CountDocuments(context.Background(), byID)
+	finished, _ := b.db.Collection("executions_finished").CountDocuments(context.Background(), byID)
+	if live != 0 || finished != 1 {
+		t.Fatalf("the finished run is %d times live and %d times finished", live, finished)
+	}
+}
+
+// A model that keeps calling tools is stopped at 10 calls, the last of which must answer.
+func TestAgentRunCap(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	var script []providertest.Turn
+	for range 12 {
+		script = append(script, providertest.Turn{Call: &providertest.Call{Name: "list_deals", Arguments: `{}`}, Reply: "Here is what I found: no deals."})
+	}
+	fake.Set(providertest.Behavior{Script: script})
+	_, chat := a.chat(t, map[string]any{"message": "List every deal", "reasoning_mode": "agent"})
+	if chat == nil || len(cycles(t, chat)) != 9 || chat["agent"].(map[string]any)["credit_used"] != "10" {
+		t.Fatalf("reply %v", chat)
+	}
+	if chat["reply"] != "Here is what I found: no deals." || strings.Contains(chat["reply"].(string), "list_deals") {
+		t.Fatalf("answer %q", chat["reply"])
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 10 || reqs[9].ToolChoice != "none" || reqs[8].ToolChoice == "none" {
+		t.Fatalf("%d requests, last tool_choice %q", len(reqs), reqs[len(reqs)-1].ToolChoice)
+	}
+}
+
+// A tool that changes data waits for approval: approved with edited parameters it runs once;
+// rejected it does not run; a decision is taken once.
+func TestAgentApproval(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("create_deal", `{"title":"Acme"}`),
+		{Reply: "Done: the deal is created."},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	tool, _ := paused["tool"].(map[string]any)
+	if paused["requiresApproval"] != true || paused["isComplete"] != false || paused["hasMoreSteps"] != true || tool["name"] != "create_deal" ||
+		tool["parameters"].(map[string]any)["title"] != "Acme" || tool["description"] == "" {
+		t.Fatalf("paused reply %v", paused)
+	}
+	exec := paused["executionId"].(string)
+	listDeals := func() []any {
+		res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/deals?" + a.query(""), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)["deals"].([]any)
+	}
+	if n := len(listDeals()); n != 0 {
+		t.Fatalf("%d deals before the approval", n)
+	}
+
+	_, done := a.executeTool(t, map[string]any{"executionId": exec, "approve": true, "parameters": map[string]any{"title": "Acme Corp", "value": 500}})
+	if done == nil || done["isComplete"] != true || done["reply"] != "Done: the deal is created." {
+		t.Fatalf("after approval %v", done)
+	}
+	cs := cycles(t, done)
+	if len(cs) != 1 || cs[0]["actionSuccess"] != true || !strings.Contains(cs[0]["actionInput"].(string), "Acme Corp") {
+		t.Fatalf("cycles %v", cs)
+	}
+	deals := listDeals()
+	if len(deals) != 1 || deals[0].(map[string]any)["title"] != "Acme Corp" || deals[0].(map[string]any)["value"] != float64(500) {
+		t.Fatalf("deals %v", deals)
+	}
+	res, _ := a.executeTool(t, map[string]any{"executionId": exec, "approve": true})
+	expect(t, res, http.StatusConflict, "execution_not_awaiting_approval")
+
+	t.Run("Rejected", func(t *testing.T) {
+		fake.Set(providertest.Behavior{Script: []providertest.Turn{
+			call("create_deal", `{"title":"Globex"}`),
+			{Reply: "Understood, I did not create it."},
+		}})
+		_, paused := a.chat(t, map[string]any{"message": "Create a deal for Globex", "reasoning_mode": "agent"})
+		_, done := a.executeTool(t, map[string]any{"executionId": paused["executionId"], "approve": false})
+		cs := cycles(t, done)
+		if len(cs) != 1 || cs[0]["actionSuccess"] != false || !strings.Contains(cs[0]["observation"].(string), "rejected") {
+			t.Fatalf("cycles %v", cs)
+		}
+		if n := len(listDeals()); n != 1 {
+			t.Fatalf("%d deals after a rejection", n)
+		}
+	})
+	t.Run("Validation", func(t *testing.T) {
+		for _, tt := range []struct {
+			body   map[string]any
+			status int
+			code   string
+		}{
+			{map[string]any{"executionId": exec}, http.StatusUnprocessableEntity, "invalid_field"},
+			{map[string]any{"executionId": exec, "approve": true, "parameters": "x"}, http.StatusUnprocessableEntity, "invalid_field"},
+			{map[string]any{"executionId": "nope", "approve": true}, http.StatusNotFound, ""},
+			{map[string]any{"approve": true}, http.StatusUnprocessableEntity, ""},
+		} {
+			res, _ := a.executeTool(t, tt.body)
+			expect(t, res, tt.status, tt.code)
+		}
+	})
+}
+
+// A streamed run sends each kept entry once with its number; a client that reconnects with
+// Last-Event-ID gets what it missed and the rest.
+func TestAgentStreamResume(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"auto_approve_tools": 1})
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("list_deals", `{}`),
+		call("create_deal", `{"title":"Initech"}`),
+		{Reply: "Created the Initech deal."},
+	}})
+	res := a.streamChat(t, context.Background(), map[string]any{"message": "Create a deal for Initech", "reasoning_mode": "agent", "stream": true})
+	defer res.Body.Close()
+	var ids, types []string
+	var exec string
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type != "delta" {
+			ids = append(ids, ev.LastEventID)
+		}
+		if ev.Type == "done" {
+			var v struct{ Chat map[string]any }
+			_ = json.Unmarshal([]byte(ev.Data), &v)
+			exec = v.Chat["executionId"].(string)
+		}
+	}
+	kept := slices.DeleteFunc(slices.Clone(types), func(s string) bool { return s == "delta" })
+	if !slices.Equal(kept, []string{"stored", "cycle", "cycle", "done"}) || !slices.Equal(ids, []string{"1", "2", "3", "4"}) {
+		t.Fatalf("events %v ids %v", types, ids)
+	}
+	if !slices.Contains(types, "delta") {
+		t.Fatalf("no delta in %v", types)
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	req.Header.Set("Last-Event-ID", "2")
+	again, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Body.Close()
+	var replay []string
+	for ev, err := range sse.Read(again.Body, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay = append(replay, ev.LastEventID+":"+ev.Type)
+	}
+	if !slices.Equal(replay, []string{"3:cycle", "4:done"}) {
+		t.Fatalf("replay %v", replay)
+	}
+	other, _ := b.newTenant(t)
+	res2 := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/stream?" + a.query("&execution_id="+exec), Key: other})
+	if res2.Status != http.StatusNotFound && res2.Status != http.StatusForbidden {
+		t.Fatalf("another account read the stream: %d", res2.Status)
+	}
+	res3 := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/stream?" + a.query("&execution_id="+exec+"&last_event_id=x"), Key: b.key})
+	expect(t, res3, http.StatusUnprocessableEntity, "")
+}
+
+// A provider without tool calling gets the tools in the prompt and calls them in text.
+func TestAgentTextProtocol(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{NoTools: true, Script: []providertest.Turn{
+		{Reply: "Thought: I should look at the deals.\nAction: list_deals\nAction Input: {}"},
+		{Reply: "Thought: none.\nFinal Answer: There are no deals yet."},
+	}})
+	_, chat := a.chat(t, map[string]any{"message": "How many deals?", "reasoning_mode": "agent"})
+	cs := cycles(t, chat)
+	if len(cs) != 1 || cs[0]["action"] != "list_deals" || cs[0]["thought"] != "I should look at the deals." || chat["reply"] != "There are no deals yet." {
+		t.Fatalf("reply %v", chat)
+	}
+	reqs := fake.Requests()
+	if last := reqs[len(reqs)-1]; len(last.Tools) != 0 || !strings.Contains(last.Messages[0].Content, "Action Input:") {
+		t.Fatalf("the text protocol was not used: %+v", last)
+	}
+}
+
+// auto picks an agent run for a request that needs tools and a standard reply for a greeting.
+func TestAutoReasoningMode(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Reply: "Hello!"})
+	_, chat := a.chat(t, map[string]any{"message": "hello there"})
+	if chat["type"] != "standard" || chat["agent"].(map[string]any)["reasoning_type"] != "standard" {
+		t.Fatalf("greeting answered %v", chat["type"])
+	}
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "You have no open deals."}}})
+	_, chat = a.chat(t, map[string]any{"message": "Which deals are open, and then what should I do first?"})
+	if chat["type"] != "agent" || chat["preference"].(map[string]any)["reasoningType"] != "agent" || chat["reply"] != "You have no open deals." {
+		t.Fatalf("multi-step request answered %v", chat)
+	}
+}
+
+// With the non-streamed wait over, the answer has the steps so far and the run goes on.
+func TestAgentRunOutlastsTheWait(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil, withRunWait(300*time.Millisecond))
+	fake.Set(providertest.Behavior{FirstByteDelay: 700 * time.Millisecond, Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "No deals."}}})
+	_, chat := a.chat(t, map[string]any{"message": "deals?", "reasoning_mode": "agent"})
+	if chat["isComplete"] != false || chat["hasMoreSteps"] != true || chat["executionId"] == "" {
+		t.Fatalf("reply %v", chat)
+	}
+	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+chat["executionId"].(string)), nil)
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var raw bytes.Buffer
+	_, _ = raw.ReadFrom(res.Body)
+	if !strings.Contains(raw.String(), "event: done") || !strings.Contains(raw.String(), "No deals.") {
+		t.Fatalf("stream %s", raw.String())
+	}
+}
+
+// Edit mode rewrites the fenced block of the message, or the agent's previous reply, and
+// answers with the edited text and a unified diff.
+func TestEditMode(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Reply: "```go\nfunc sum(a, b int) int {\n\treturn a + b\n}\n```"})
+	_, chat := a.chat(t, map[string]any{"chat_mode": "edit",
+		"message": "Rename the function to sum:\n```go\nfunc add(a, b int) int {\n\treturn a + b\n}\n```"})
+	want := "func sum(a, b int) int {\n\treturn a + b\n}"
+	diff, _ := chat["context"].(string)
+	if chat["type"] != "edit" || chat["reply"] != want || !strings.Contains(diff, "--- original") || !strings.Contains(diff, "-func add(a, b int) int {") ||
+		!strings.Contains(diff, "+func sum(a, b int) int {") {
+		t.Fatalf("edit reply %v", chat)
+	}
+	reqs := fake.Requests()
+	if sent := reqs[len(reqs)-1].Messages; !strings.Contains(sent[0].Content, "You edit text") ||
+		!strings.Contains(sent[1].Content, "Change requested: Rename the function to sum:") || !strings.Contains(sent[1].Content, "func add") {
+		t.Fatalf("edit prompt %+v", sent)
+	}
+
+	fake.Set(providertest.Behavior{Reply: "func sum(a, b int) int {\n\treturn a * b\n}"})
+	_, again := a.chat(t, map[string]any{"chat_mode": "edit", "chat_id": chat["chat_id"], "message": "Multiply instead"})
+	if d := again["context"].(string); !strings.Contains(d, "-\treturn a + b") || !strings.Contains(d, "+\treturn a * b") {
+		t.Fatalf("edit of the previous reply: %v", again)
+	}
+
+	before := len(fake.Requests())
+	_, none := a.chat(t, map[string]any{"chat_mode": "edit", "message": "fix it"})
+	if !strings.Contains(none["reply"].(string), "fenced block") || len(fake.Requests()) != before || none["agent"].(map[string]any)["credit_used"] != "0" {
+		t.Fatalf("nothing to edit: %v", none)
+	}
+}
+
+// Plan mode proposes a numbered plan; the next message accepts it (a run carries it out step by
+// step), rejects it, or changes it.
+func TestPlanMode(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"auto_approve_tools": 1})
+	fake.Set(providertest.Behavior{Reply: "Here is my plan:\n1. Check the open deals.\n2. Note what is missing.\n3. Summarize."})
+	_, plan := a.chat(t, map[string]any{"chat_mode": "plan", "message": "Review my pipeline"})
+	if plan["type"] != "plan" || plan["hasMoreSteps"] != true || plan["isComplete"] != false || plan["totalSteps"] != float64(3) ||
+		plan["reply"] != "1. Check the open deals.\n2. Note what is missing.\n3. Summarize." || !strings.Contains(plan["stepInfo"].(string), "3 steps") {
+		t.Fatalf("plan %v", plan)
+	}
+	chatID := plan["chat_id"]
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "No open deals."}}})
+	res := a.streamChat(t, context.Background(), map[string]any{"chat_id": chatID, "message": "yes", "stream": true})
+	defer res.Body.Close()
+	var kept []string
+	var done map[string]any
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data map[string]any
+		_ = json.Unmarshal([]byte(ev.Data), &data)
+		switch ev.Type {
+		case "delta":
+			continue
+		case "step", "cycle":
+			kept = append(kept, ev.Type+":"+data["stepInfo"].(string))
+		case "done":
+			done = data["chat"].(map[string]any)
+		}
+		if ev.Type != "step" && ev.Type != "cycle" {
+			kept = append(kept, ev.Type)
+		}
+	}
+	want := []string{"stored", "cycle:Step 1 of 3: Check the open deals.", "step:Step 1 of 3: Check the open deals.",
+		"step:Step 2 of 3: Note what is missing.", "done"}
+	if !slices.Equal(kept, want) {
+		t.Fatalf("events %q, want %q", kept, want)
+	}
+	if done["reply"] != "No open deals." || done["totalSteps"] != float64(3) || done["agent"].(map[string]any)["credit_used"] != "4" ||
+		!strings.Contains(done["stepInfo"].(string), "3 steps") {
+		t.Fatalf("done %v", done)
+	}
+	reqs := fake.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if !strings.Contains(last[0].Content, "Now carry out step 3, the last") || !strings.Contains(last[0].Content, "Result of step 2: No open deals.") {
+		t.Fatalf("last step prompt %q", last[0].Content)
+	}
+	if q := last[len(last)-3]; q.Role != provider.RoleUser || q.Content != "Review my pipeline" {
+		t.Fatalf("the run does not carry out the planned request: %+v", last)
+	}
+
+	t.Run("RejectedOrChanged", func(t *testing.T) {
+		fake.Set(providertest.Behavior{Reply: "1. Look up Acme.\n2. Book a call."})
+		_, plan := a.chat(t, map[string]any{"chat_mode": "plan", "message": "Get Acme on a call"})
+		_, changed := a.chat(t, map[string]any{"chat_id": plan["chat_id"], "message": "Also email them first"})
+		reqs := fake.Requests()
+		if changed["type"] != "plan" || !strings.Contains(reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1].Content, "Change to the plan: Also email them first") {
+			t.Fatalf("changed plan %v", changed)
+		}
+		before := len(fake.Requests())
+		_, dropped := a.chat(t, map[string]any{"chat_id": plan["chat_id"], "message": "no, cancel that"})
+		if dropped["type"] != "plan" || !strings.Contains(dropped["reply"].(string), "dropped the plan") || len(fake.Requests()) != before {
+			t.Fatalf("rejected plan %v", dropped)
+		}
+		_, next := a.chat(t, map[string]any{"chat_id": plan["chat_id"], "message": "yes", "reasoning_mode": "standard"})
+		if next["type"] != "standard" {
+			t.Fatalf("a dropped plan was carried out: %v", next)
+		}
+	})
+}
+
+// A run whose task was lost (an enqueue that failed while Redis was down, say) is queued again
+// by the scheduler's reconciler a minute later, and completes.
+func TestAgentRunRequeued(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	b := setup(t, withProvider(fake.URL), withRunWait(100*time.Millisecond))
+	a := b.chatBot(t, map[string]any{"provider_key": "k"})
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "No deals."}}})
+	_, chat := a.chat(t, map[string]any{"message": "deals?", "reasoning_mode": "agent"})
+	exec := chat["executionId"].(string)
+	insp := asynq.NewInspector(redisOpt(t))
+	defer insp.Close()
+	if err := insp.DeleteTask(b.queue, "agent:run:"+exec); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n, err := b.runs.Requeue(ctx, time.Now()); err != nil || n != 0 {
+		t.Fatalf("requeued a fresh run: %d %v", n, err)
+	}
+	if n, err := b.runs.Requeue(ctx, time.Now().Add(2*time.Minute)); err != nil || n != 1 {
+		t.Fatalf("requeued %d runs, want 1 (%v)", n, err)
+	}
+	b.startWorker(t, workerOptions{})
+	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var raw bytes.Buffer
+	_, _ = raw.ReadFrom(res.Body)
+	if !strings.Contains(raw.String(), "event: done") {
+		t.Fatalf("stream %s", raw.String())
+	}
+	if n, err := b.runs.Requeue(ctx, time.Now().Add(2*time.Minute)); err != nil || n != 0 {
+		t.Fatalf("requeued a finished run: %d %v", n, err)
+	}
+}
+
+// BoostGPT's clients approve by chat and tool calls rather than by execution id.
+func TestAgentApprovalByChat(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("create_deal", `{"title":"Acme"}`),
+		{Reply: "Created."},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	chatID := paused["chat_id"]
+	res, _ := a.executeTool(t, map[string]any{"chat_id": chatID, "tool_calls": []map[string]any{{"tool_name": "update_deal", "parameters": map[string]any{}}}})
+	expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+	_, done := a.executeTool(t, map[string]any{"chat_id": chatID, "tool_calls": []map[string]any{{"name": "create_deal", "arguments": `{"title":"Acme Inc"}`}}})
+	if done == nil || done["isComplete"] != true || !strings.Contains(cycles(t, done)[0]["actionInput"].(string), "Acme Inc") {
+		t.Fatalf("after approval %v", done)
+	}
+	res, _ = a.executeTool(t, map[string]any{"chat_id": chatID, "tool_calls": []map[string]any{{"tool_name": "create_deal"}}})
+	expect(t, res, http.StatusNotFound, "")
+}

@@ -1,0 +1,83 @@
+package crm
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/paging"
+)
+
+// MaxQueryLength bounds a contact search.
+const MaxQueryLength = 200
+
+// CreateContact adds a contact to the project. A contact with the same email is the same
+// contact: it is updated with what in carries and returned.
+func (s *Service) CreateContact(ctx context.Context, projectID, botID string, in ContactInput) (Contact, error) {
+	var p apperr.Problems
+	in.check(&p, "")
+	if in.empty() {
+		p.Add("name", "or email, phone or company is required")
+	}
+	if err := p.Err(); err != nil {
+		return Contact{}, err
+	}
+	return s.contactFor(ctx, projectID, botID, Contact{}, &in)
+}
+
+// UpdateContact applies in to a contact of the project.
+func (s *Service) UpdateContact(ctx context.Context, projectID, botID, id string, in ContactInput) (Contact, error) {
+	var p apperr.Problems
+	in.check(&p, "")
+	if err := p.Err(); err != nil {
+		return Contact{}, err
+	}
+	c, err := s.repo.Contact(ctx, projectID, strings.TrimSpace(id))
+	if err != nil {
+		return Contact{}, err
+	}
+	changed := false
+	for dst, src := range map[*string]*string{&c.Name: in.Name, &c.Phone: in.Phone, &c.Company: in.Company, &c.Email: in.Email} {
+		if src != nil && *src != *dst {
+			*dst, changed = *src, true
+		}
+	}
+	if changed {
+		c.UpdatedAt = s.now().Format(time.RFC3339Nano)
+		if err := s.saveContact(ctx, botID, c); err != nil {
+			return Contact{}, err
+		}
+	}
+	return c, nil
+}
+
+// DeleteContact removes a contact of the project that no deal is made with (Conflict
+// otherwise), with contact.deleted.
+func (s *Service) DeleteContact(ctx context.Context, projectID, botID, id string) error {
+	c, err := s.repo.Contact(ctx, projectID, strings.TrimSpace(id))
+	if err != nil {
+		return err
+	}
+	n, err := s.repo.DealsWith(ctx, projectID, c.UUID)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return apperr.New(apperr.Conflict, "contact_in_use", "Deals are made with this contact; change their contact first.")
+	}
+	ev := outbox.New(ctx, outbox.ContactDeleted, projectID, botID, c)
+	return s.deleted(ctx, ev, func() (outbox.Ref, error) { return s.repo.DeleteContact(ctx, c, ev) })
+}
+
+// SearchContacts lists the project's contacts whose name, email, phone or company contains
+// query (ignoring case).
+func (s *Service) SearchContacts(ctx context.Context, projectID, query string, page paging.Page) ([]Contact, int, error) {
+	query = strings.TrimSpace(query)
+	if query == "" || utf8.RuneCountInString(query) > MaxQueryLength {
+		return nil, 0, apperr.Invalidf("query", "is required, at most %d characters", MaxQueryLength)
+	}
+	return s.repo.SearchContacts(ctx, projectID, query, page)
+}

@@ -1,0 +1,65 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+// MaxChain is how many workflows an event's chain of causes may hold: a run started by an event
+// whose chain is that long does not start (nor does a workflow in the chain already).
+const MaxChain = 5
+
+// OnEvent starts a run of every active workflow of the event's agent that the event triggers:
+// its trigger_event is the event's type and its conditions hold on the event envelope. Run ids
+// derive from the workflow and the event, so an event delivered twice, or to two consumers,
+// starts one run of each workflow. A workflow never runs for an event its own run caused,
+// directly or through other workflows, and a chain of workflows stops at MaxChain (the event's
+// cause lists the workflows that led to it).
+func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event) error {
+	if len(ev.Cause) >= MaxChain {
+		return nil
+	}
+	list, err := s.workflows.repo.Triggered(ctx, ev.ProjectID, ev.BotID, ev.Type)
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	var envelope map[string]any
+	if err := json.Unmarshal(raw, &envelope); err != nil {
+		return err
+	}
+	for _, w := range list {
+		if slices.Contains(ev.Cause, w.UUID) || !Matches(w.Conditions, envelope) {
+			continue
+		}
+		id := uuid.NewSHA1(runNamespace, []byte(w.UUID+"/event/"+ev.ID)).String()
+		t := Trigger{Type: TriggerTypeEvent, EventID: ev.ID, EventType: ev.Type}
+		if _, err := s.start(ctx, w, t, id, string(raw), ev.Cause); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OnTick starts the run of the schedule workflow w for its tick at: one per workflow and tick,
+// however many schedulers fire it.
+func (s *Runs) OnTick(ctx context.Context, w Workflow, at time.Time) error {
+	at = at.UTC().Truncate(time.Second)
+	id := uuid.NewSHA1(runNamespace, []byte(w.UUID+"/tick/"+at.Format(time.RFC3339))).String()
+	envelope, err := json.Marshal(map[string]any{"id": id, "type": TriggerTypeSchedule, "project_id": w.ProjectID, "bot_id": w.BotID,
+		"occurred_at": at, "workflow_id": w.UUID, "data": map[string]any{"tick": at}})
+	if err != nil {
+		return err
+	}
+	_, err = s.start(ctx, w, Trigger{Type: TriggerTypeSchedule, Tick: &at}, id, string(envelope), nil)
+	return err
+}

@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/provider/providertest"
 )
 
 // Every write endpoint takes a body the way BoostGPT's client sends it: optional fields null,
@@ -32,7 +34,16 @@ func TestLenientWrites(t *testing.T) {
 	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/pipelines?" + a.query(""), Key: b.key})
 	pipelineID := res.JSON(t)["pipelines"].([]any)[0].(map[string]any)["uuid"]
 	deal = b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, a.body(map[string]any{"contact": map[string]any{"name": "Ana"}}))
-	wf := a.create(t, map[string]any{"trigger_type": "manual", "actions": []map[string]any{{"type": "send_message", "params": map[string]any{"message": "x"}}}})
+	wf := a.create(t, map[string]any{"trigger_type": "manual", "description": "Kept", "actions": []map[string]any{{"type": "send_message", "params": map[string]any{"message": "x"}}}})
+	src := a.ingest(t, map[string]any{"type": "text", "title": "Kept", "source": "Opening hours are nine to five."})
+	do := func(method, path string, body map[string]any) map[string]any {
+		t.Helper()
+		res := b.client.Do(apitest.Request{Method: method, Path: path, Key: b.key, Body: body})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)
+	}
+	pipeline := do("POST", "/v1/bot/crm/pipelines", a.body(map[string]any{"name": "Resellers"}))["pipeline"].(map[string]any)
+	stage := do("POST", "/v1/bot/crm/pipelines/stages", a.body(map[string]any{"pipeline_id": pipeline["uuid"], "name": "Intro", "probability": 10}))["stage"].(map[string]any)
 	for _, tt := range []struct {
 		name, method, path string
 		body               map[string]any
@@ -57,11 +68,78 @@ func TestLenientWrites(t *testing.T) {
 		{"UpdateContact", "PUT", "/v1/bot/crm/contacts/" + deal.Contact.UUID, map[string]any{"company": "Acme", "name": nil, "email": nil}},
 		{"CreatePipeline", "POST", "/v1/bot/crm/pipelines", map[string]any{"name": "P2", "stages": nil}},
 		{"CreateStage", "POST", "/v1/bot/crm/pipelines/stages", map[string]any{"pipeline_id": pipelineID, "name": "Extra", "probability": "30", "sort_order": nil}},
+		{"UpdateSource", "PUT", "/v1/bot/source/update", map[string]any{"source_id": src["uuid"], "type": "text", "source": "Opening hours are nine to five.",
+			"title": nil, "tags": nil, "sync_frequency": "", "description": nil}},
+		{"SyncSource", "POST", "/v1/bot/source/sync", map[string]any{"source_id": src["id"], "tags": nil}},
+		{"UpdatePipeline", "PUT", "/v1/bot/crm/pipelines/" + pipeline["uuid"].(string), map[string]any{"name": nil, "is_default": nil, "stages": nil}},
+		{"UpdateStage", "PUT", "/v1/bot/crm/pipelines/stages/" + stage["uuid"].(string), map[string]any{"name": nil, "probability": "20", "sort_order": nil}},
 		{"Reset", "POST", "/v1/bot/reset", map[string]any{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: with(tt.body)})
 			expect(t, res, http.StatusOK, "")
 		})
+	}
+
+	// A null left what it stands for as it was.
+	read := func(path string) map[string]any {
+		t.Helper()
+		res := b.client.Do(apitest.Request{Method: "GET", Path: path, Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)
+	}
+	if bot := read("/v1/bot/read?" + a.query(""))["bot"].(map[string]any); bot["status"] != float64(1) || bot["top"] != float64(3) {
+		t.Errorf("bot after the update: status %v top %v", bot["status"], bot["top"])
+	}
+	if d := read("/v1/bot/crm/deals/" + deal.UUID + "?" + a.query(""))["deal"].(map[string]any); d["title"] != "Seed" {
+		t.Errorf("deal after the update: title %v", d["title"])
+	}
+	if w := read("/v1/bot/workflow/read?" + a.query("&workflow_id="+wf))["workflow"].(map[string]any); w["description"] != "Kept" || w["is_active"] != true {
+		t.Errorf("workflow after the update: description %v is_active %v", w["description"], w["is_active"])
+	}
+	if p := read("/v1/bot/crm/pipelines?" + a.query(""))["pipelines"].([]any); !slices.ContainsFunc(p, func(p any) bool {
+		return p.(map[string]any)["name"] == "Resellers"
+	}) {
+		t.Errorf("pipelines after the update: %v", p)
+	}
+
+	// DELETE carries its parameters in the query, with a JSON content type and no body (the reset
+	// above removed the first source).
+	src = a.ingest(t, map[string]any{"type": "text", "title": "Gone", "source": "To be deleted."})
+	contact := deal.Contact.UUID
+	msg := chat["user"].(map[string]any)["uuid"].(string)
+	for _, tt := range []struct{ name, path, query string }{
+		{"Message", "/v1/bot/chat/message/delete", "&message_id=" + msg},
+		{"Chat", "/v1/bot/chat/delete", "&chat_id=" + chat["chat_id"].(string)},
+		{"Source", "/v1/bot/source/delete", "&source_id=" + src["uuid"].(string)},
+		{"Deal", "/v1/bot/crm/deals/" + deal.UUID, ""},
+		{"Contact", "/v1/bot/crm/contacts/" + contact, ""},
+		{"Stage", "/v1/bot/crm/pipelines/stages/" + stage["uuid"].(string), ""},
+		{"Pipeline", "/v1/bot/crm/pipelines/" + pipeline["uuid"].(string), ""},
+		{"Workflow", "/v1/bot/workflow/delete", "&workflow_id=" + wf},
+		{"Bot", "/v1/bot/delete", ""},
+	} {
+		t.Run("Delete"+tt.name, func(t *testing.T) {
+			res := b.client.Do(apitest.Request{Method: "DELETE", Path: tt.path + "?" + a.query(tt.query), Key: b.key, ContentType: "application/json"})
+			expect(t, res, http.StatusOK, "")
+		})
+	}
+}
+
+// Approving a paused run the way BoostGPT's client does, with the shared body's leftovers and
+// nulls in the tool calls.
+func TestLenientExecuteTool(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("create_deal", `{"title":"Acme"}`),
+		{Reply: "Created."},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	_, done := a.executeTool(t, map[string]any{"chat_id": paused["chat_id"], "executionId": nil, "approve": nil, "parameters": nil,
+		"type": "text", "title": "Leftover", "message": "old", "reasoning_mode": "", "top": nil,
+		"tool_calls": []map[string]any{{"tool_name": "create_deal", "parameters": nil, "id": nil, "approve": nil}}})
+	if done == nil || done["isComplete"] != true {
+		t.Fatalf("after approval %v", done)
 	}
 }

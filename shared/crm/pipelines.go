@@ -176,8 +176,12 @@ func (s *Service) CreatePipeline(ctx context.Context, projectID, botID string, i
 	return pl, nil
 }
 
-// RenamePipeline renames a pipeline the project made (not the default one).
+// RenamePipeline renames a pipeline the project made (not the default one); without a name it
+// changes nothing and returns the pipeline.
 func (s *Service) RenamePipeline(ctx context.Context, projectID, botID, id string, in PipelineInput) (Pipeline, error) {
+	if in.Name == nil {
+		return s.pipeline(ctx, projectID, id)
+	}
 	var p apperr.Problems
 	name := checkName(&p, "name", in.Name, true)
 	if err := p.Err(); err != nil {

@@ -163,7 +163,7 @@ func relayUntil(t *testing.T, b *bundle, want int) {
 		err error
 	)
 	for range 100 {
-		if n, err = b.outbox.RelayOnce(context.Background()); err == nil && n == want {
+		if n, _, err = b.outbox.RelayOnce(context.Background()); err == nil && n == want {
 			return
 		}
 		waitABit()

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,10 @@ func TestMetrics(t *testing.T) {
 	b.startWorker(t, workerOptions{})
 	a := b.sources(t)
 	a.ingest(t, map[string]any{"type": "text", "title": "T", "source": "Some text."})
+	_, run := b.chatBot(t, nil).chat(t, map[string]any{"message": "Look up the text, then sum it up.", "reasoning_mode": "agent"})
+	if run["isComplete"] != true {
+		t.Fatalf("agent run %v", run)
+	}
 	b.client.Do(apitest.Request{Method: "GET", Path: "/healthz"})
 	b.client.Do(apitest.Request{Method: "GET", Path: "/v1/nowhere", Key: b.key})
 	// The worker counts a task when its handler has returned, which is just after the source
@@ -42,6 +47,9 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("no %s in the metrics", want)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^agentplane_run_cycles_total [1-9]`).MatchString(body) {
+		t.Error("the agent run's cycles are not counted")
 	}
 	if strings.Contains(body, a.botID) || strings.Contains(body, b.key) {
 		t.Fatal("the metrics name an id or a key")

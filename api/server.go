@@ -84,7 +84,6 @@ type server struct {
 
 // NewServer returns the HTTP handler of the whole API.
 func NewServer(d Deps) http.Handler {
-	gin.SetMode(gin.ReleaseMode)
 	if d.Heartbeat <= 0 {
 		d.Heartbeat = 15 * time.Second
 	}
@@ -115,10 +114,30 @@ func NewServer(d Deps) http.Handler {
 		maxBody:      d.MaxBodyBytes,
 		rateLimit:    d.RateLimit,
 	}
+	r := newEngine()
+	s.routes(r)
+	return r
+}
+
+// NewOps returns the operational endpoints of a role that serves no API (worker, scheduler):
+// /healthz, /readyz over checks and /metrics, answering as the API's own do.
+func NewOps(log *slog.Logger, checks []Check, m *metrics.Metrics) http.Handler {
+	s := &server{log: log, checks: checks, metrics: m}
+	r := newEngine()
+	r.Use(s.requestID, s.accessLog, s.recover)
+	r.NoRoute(s.notFound)
+	r.NoMethod(s.methodNotAllowed)
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", s.serveMetrics)
+	return r
+}
+
+func newEngine() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
 	r.RemoveExtraSlash = false
-	s.routes(r)
 	return r
 }

@@ -82,7 +82,7 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 
 // runner is a worker's side of agent runs, over the bundle's services.
 func (b *bundle) runner() *runs.Runner {
-	return runs.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second)
+	return runs.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second, b.metrics.RunCycle)
 }
 
 // executor is a worker's side of workflow runs; its webhooks may reach loopback unless guarded.

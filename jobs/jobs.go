@@ -9,6 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -26,6 +27,8 @@ type Deps struct {
 	Runs *runs.Service
 	// Schedules starts the runs of schedule workflows.
 	Schedules *workflows.Schedules
+	// Metrics receive the outbox backlog.
+	Metrics *metrics.Metrics
 }
 
 // scheduleReload is how often the schedule workflows are read again: a change to one takes
@@ -59,7 +62,7 @@ func Run(ctx context.Context, d Deps) error {
 	relayed, scheduled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
-		d.Outbox.Relay(ctx, relayInterval)
+		d.Outbox.Relay(ctx, relayInterval, d.Metrics.OutboxBacklog)
 	}()
 	go func() {
 		defer close(scheduled)

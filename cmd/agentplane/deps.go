@@ -202,7 +202,10 @@ func (d *deps) triggers(ctx context.Context, runs *workflows.Runs) error {
 	log := d.log.With("component", "triggers")
 	for {
 		c, err := events.Consume(ctx, d.nats, events.ConsumeConfig{Durable: "workflows-" + d.cfg.Queue, New: true, RetryDelay: time.Second},
-			runs.OnEvent, log)
+			func(ctx context.Context, ev outbox.Event) error {
+				d.metrics.Event(ev.Type, ev.OccurredAt)
+				return runs.OnEvent(ctx, ev)
+			}, log)
 		if err == nil {
 			<-ctx.Done()
 			c.Stop()
@@ -224,7 +227,7 @@ func (d *deps) runner() (*runs.Runner, error) {
 		return nil, err
 	}
 	return runs.NewRunner(store.NewExecutions(d.db), dm.chats, dm.agents, dm.tools, events.NewRunRelay(d.nats),
-		d.log.With("component", "runs"), d.cfg.RunLease), nil
+		d.log.With("component", "runs"), d.cfg.RunLease, d.metrics.RunCycle), nil
 }
 
 func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, d.cfg.Queue) }
@@ -242,10 +245,12 @@ func (d *deps) embedder() memory.Embedder {
 // for hosts requests name, clients through the SSRF guard. Streams may run long: the guard's
 // own time limit is the provider timeout's business here.
 func (d *deps) providers() chats.Providers {
-	guarded := safehttp.New(safehttp.Options{AllowPrivate: d.cfg.AllowPrivate, Timeout: 30 * time.Minute, MaxBytes: 64 << 20})
-	p := chats.Providers{Default: provider.NewOffline(), BaseURL: d.cfg.ProviderURL, Guarded: guarded.HTTPClient(), Timeout: d.cfg.ProviderTimeout}
+	guarded := safehttp.New(safehttp.Options{AllowPrivate: d.cfg.AllowPrivate, Timeout: 30 * time.Minute, MaxBytes: 64 << 20}).HTTPClient()
+	guarded.Transport = d.metrics.Provider(guarded.Transport)
+	p := chats.Providers{Default: provider.NewOffline(), BaseURL: d.cfg.ProviderURL, Guarded: guarded, Timeout: d.cfg.ProviderTimeout}
 	if d.cfg.ProviderURL != "" {
-		p.Default = provider.NewOpenAI(provider.Config{BaseURL: d.cfg.ProviderURL, APIKey: d.cfg.ProviderKey, Timeout: d.cfg.ProviderTimeout})
+		p.Default = provider.NewOpenAI(provider.Config{BaseURL: d.cfg.ProviderURL, APIKey: d.cfg.ProviderKey, Timeout: d.cfg.ProviderTimeout,
+			HTTPClient: &http.Client{Transport: d.metrics.Provider(nil)}})
 	}
 	return p
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/config"
@@ -76,7 +78,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
 		}
-		start(func() error { return serveMetrics(ctx, d, ln) })
+		start(func() error { return listen(ctx, d, ln, api.NewOps(d.log, d.checks(), d.metrics), "ops") })
 	}
 	if role == "worker" || role == "dev" {
 		ingester, err := d.ingester()
@@ -95,6 +97,9 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
+		insp := asynq.NewInspector(d.redisOp)
+		defer insp.Close()
+		d.metrics.WatchQueue(insp, cfg.Queue)
 		start(func() error { return d.triggers(ctx, dm.workflowRuns) })
 		start(func() error {
 			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: cfg.Queue, Concurrency: cfg.WorkerConcurrency,
@@ -112,7 +117,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		}
 		start(func() error {
 			return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner(), Runs: d.runs(dm),
-				Schedules: workflows.NewSchedules(dm.workflowRuns, log.With("component", "schedules"))})
+				Schedules: workflows.NewSchedules(dm.workflowRuns, log.With("component", "schedules")), Metrics: d.metrics})
 		})
 	}
 	wg.Wait()
@@ -136,14 +141,6 @@ func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
 		return err
 	}
 	return listen(ctx, d, ln, api.NewServer(deps), "api")
-}
-
-// serveMetrics serves the process's metrics at /metrics on ln (worker and scheduler roles, which
-// serve no API).
-func serveMetrics(ctx context.Context, d *deps, ln net.Listener) error {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", d.metrics.Handler())
-	return listen(ctx, d, ln, mux, "metrics")
 }
 
 // listen serves h on ln until ctx ends, then shuts down gracefully.

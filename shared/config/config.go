@@ -45,7 +45,7 @@ var Vars = []Var{
 	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long is ingested again by the reconciler."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
 	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
-	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` (e.g. `:9090`); the `api` and `dev` roles serve them at `/metrics` on `AGENTPLANE_HTTP_ADDR`."},
+	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` and their probes at `/healthz` and `/readyz` (e.g. `:9090`); the `api` and `dev` roles serve all three on `AGENTPLANE_HTTP_ADDR`."},
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},

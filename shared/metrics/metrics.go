@@ -4,9 +4,11 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,6 +22,12 @@ type Metrics struct {
 	httpDuration *prometheus.HistogramVec
 	tasks        *prometheus.CounterVec
 	taskDuration *prometheus.HistogramVec
+	cycles       prometheus.Counter
+	provider     *prometheus.CounterVec
+	providerTime prometheus.Histogram
+	events       *prometheus.CounterVec
+	eventLag     prometheus.Histogram
+	outbox       prometheus.Gauge
 }
 
 // New returns the metrics of a process.
@@ -35,8 +43,20 @@ func New() *Metrics {
 			Help: "Queue tasks run by this worker, by type and outcome (ok, error)."}, []string{"type", "outcome"}),
 		taskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_task_duration_seconds",
 			Help: "Time to run queue tasks, by type.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 12)}, []string{"type"}),
+		cycles: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentplane_run_cycles_total",
+			Help: "Reasoning cycles of agent runs completed by this worker."}),
+		provider: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_provider_requests_total",
+			Help: "Requests to model providers, by outcome: the status class (2xx, 4xx, 5xx) or error (no answer)."}, []string{"outcome"}),
+		providerTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentplane_provider_request_duration_seconds",
+			Help: "Time from a request to a model provider to its response headers.", Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_events_consumed_total",
+			Help: "Domain events the workflow triggers consumed, by type (workflow.run.succeeded and workflow.run.failed count workflow runs)."}, []string{"type"}),
+		eventLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentplane_event_lag_seconds",
+			Help: "Time from a domain event's change to its consumption by the workflow triggers.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 14)}),
+		outbox: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentplane_outbox_backlog",
+			Help: "Events the outbox relay found still unpublished in their documents at its last pass (after publishing what it could)."}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
@@ -63,4 +83,82 @@ func (m *Metrics) Task(typ string, took time.Duration, err error) {
 	}
 	m.tasks.WithLabelValues(typ, outcome).Inc()
 	m.taskDuration.WithLabelValues(typ).Observe(took.Seconds())
+}
+
+// RunCycle records a completed reasoning cycle of an agent run.
+func (m *Metrics) RunCycle() { m.cycles.Inc() }
+
+// Event records a consumed domain event that occurred at occurred.
+func (m *Metrics) Event(typ string, occurred time.Time) {
+	m.events.WithLabelValues(typ).Inc()
+	m.eventLag.Observe(time.Since(occurred).Seconds())
+}
+
+// OutboxBacklog records how many events the outbox relay left unpublished.
+func (m *Metrics) OutboxBacklog(n int) { m.outbox.Set(float64(n)) }
+
+// Provider wraps the transport of a model provider's client so that its requests are counted
+// and timed (to the response headers; a stream's body is the caller's).
+func (m *Metrics) Provider(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		start := time.Now()
+		res, err := rt.RoundTrip(req)
+		m.providerTime.Observe(time.Since(start).Seconds())
+		outcome := "error"
+		if err == nil {
+			outcome = strconv.Itoa(res.StatusCode/100) + "xx"
+		}
+		m.provider.WithLabelValues(outcome).Inc()
+		return res, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// WatchQueue reports the asynq queue's depth at each scrape: agentplane_queue_tasks by state
+// and agentplane_queue_latency_seconds, the age of its oldest pending task.
+func (m *Metrics) WatchQueue(insp *asynq.Inspector, queue string) {
+	m.registry.MustRegister(queueCollector{insp: insp, queue: queue})
+}
+
+var (
+	queueTasksDesc = prometheus.NewDesc("agentplane_queue_tasks",
+		"Tasks in the queue, by state (pending, active, scheduled, retry, archived), read from Redis at the scrape.", []string{"queue", "state"}, nil)
+	queueLatencyDesc = prometheus.NewDesc("agentplane_queue_latency_seconds",
+		"Age of the queue's oldest pending task, read from Redis at the scrape.", []string{"queue"}, nil)
+)
+
+type queueCollector struct {
+	insp  *asynq.Inspector
+	queue string
+}
+
+func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueTasksDesc
+	ch <- queueLatencyDesc
+}
+
+// Collect reads the queue's counts; a queue not created yet is empty, and a Redis that does
+// not answer leaves the metrics out of this scrape.
+func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
+	queues, err := c.insp.Queues()
+	if err != nil {
+		return
+	}
+	info := &asynq.QueueInfo{}
+	if slices.Contains(queues, c.queue) {
+		if info, err = c.insp.GetQueueInfo(c.queue); err != nil {
+			return
+		}
+	}
+	for state, n := range map[string]int{"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+		"retry": info.Retry, "archived": info.Archived} {
+		ch <- prometheus.MustNewConstMetric(queueTasksDesc, prometheus.GaugeValue, float64(n), c.queue, state)
+	}
+	ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, info.Latency.Seconds(), c.queue)
 }

@@ -65,31 +65,34 @@ func (d *Dispatcher) deliver(ctx context.Context, p Pending) bool {
 	return true
 }
 
-// RelayOnce publishes the events left in documents; it returns how many it delivered.
-func (d *Dispatcher) RelayOnce(ctx context.Context) (int, error) {
+// RelayOnce publishes the events left in documents; it returns how many it delivered and how
+// many of those it found it left unpublished (it reads at most a few hundred a pass).
+func (d *Dispatcher) RelayOnce(ctx context.Context) (delivered, left int, err error) {
 	pending, err := d.store.Pending(ctx, 500)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	for _, p := range pending {
 		if !d.deliver(ctx, p) {
 			break
 		}
-		n++
+		delivered++
 	}
-	return n, nil
+	return delivered, len(pending) - delivered, nil
 }
 
-// Relay runs RelayOnce every interval until ctx ends.
-func (d *Dispatcher) Relay(ctx context.Context, interval time.Duration) {
+// Relay runs RelayOnce every interval until ctx ends, telling backlog what each pass left.
+func (d *Dispatcher) Relay(ctx context.Context, interval time.Duration, backlog func(left int)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := d.RelayOnce(ctx); err != nil && ctx.Err() == nil {
+		if n, left, err := d.RelayOnce(ctx); err != nil && ctx.Err() == nil {
 			d.log.Warn("outbox relay", "error", err)
-		} else if n > 0 {
-			d.log.Info("outbox relay delivered events", "count", n)
+		} else if err == nil {
+			backlog(left)
+			if n > 0 {
+				d.log.Info("outbox relay delivered events", "count", n)
+			}
 		}
 		select {
 		case <-ctx.Done():

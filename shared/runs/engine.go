@@ -37,12 +37,15 @@ type Runner struct {
 	log   *slog.Logger
 	lease time.Duration
 	now   func() time.Time
+	// cycled is told of each cycle a run completes (the workers' metrics).
+	cycled func()
 }
 
 // NewRunner returns the worker side of agent runs. lease is how long a worker holds an
-// execution without renewing it (renewed every third of it while it runs).
-func NewRunner(repo Repo, cs *chats.Service, bots Bots, tools *Toolbox, relay Relay, log *slog.Logger, lease time.Duration) *Runner {
-	return &Runner{repo: repo, chats: cs, bots: bots, tools: tools, relay: relay, log: log, lease: lease,
+// execution without renewing it (renewed every third of it while it runs); cycled is called for
+// each cycle completed.
+func NewRunner(repo Repo, cs *chats.Service, bots Bots, tools *Toolbox, relay Relay, log *slog.Logger, lease time.Duration, cycled func()) *Runner {
+	return &Runner{repo: repo, chats: cs, bots: bots, tools: tools, relay: relay, log: log, lease: lease, cycled: cycled,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -338,6 +341,7 @@ func (h *holder) record(ctx context.Context, c Cycle, unset []string) error {
 	}
 	h.e.Cycles = append(h.e.Cycles, c)
 	h.e.Pending = nil
+	h.cycled()
 	return nil
 }
 

@@ -5,7 +5,7 @@ FUZZTIME ?= 2s
 
 # FUZZ lists the fuzz targets as package:target; `make fuzz` runs each for FUZZTIME, from the seeds
 # committed with it (f.Add) and what it finds.
-FUZZ = ./api:FuzzDecode ./shared/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
+FUZZ = ./api:FuzzDecode ./api:FuzzSSE ./shared/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
 	./shared/workflows:FuzzRender ./shared/memory/text:FuzzSplit ./shared/memory/text:FuzzExtractHTML
 
 .PHONY: run test build vet fmt-check bench fuzz

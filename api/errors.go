@@ -38,7 +38,7 @@ func fail(c *gin.Context, err error) {
 	if e.Kind == apperr.RateLimited && e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	if e.Kind == apperr.Unauthorized {
+	if e.Kind == apperr.Unauthorized && c.Writer.Header().Get("WWW-Authenticate") == "" {
 		c.Header("WWW-Authenticate", `Bearer realm="agentplane"`)
 	}
 	c.AbortWithStatusJSON(status, body)

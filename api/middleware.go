@@ -120,7 +120,8 @@ func principal(c *gin.Context) tenancy.Principal {
 	return c.MustGet(principalKey).(tenancy.Principal)
 }
 
-// requireAdmin guards the admin routes with AGENTPLANE_ADMIN_TOKEN; with no token configured
+// requireAdmin guards the admin routes and the queue dashboard with AGENTPLANE_ADMIN_TOKEN, sent
+// as a Bearer token or as the password of HTTP Basic authentication; with no token configured
 // they do not exist.
 func (s *server) requireAdmin(c *gin.Context) {
 	if s.adminToken == "" {
@@ -128,12 +129,16 @@ func (s *server) requireAdmin(c *gin.Context) {
 		return
 	}
 	token, err := bearer(c)
-	if err != nil {
-		fail(c, err)
-		return
+	if _, password, ok := c.Request.BasicAuth(); ok {
+		token, err = password, nil
 	}
-	if subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) != 1 {
-		fail(c, apperr.New(apperr.Unauthorized, "invalid_admin_token", "The admin token is not valid."))
+	if err == nil && subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) != 1 {
+		err = apperr.New(apperr.Unauthorized, "invalid_admin_token", "The admin token is not valid.")
+	}
+	if err != nil {
+		// A browser asks for the token (as the password) at the Basic challenge: the dashboard.
+		c.Header("WWW-Authenticate", `Bearer realm="agentplane", Basic realm="agentplane admin", charset="UTF-8"`)
+		fail(c, err)
 		return
 	}
 	c.Next()

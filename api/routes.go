@@ -15,6 +15,9 @@ func (s *server) routes(r *gin.Engine) {
 
 	admin := r.Group("/v1/admin", s.requireAdmin)
 	admin.POST("/accounts", handle(s.createAccount))
+	if s.queues != nil {
+		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
+	}
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimited)
 	v1.POST("/projects", handle(s.createProject))

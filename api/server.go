@@ -58,7 +58,12 @@ type Deps struct {
 	Heartbeat time.Duration
 	// Metrics are the process's metrics, served at /metrics; nil makes the server's own.
 	Metrics *metrics.Metrics
+	// Queues is the queue dashboard, served under QueuesPath behind the admin token; nil is none.
+	Queues http.Handler
 }
+
+// QueuesPath is where the queue dashboard is served.
+const QueuesPath = "/admin/queues"
 
 type server struct {
 	log          *slog.Logger
@@ -77,6 +82,7 @@ type server struct {
 	metrics      *metrics.Metrics
 	limiter      *redis_rate.Limiter
 	checks       []Check
+	queues       http.Handler
 	adminToken   string
 	maxBody      int64
 	rateLimit    int
@@ -110,6 +116,7 @@ func NewServer(d Deps) http.Handler {
 		metrics:      d.Metrics,
 		limiter:      redis_rate.NewLimiter(d.Redis),
 		checks:       d.Checks,
+		queues:       d.Queues,
 		adminToken:   d.AdminToken,
 		maxBody:      d.MaxBodyBytes,
 		rateLimit:    d.RateLimit,

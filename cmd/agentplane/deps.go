@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -45,6 +46,8 @@ type deps struct {
 	tasks   *asynq.Client
 	fetch   *safehttp.Client
 	metrics *metrics.Metrics
+	// closers close what the roles opened on the way (the dashboard's Redis clients).
+	closers []func() error
 
 	mu  sync.Mutex
 	dom *domain // made once: the roles of a process share its services (and memory's cache)
@@ -88,6 +91,9 @@ func connect(cfg config.Config, log *slog.Logger) (*deps, error) {
 }
 
 func (d *deps) close(ctx context.Context) {
+	for _, c := range d.closers {
+		_ = c()
+	}
 	_ = d.tasks.Close()
 	d.nats.Close()
 	_ = d.redis.Close()
@@ -169,7 +175,21 @@ func (d *deps) apiDeps() (api.Deps, error) {
 		AdminToken:   d.cfg.AdminToken,
 		MaxBodyBytes: d.cfg.MaxBodyBytes,
 		RateLimit:    d.cfg.RateLimit,
+		Queues:       d.dashboard(),
 	}, nil
+}
+
+// dashboard is asynqmon, the queue dashboard, read-only and showing task payloads redacted;
+// none without an admin token to guard it.
+func (d *deps) dashboard() http.Handler {
+	if d.cfg.AdminToken == "" {
+		return nil
+	}
+	redacted := asynqmon.PayloadFormatterFunc(func(_ string, payload []byte) string { return tasks.Redacted(payload) })
+	h := asynqmon.New(asynqmon.Options{RootPath: api.QueuesPath, RedisConnOpt: d.redisOp, ReadOnly: true,
+		PayloadFormatter: redacted, ResultFormatter: asynqmon.ResultFormatterFunc(func(_ string, result []byte) string { return tasks.Redacted(result) })})
+	d.closers = append(d.closers, h.Close)
+	return h
 }
 
 // runs is the API's and the scheduler's part of agent runs.

@@ -26,7 +26,7 @@ var Vars = []Var{
 	{"AGENTPLANE_DEV_MONGO_ADDR", "`127.0.0.1:27018`", "Loopback address where `dev` serves its embedded MongoDB-compatible store, for `mongosh` and the CLI."},
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
-	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*`."},
+	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},

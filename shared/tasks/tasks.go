@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -59,4 +61,39 @@ func (q *Queue) Enqueue(ctx context.Context, typ, id string, payload any) error 
 		return nil
 	}
 	return apperr.Unavailablef("redis", err)
+}
+
+// Redacted is a task payload as an operator may see it (the queue dashboard): its JSON with the
+// value of every field whose name holds "key", "secret", "token" or "password" masked, at any
+// depth; a payload that is not JSON shows only its size. An agent run's payload carries the
+// request's provider key, for one.
+func Redacted(payload []byte) string {
+	var v any
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return "(" + strconv.Itoa(len(payload)) + " bytes, not JSON)"
+	}
+	out, err := json.Marshal(redact(v))
+	if err != nil {
+		return "(" + strconv.Itoa(len(payload)) + " bytes)"
+	}
+	return string(out)
+}
+
+func redact(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			name := strings.ToLower(k)
+			if strings.Contains(name, "key") || strings.Contains(name, "secret") || strings.Contains(name, "token") || strings.Contains(name, "password") {
+				v[k] = "[redacted]"
+				continue
+			}
+			v[k] = redact(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = redact(x)
+		}
+	}
+	return v
 }

@@ -25,6 +25,8 @@ roles:
 commands:
   migrate                   create MongoDB indexes and the JetStream stream
   accounts create --name N  create an account; prints its API key once
+  load --key K [--base URL] [--clients N] [--duration D]
+                            hold a mixed workload against a running service and report it
 
 configuration: AGENTPLANE_* environment variables (see README.md)
 `
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, getenv, stderr)
 	case "accounts":
 		return accounts(ctx, args[1:], getenv, stdout, stderr)
+	case "load":
+		return load(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// loadConfig is what `agentplane load` is told.
+type loadConfig struct {
+	base     string
+	key      string
+	clients  int
+	duration time.Duration
+	hookAddr string
+	model    string
+}
+
+// loadOps are the operations of the mixed workload and their weights: mostly standard chats,
+// then what keeps memory, the CRM and the workflow engine busy.
+var loadOps = []struct {
+	name   string
+	weight int
+}{
+	{"chat", 45}, {"history", 15}, {"deal_update", 15}, {"search", 10}, {"source_create", 8}, {"agent_run", 7},
+}
+
+// load holds a mixed workload against a running service for a while and prints what it saw: per
+// operation, requests, errors and latency percentiles; then whether the asynchronous work the
+// load caused (ingestion, workflow webhooks) caught up.
+func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c loadConfig
+	fs.StringVar(&c.base, "base", "http://127.0.0.1:8080", "the service's base URL (without /v1)")
+	fs.StringVar(&c.key, "key", "", "an API key of the account to load (required)")
+	fs.IntVar(&c.clients, "clients", 8, "concurrent clients, each sending its next request when the last is answered")
+	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to hold the load")
+	fs.StringVar(&c.model, "model", "gpt-4o-mini", "the load agent's model (the service's provider serves it; without one the offline model answers)")
+	fs.StringVar(&c.hookAddr, "hook-addr", "127.0.0.1:0", "where the webhook receiver of the load's workflow listens; the service must reach it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.key == "" || c.clients < 1 || c.duration <= 0 {
+		fs.Usage()
+		return errors.New("load: --key, a positive --clients and --duration are required")
+	}
+	l := &loader{cfg: c, http: &http.Client{Timeout: 2 * time.Minute}, stats: map[string]*opStats{}}
+	for _, op := range loadOps {
+		l.stats[op.name] = &opStats{}
+	}
+	hook, err := l.receiver()
+	if err != nil {
+		return err
+	}
+	defer hook.Close()
+	if err := l.setup(ctx, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "holding %d clients for %s against %s\n", c.clients, c.duration, c.base)
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, c.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range c.clients {
+		wg.Go(func() { l.client(runCtx) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	l.report(stdout, elapsed)
+	return l.settle(ctx, stdout)
+}
+
+type loader struct {
+	cfg     loadConfig
+	http    *http.Client
+	project string
+	bot     string
+	deals   []string
+	stats   map[string]*opStats
+
+	sources    sync.Map // source id -> struct{}: created under load
+	values     atomic.Int64 // deal values, each new, so every update changes its deal
+	updates    atomic.Int64
+	deliveries atomic.Int64
+}
+
+type opStats struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	errors    map[string]int // by status ("429", "503", "transport", ...)
+}
+
+func (s *opStats) add(took time.Duration, failure string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latencies = append(s.latencies, took)
+	if failure != "" {
+		if s.errors == nil {
+			s.errors = map[string]int{}
+		}
+		s.errors[failure]++
+	}
+}
+
+// call sends one request and decodes a 2xx answer into out; a failure names its status.
+func (l *loader) call(ctx context.Context, method, path string, body, out any) (string, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return "", err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, l.cfg.base+path, rd)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+l.cfg.key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := l.http.Do(req)
+	if err != nil {
+		return "transport", err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "transport", err
+	}
+	if res.StatusCode/100 != 2 {
+		return strconv.Itoa(res.StatusCode), fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return "decode", fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return "", nil
+}
+
+func (l *loader) scope(extra map[string]any) map[string]any {
+	out := map[string]any{"project_id": l.project, "bot_id": l.bot}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+func (l *loader) query(extra url.Values) string {
+	q := url.Values{"project_id": {l.project}, "bot_id": {l.bot}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	return q.Encode()
+}
+
+// receiver counts the webhook deliveries of the load's workflow.
+func (l *loader) receiver() (*http.Server, error) {
+	ln, err := net.Listen("tcp", l.cfg.hookAddr)
+	if err != nil {
+		return nil, fmt.Errorf("load: webhook receiver: %w", err)
+	}
+	l.cfg.hookAddr = ln.Addr().String()
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		l.deliveries.Add(1)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
+
+// setup makes the load's project, agent, memory, deals and a workflow that posts every deal
+// update to the receiver.
+func (l *loader) setup(ctx context.Context, stdout io.Writer) error {
+	var p struct{ Project struct{ ID string } }
+	if _, err := l.call(ctx, "POST", "/v1/projects", map[string]any{"name": "load " + time.Now().UTC().Format(time.RFC3339)}, &p); err != nil {
+		return fmt.Errorf("load: create project: %w", err)
+	}
+	l.project = p.Project.ID
+	var b struct{ Bot struct{ UUID string } }
+	if _, err := l.call(ctx, "POST", "/v1/bot/create", map[string]any{"project_id": l.project, "name": "Load", "model": l.cfg.model,
+		"instruction": "Answer from the shop's notes."}, &b); err != nil {
+		return fmt.Errorf("load: create agent: %w", err)
+	}
+	l.bot = b.Bot.UUID
+	for i := range 5 {
+		if _, err := l.call(ctx, "POST", "/v1/bot/source/create", l.scope(map[string]any{"type": "text", "title": "Notes " + strconv.Itoa(i),
+			"source": loadText(i)}), nil); err != nil {
+			return fmt.Errorf("load: create source: %w", err)
+		}
+	}
+	for i := range 20 {
+		var d struct{ Deal struct{ UUID string } }
+		if _, err := l.call(ctx, "POST", "/v1/bot/crm/deals", l.scope(map[string]any{"title": "Deal " + strconv.Itoa(i), "value": 100 * (i + 1)}), &d); err != nil {
+			return fmt.Errorf("load: create deal: %w", err)
+		}
+		l.deals = append(l.deals, d.Deal.UUID)
+	}
+	if _, err := l.call(ctx, "POST", "/v1/bot/workflow/create", l.scope(map[string]any{"name": "Deal updates out", "trigger_type": "event",
+		"trigger_event": "deal.updated", "actions": []any{map[string]any{"type": "webhook", "params": map[string]any{"url": "http://" + l.cfg.hookAddr + "/deal"}}}}), nil); err != nil {
+		return fmt.Errorf("load: create the webhook workflow (the service must reach %s: AGENTPLANE_ALLOW_PRIVATE_NETWORKS=true for loopback): %w", l.cfg.hookAddr, err)
+	}
+	fmt.Fprintf(stdout, "project %s, agent %s, %d deals, webhooks to %s\n", l.project, l.bot, len(l.deals), l.cfg.hookAddr)
+	return nil
+}
+
+var loadQuestions = []string{"When does the shop open?", "Do you ship abroad?", "What is the return policy?", "hello", "Which payment methods work?"}
+
+func loadText(i int) string {
+	return fmt.Sprintf("Note %d. The shop opens at nine and closes at six on weekdays. Orders ship abroad within five days. "+
+		"Returns are free within thirty days. Cards and bank transfers are accepted. Reference %d.", i, rand.IntN(1e6))
+}
+
+// client sends operations until ctx ends, in a chat of its own.
+func (l *loader) client(ctx context.Context) {
+	total := 0
+	for _, op := range loadOps {
+		total += op.weight
+	}
+	var chatID string
+	for ctx.Err() == nil {
+		pick, name := rand.IntN(total), ""
+		for _, op := range loadOps {
+			if pick < op.weight {
+				name = op.name
+				break
+			}
+			pick -= op.weight
+		}
+		if name == "history" && chatID == "" {
+			name = "chat"
+		}
+		start := time.Now()
+		failure, err := l.do(ctx, name, &chatID)
+		if ctx.Err() != nil && err != nil {
+			return // cut off by the end of the run, not a failure of the service
+		}
+		l.stats[name].add(time.Since(start), failure)
+	}
+}
+
+func (l *loader) do(ctx context.Context, op string, chatID *string) (string, error) {
+	switch op {
+	case "chat", "agent_run":
+		body := map[string]any{"message": loadQuestions[rand.IntN(len(loadQuestions))]}
+		if *chatID != "" {
+			body["chat_id"] = *chatID
+		}
+		if op == "agent_run" {
+			body["reasoning_mode"] = "agent"
+		}
+		var out struct {
+			Chat struct {
+				ChatID string `json:"chat_id"`
+			}
+		}
+		failure, err := l.call(ctx, "POST", "/v1/bot/chat", l.scope(body), &out)
+		if err == nil && *chatID == "" {
+			*chatID = out.Chat.ChatID
+		}
+		return failure, err
+	case "history":
+		return l.call(ctx, "GET", "/v1/bot/chat/read?"+l.query(url.Values{"chat_id": {*chatID}, "per_page": {"20"}}), nil, nil)
+	case "deal_update":
+		id := l.deals[rand.IntN(len(l.deals))]
+		failure, err := l.call(ctx, "PUT", "/v1/bot/crm/deals/"+id, l.scope(map[string]any{"value": 1000 + l.values.Add(1)}), nil)
+		if err == nil {
+			l.updates.Add(1)
+		}
+		return failure, err
+	case "search":
+		return l.call(ctx, "POST", "/v1/bot/search", l.scope(map[string]any{"keywords": "ship abroad returns", "top": 3}), nil)
+	case "source_create":
+		var out struct{ Source struct{ ID string } }
+		failure, err := l.call(ctx, "POST", "/v1/bot/source/create", l.scope(map[string]any{"type": "text", "title": "Load note",
+			"source": loadText(rand.IntN(100))}), &out)
+		if err == nil {
+			l.sources.Store(out.Source.ID, struct{}{})
+		}
+		return failure, err
+	}
+	return "", fmt.Errorf("load: unknown operation %q", op)
+}
+
+// report prints a Markdown table of what each operation saw.
+func (l *loader) report(w io.Writer, elapsed time.Duration) {
+	fmt.Fprintf(w, "\n| operation | requests | req/s | errors | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
+	var all []time.Duration
+	allErrors := map[string]int{}
+	for _, op := range loadOps {
+		s := l.stats[op.name]
+		s.mu.Lock()
+		lat := slices.Clone(s.latencies)
+		errs := 0
+		for k, n := range s.errors {
+			errs += n
+			allErrors[k] += n
+		}
+		s.mu.Unlock()
+		all = append(all, lat...)
+		fmt.Fprintf(w, "| %s | %d | %.1f | %d | %s |\n", op.name, len(lat), float64(len(lat))/elapsed.Seconds(), errs, percentiles(lat))
+	}
+	fmt.Fprintf(w, "| all | %d | %.1f | %d | %s |\n", len(all), float64(len(all))/elapsed.Seconds(), sumErrors(allErrors), percentiles(all))
+	if len(allErrors) > 0 {
+		fmt.Fprintf(w, "\nerrors by status: %v\n", allErrors)
+	}
+	if len(all) > 0 {
+		fmt.Fprintf(w, "error rate: %.3f%%\n", 100*float64(sumErrors(allErrors))/float64(len(all)))
+	}
+}
+
+func sumErrors(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func percentiles(lat []time.Duration) string {
+	if len(lat) == 0 {
+		return "- | - | - | -"
+	}
+	slices.Sort(lat)
+	at := func(q float64) string {
+		return fmt.Sprintf("%.1f ms", float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds())/1000)
+	}
+	return at(0.50) + " | " + at(0.95) + " | " + at(0.99) + " | " + at(1)
+}
+
+// settle waits (up to a minute) for the work the load queued: every source created under load
+// ingested, and a webhook delivered for every deal update; it fails when that does not happen.
+func (l *loader) settle(ctx context.Context, w io.Writer) error {
+	start := time.Now()
+	deadline := start.Add(time.Minute)
+	for {
+		pending, failed := 0, 0
+		l.sources.Range(func(id, _ any) bool {
+			var out struct{ Source struct{ Status string } }
+			if _, err := l.call(ctx, "GET", "/v1/bot/source/read?"+l.query(url.Values{"source_id": {id.(string)}}), nil, &out); err != nil {
+				pending++
+				return true
+			}
+			switch out.Source.Status {
+			case "success":
+				l.sources.Delete(id)
+			case "failed":
+				failed++
+				l.sources.Delete(id)
+			default:
+				pending++
+			}
+			return true
+		})
+		updates, delivered := l.updates.Load(), l.deliveries.Load()
+		if failed > 0 {
+			return fmt.Errorf("load: %d sources failed to ingest", failed)
+		}
+		if pending == 0 && delivered >= updates {
+			fmt.Fprintf(w, "settled in %s: every source ingested; %d webhooks for %d deal updates\n", time.Since(start).Round(time.Millisecond), delivered, updates)
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("load: not settled after a minute: %d sources still ingesting, %d webhooks for %d deal updates", pending, delivered, updates)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

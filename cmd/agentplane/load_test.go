@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// `agentplane load` holds a mixed workload against the roles and reports it; with nothing wrong
+// no request fails and the work it queued (ingestion, webhooks) catches up.
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	env := serviceEnv(t)
+	env["AGENTPLANE_ALLOW_PRIVATE_NETWORKS"] = "true"
+	env["AGENTPLANE_RATE_LIMIT"] = "0"
+	getenv := func(k string) string { return env[k] }
+	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var created bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "load"}, getenv, &created, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(created.String())[1]
+	api := start(t, env, "api")
+	addr := waitFor(t, api.stderr, listening, api)[1]
+	start(t, env, "worker")
+	start(t, env, "scheduler")
+
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--duration", "3s"},
+		getenv, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if testing.Verbose() {
+		t.Log(out.String())
+	}
+	report := out.String()
+	for _, want := range []string{"| chat | ", "| agent_run | ", "| deal_update | ", "error rate: 0.000%", "settled in"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if regexp.MustCompile(`\| all \| 0 \|`).MatchString(report) {
+		t.Errorf("no request was made:\n%s", report)
+	}
+}

@@ -92,7 +92,7 @@ type loader struct {
 	deals   []string
 	stats   map[string]*opStats
 
-	sources    sync.Map // source id -> struct{}: created under load
+	sources    sync.Map     // source id -> struct{}: created under load
 	values     atomic.Int64 // deal values, each new, so every update changes its deal
 	updates    atomic.Int64
 	deliveries atomic.Int64

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
 )
 
 // Every write endpoint takes a body the way BoostGPT's client sends it: optional fields null,
@@ -130,12 +129,7 @@ func TestLenientWrites(t *testing.T) {
 // nulls in the tool calls.
 func TestLenientExecuteTool(t *testing.T) {
 	t.Parallel()
-	_, a, fake := agentSetup(t, nil)
-	fake.Set(providertest.Behavior{Script: []providertest.Turn{
-		call("create_deal", `{"title":"Acme"}`),
-		{Reply: "Created."},
-	}})
-	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	_, a, _, paused := pausedOnCreateDeal(t, "Created.")
 	_, done := a.executeTool(t, map[string]any{"chat_id": paused["chat_id"], "executionId": nil, "approve": nil, "parameters": nil,
 		"type": "text", "title": "Leftover", "message": "old", "reasoning_mode": "", "top": nil,
 		"tool_calls": []map[string]any{{"tool_name": "create_deal", "parameters": nil, "id": nil, "approve": nil}}})

@@ -4,13 +4,7 @@ import "github.com/gin-gonic/gin"
 
 // routes is the whole API surface at a glance.
 func (s *server) routes(r *gin.Engine) {
-	r.Use(s.requestID, s.accessLog, s.recover)
-	r.NoRoute(s.notFound)
-	r.NoMethod(s.methodNotAllowed)
-
-	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
-	r.GET("/metrics", s.serveMetrics)
+	s.opsRoutes(r)
 	r.GET("/v1/openapi.json", s.openapi)
 
 	admin := r.Group("/v1/admin", s.requireAdmin)
@@ -89,4 +83,14 @@ func (s *server) routes(r *gin.Engine) {
 	v1.PUT("/bot/chat/message/vote", handle(s.voteMessage))
 	v1.GET("/bot/chat/message/vote-status", handle(s.voteStatus))
 	v1.DELETE("/bot/chat/message/delete", handle(s.deleteMessage))
+}
+
+// opsRoutes are the middleware and operational endpoints every role that listens serves.
+func (s *server) opsRoutes(r *gin.Engine) {
+	r.Use(s.requestID, s.accessLog, s.recover)
+	r.NoRoute(s.notFound)
+	r.NoMethod(s.methodNotAllowed)
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", s.serveMetrics)
 }

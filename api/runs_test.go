@@ -153,16 +153,24 @@ func TestAgentRunCap(t *testing.T) {
 	}
 }
 
+// pausedOnCreateDeal starts an agent run whose model asks for create_deal (which waits for
+// approval), then answers reply; it returns the paused answer.
+func pausedOnCreateDeal(t *testing.T, reply string) (*bundle, chatAPI, *providertest.Server, map[string]any) {
+	t.Helper()
+	b, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("create_deal", `{"title":"Acme"}`),
+		{Reply: reply},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	return b, a, fake, paused
+}
+
 // A tool that changes data waits for approval: approved with edited parameters it runs once;
 // rejected it does not run; a decision is taken once.
 func TestAgentApproval(t *testing.T) {
 	t.Parallel()
-	b, a, fake := agentSetup(t, nil)
-	fake.Set(providertest.Behavior{Script: []providertest.Turn{
-		call("create_deal", `{"title":"Acme"}`),
-		{Reply: "Done: the deal is created."},
-	}})
-	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	b, a, fake, paused := pausedOnCreateDeal(t, "Done: the deal is created.")
 	tool, _ := paused["tool"].(map[string]any)
 	if paused["requiresApproval"] != true || paused["isComplete"] != false || paused["hasMoreSteps"] != true || tool["name"] != "create_deal" ||
 		tool["parameters"].(map[string]any)["title"] != "Acme" || tool["description"] == "" {
@@ -496,12 +504,7 @@ func TestAgentRunRequeued(t *testing.T) {
 // BoostGPT's clients approve by chat and tool calls rather than by execution id.
 func TestAgentApprovalByChat(t *testing.T) {
 	t.Parallel()
-	_, a, fake := agentSetup(t, nil)
-	fake.Set(providertest.Behavior{Script: []providertest.Turn{
-		call("create_deal", `{"title":"Acme"}`),
-		{Reply: "Created."},
-	}})
-	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Acme", "reasoning_mode": "agent"})
+	_, a, _, paused := pausedOnCreateDeal(t, "Created.")
 	chatID := paused["chat_id"]
 	res, _ := a.executeTool(t, map[string]any{"chat_id": chatID, "tool_calls": []map[string]any{{"tool_name": "update_deal", "parameters": map[string]any{}}}})
 	expect(t, res, http.StatusUnprocessableEntity, "invalid_field")

@@ -131,12 +131,7 @@ func NewServer(d Deps) http.Handler {
 func NewOps(log *slog.Logger, checks []Check, m *metrics.Metrics) http.Handler {
 	s := &server{log: log, checks: checks, metrics: m}
 	r := newEngine()
-	r.Use(s.requestID, s.accessLog, s.recover)
-	r.NoRoute(s.notFound)
-	r.NoMethod(s.methodNotAllowed)
-	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
-	r.GET("/metrics", s.serveMetrics)
+	s.opsRoutes(r)
 	return r
 }
 

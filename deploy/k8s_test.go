@@ -99,49 +99,41 @@ func loadManifests(t *testing.T) manifests {
 			if objName == "" {
 				t.Fatalf("%s: a %s without a name", name, kind)
 			}
-			strict := func(into any) {
-				t.Helper()
-				if err := sigsyaml.UnmarshalStrict(raw, into); err != nil {
-					t.Fatalf("%s: %s %s: %v", name, kind, objName, err)
-				}
-			}
+			strict := func(b []byte, o any) error { return sigsyaml.UnmarshalStrict(b, o) }
 			switch kind {
 			case "ConfigMap":
-				var o corev1.ConfigMap
-				strict(&o)
-				m.configMaps[objName] = o
+				err = decodeInto(raw, m.configMaps, objName, strict)
 			case "Deployment":
-				var o appsv1.Deployment
-				strict(&o)
-				m.deployments[objName] = o
+				err = decodeInto(raw, m.deployments, objName, strict)
 			case "Service":
-				var o corev1.Service
-				strict(&o)
-				m.services[objName] = o
+				err = decodeInto(raw, m.services, objName, strict)
 			case "Job":
-				var o batchv1.Job
-				strict(&o)
-				m.jobs[objName] = o
+				err = decodeInto(raw, m.jobs, objName, strict)
 			case "PodDisruptionBudget":
-				var o policyv1.PodDisruptionBudget
-				strict(&o)
-				m.budgets[objName] = o
+				err = decodeInto(raw, m.budgets, objName, strict)
 			case "HorizontalPodAutoscaler":
-				var o autoscalingv2.HorizontalPodAutoscaler
-				strict(&o)
-				m.autoscalers[objName] = o
+				err = decodeInto(raw, m.autoscalers, objName, strict)
 			case "ScaledObject":
-				var o scaledObject
-				if err := sigsyaml.Unmarshal(raw, &o); err != nil {
-					t.Fatal(err)
-				}
-				m.scaledObject[objName] = o
+				err = decodeInto(raw, m.scaledObject, objName, func(b []byte, o any) error { return sigsyaml.Unmarshal(b, o) })
 			default:
 				t.Fatalf("%s: unexpected kind %q", name, kind)
+			}
+			if err != nil {
+				t.Fatalf("%s: %s %s: %v", name, kind, objName, err)
 			}
 		}
 	}
 	return m
+}
+
+// decodeInto decodes raw into a T and keeps it in into under name.
+func decodeInto[T any](raw []byte, into map[string]T, name string, unmarshal func([]byte, any) error) error {
+	var o T
+	if err := unmarshal(raw, &o); err != nil {
+		return err
+	}
+	into[name] = o
+	return nil
 }
 
 // env is what a container of the manifests sees: its ConfigMaps, then its own env entries.

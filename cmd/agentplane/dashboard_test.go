@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 )
 
 // The queue dashboard (asynqmon) is served by the api role behind the admin token, which a
@@ -17,15 +16,9 @@ import (
 func TestQueueDashboard(t *testing.T) {
 	t.Parallel()
 	env := serviceEnv(t)
-	opt, err := redis.ParseURL(env["AGENTPLANE_REDIS_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks := asynq.NewClient(asynq.RedisClientOpt{Addr: opt.Addr, DB: opt.DB, Password: opt.Password})
-	defer tasks.Close()
 	queue := env["AGENTPLANE_QUEUE"]
 	payload, _ := json.Marshal(map[string]any{"execution_id": "e1", "provider_key": "sk-very-secret"})
-	info, err := tasks.Enqueue(asynq.NewTask("agent:run", payload), asynq.Queue(queue), asynq.ProcessIn(time.Hour))
+	info, err := queueClient(t, env).Enqueue(asynq.NewTask("agent:run", payload), asynq.Queue(queue), asynq.ProcessIn(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,18 @@ import (
 
 var opsListening = regexp.MustCompile(`"msg":"ops listening"[^\n]*"addr":"([^"]+)"`)
 
+// queueClient enqueues on the Redis of env; closed when t ends.
+func queueClient(t *testing.T, env map[string]string) *asynq.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(env["AGENTPLANE_REDIS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := asynq.NewClient(asynq.RedisClientOpt{Addr: opt.Addr, DB: opt.DB, Password: opt.Password})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // get answers a GET of url with its status and body.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -72,14 +84,8 @@ func TestWorkerAndSchedulerOps(t *testing.T) {
 		}
 	}
 
-	opt, err := redis.ParseURL(env["AGENTPLANE_REDIS_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks := asynq.NewClient(asynq.RedisClientOpt{Addr: opt.Addr, DB: opt.DB, Password: opt.Password})
-	defer tasks.Close()
 	queue := env["AGENTPLANE_QUEUE"]
-	if _, err := tasks.Enqueue(asynq.NewTask("test:later", nil), asynq.Queue(queue), asynq.ProcessIn(time.Hour)); err != nil {
+	if _, err := queueClient(t, env).Enqueue(asynq.NewTask("test:later", nil), asynq.Queue(queue), asynq.ProcessIn(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	metricsUntil(t, worker,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
@@ -169,4 +171,54 @@ func relayUntil(t *testing.T, b *bundle, want int) {
 		waitABit()
 	}
 	t.Fatalf("the relay delivered %d events (error %v), want %d", n, err, want)
+}
+
+// Updates of one deal, agent or workflow sent at once all land, one after the other, each with
+// its event: an update names the fields it changes, so one that lost the race to another is
+// applied again, not refused.
+func TestConcurrentUpdates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	botID := b.createBot(t, nil)["id"].(string)
+	body := func(m map[string]any) map[string]any {
+		m["project_id"], m["bot_id"] = b.project.ID, botID
+		return m
+	}
+	deal := b.deal(t, "POST", "/v1/bot/crm/deals", body(map[string]any{"title": "Race", "value": 1}))
+	res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/workflow/create", Key: b.key, Body: body(map[string]any{"name": "W",
+		"trigger_type": "manual", "actions": []map[string]any{{"type": "send_message", "params": map[string]any{"message": "x"}}}})})
+	expect(t, res, http.StatusOK, "")
+	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"]
+	const n = 8
+	for _, tt := range []struct {
+		event, method, path string
+		body                func(i int) map[string]any
+	}{
+		{"deal.updated", "PUT", "/v1/bot/crm/deals/" + deal.UUID, func(i int) map[string]any { return map[string]any{"value": 100 + i} }},
+		{"bot.updated", "PUT", "/v1/bot/update", func(i int) map[string]any { return map[string]any{"top": 1 + i} }},
+		{"workflow.updated", "PUT", "/v1/bot/workflow/update", func(i int) map[string]any {
+			return map[string]any{"workflow_id": workflowID, "description": "take " + strconv.Itoa(i)}
+		}},
+	} {
+		var wg sync.WaitGroup
+		statuses := make([]int, n)
+		for i := range n {
+			wg.Go(func() {
+				statuses[i] = b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: body(tt.body(i))}).Status
+			})
+		}
+		wg.Wait()
+		for i, st := range statuses {
+			if st != http.StatusOK {
+				t.Errorf("%s %d: %d", tt.path, i, st)
+			}
+		}
+	}
+	// bot.created, deal.created, workflow.created, then the updates.
+	types := eventTypes(streamEvents(t, "", b.project.ID, 3+3*n))
+	for _, typ := range []string{"deal.updated", "bot.updated", "workflow.updated"} {
+		if got := slices.DeleteFunc(slices.Clone(types), func(x string) bool { return x != typ }); len(got) != n {
+			t.Errorf("%d %s events, want %d: %v", len(got), typ, n, types)
+		}
+	}
 }

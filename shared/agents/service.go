@@ -79,8 +79,13 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 	return s.repo.List(ctx, projectID, page)
 }
 
-// Update applies p to the agent idOrUUID and returns the result.
+// Update applies p to the agent idOrUUID and returns the result. When another request changed
+// the agent first, p is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
+	return apperr.Reapply(Resource, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
+}
+
+func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
 	cur, err := s.Get(ctx, projectID, idOrUUID)
 	if err != nil {
 		return Bot{}, err

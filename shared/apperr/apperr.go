@@ -138,3 +138,19 @@ func (p Problems) Err() error {
 	}
 	return &Error{Kind: Invalid, Code: "invalid_field", Message: msg, Details: p}
 }
+
+// reapplyAttempts bounds how often Reapply applies a change again.
+const reapplyAttempts = 8
+
+// Reapply runs apply, a read-modify-write of the resource whose writes are conditional on its
+// revision, again while another request's write came between its read and its write (a
+// Conflict coded resource + "_changed"), at most a few times. It is for changes that name only
+// what they change, which hold as well on what the other request left: concurrent ones all land.
+func Reapply[T any](resource string, apply func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := apply()
+		if e := As(err); err == nil || e.Kind != Conflict || e.Code != resource+"_changed" || attempt == reapplyAttempts {
+			return v, err
+		}
+	}
+}

@@ -209,11 +209,16 @@ func (s *Service) UpdateDeal(ctx context.Context, projectID, botID, dealID strin
 const maxOps = 16
 
 // UpdateDealOnce applies in once per idempotency key (none when key is empty): when the deal
-// already took an update of that key, it is returned as it is, with no new event.
+// already took an update of that key, it is returned as it is, with no new event. When another
+// request changed the deal first, the update is applied again to what it left.
 func (s *Service) UpdateDealOnce(ctx context.Context, projectID, botID, dealID string, in DealInput, key string) (View, error) {
 	if err := in.check(false); err != nil {
 		return View{}, err
 	}
+	return apperr.Reapply(Resource, func() (View, error) { return s.updateDeal(ctx, projectID, botID, dealID, in, key) })
+}
+
+func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID string, in DealInput, key string) (View, error) {
 	cur, err := s.repo.Deal(ctx, projectID, botID, dealID)
 	if err != nil {
 		return View{}, err

@@ -152,8 +152,13 @@ func (s *Service) List(ctx context.Context, projectID, botID string, page paging
 	return s.repo.List(ctx, projectID, botID, page)
 }
 
-// Update applies in to the workflow id; the next event sees the change.
+// Update applies in to the workflow id; the next event sees the change. When another request
+// changed the workflow first, in is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {
+	return apperr.Reapply(Resource, func() (Workflow, error) { return s.update(ctx, projectID, botID, id, in) })
+}
+
+func (s *Service) update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {
 	cur, err := s.Get(ctx, projectID, botID, id)
 	if err != nil {
 		return Workflow{}, err

@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -147,7 +149,10 @@ func TestWorkflowManualRun(t *testing.T) {
 	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/projects/" + b.project.ID + "/signing-secret", Key: b.key})
 	expect(t, res, http.StatusOK, "")
 	secret := res.JSON(t)["signing_secret"].(string)
-	want := workflows.Sign(secret, d.header.Get("X-Agentplane-Timestamp"), d.body)
+	// The README's recipe, as a receiver would write it.
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(d.header.Get("X-Agentplane-Timestamp") + "." + string(d.body)))
+	want := "v1=" + hex.EncodeToString(mac.Sum(nil))
 	if !strings.HasPrefix(secret, "whsec_") || !hmac.Equal([]byte(d.header.Get("X-Agentplane-Signature")), []byte(want)) ||
 		d.header.Get("X-Agentplane-Delivery") != run["uuid"].(string)+":0" || d.header.Get("Idempotency-Key") != d.header.Get("X-Agentplane-Delivery") {
 		t.Fatalf("signature headers %v, want signature %s", d.header, want)
@@ -251,6 +256,20 @@ func TestWorkflowWebhookFailures(t *testing.T) {
 				t.Fatalf("error %q", done["error"])
 			}
 		})
+	}
+	// Each run ended with its event: two succeeded, three failed.
+	var ended []string
+	for deadline := time.Now().Add(10 * time.Second); len(ended) < 5 && time.Now().Before(deadline); waitABit() {
+		ended = nil
+		for _, ev := range streamEvents(t, "", b.project.ID, 1+5) { // the agent and the workflows, then what came
+			if strings.HasPrefix(ev.Type, "workflow.run.") {
+				ended = append(ended, ev.Type)
+			}
+		}
+	}
+	slices.Sort(ended)
+	if want := []string{"workflow.run.failed", "workflow.run.failed", "workflow.run.failed", "workflow.run.succeeded", "workflow.run.succeeded"}; !slices.Equal(ended, want) {
+		t.Fatalf("run events %v, want %v", ended, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devstack"
 	"github.com/agentplane/agentplane/shared/outbox"
 )
@@ -220,5 +221,36 @@ func TestConcurrentUpdates(t *testing.T) {
 		if got := slices.DeleteFunc(slices.Clone(types), func(x string) bool { return x != typ }); len(got) != n {
 			t.Errorf("%d %s events, want %d: %v", len(got), typ, n, types)
 		}
+	}
+}
+
+// A tool's change repeated under its idempotency key (an agent run's cycle redone after a crash
+// between the change and the cycle's record) makes no second deal and applies no second update.
+func TestDealChangesOncePerKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	botID := b.createBot(t, nil)["id"].(string)
+	ctx := context.Background()
+	title, won := "Once", "won"
+	first, err := b.deals.CreateDealOnce(ctx, b.project.ID, botID, crm.DealInput{Title: &title}, "exec-1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.deals.CreateDealOnce(ctx, b.project.ID, botID, crm.DealInput{Title: &title}, "exec-1:1")
+	if err != nil || again.UUID != first.UUID {
+		t.Fatalf("again: %v %v, want deal %s", again.UUID, err, first.UUID)
+	}
+	for range 2 {
+		if _, err := b.deals.UpdateDealOnce(ctx, b.project.ID, botID, first.UUID, crm.DealInput{Status: &won}, "exec-1:2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/deals?project_id=" + b.project.ID + "&bot_id=" + botID, Key: b.key})
+	if deals := res.JSON(t)["deals"].([]any); len(deals) != 1 {
+		t.Fatalf("deals %v", deals)
+	}
+	types := eventTypes(streamEvents(t, "", b.project.ID, 3)) // bot.created, deal.created, deal.won
+	if slices.Index(types, "deal.created") < 0 || slices.Index(types, "deal.won") < 0 || len(types) != 3 {
+		t.Fatalf("events %v, want one creation and one update", types)
 	}
 }

@@ -190,6 +190,14 @@ func TestWorkflowManualRun(t *testing.T) {
 			t.Fatalf("two runs for one key: %v %v", first["uuid"], again["uuid"])
 		}
 		a.wait(t, first["uuid"].(string))
+		// A key is the caller's per workflow: another workflow's run under it is a run of its own.
+		other := a.create(t, map[string]any{"trigger_type": "manual", "actions": []map[string]any{
+			{"type": "send_message", "params": map[string]any{"message": "x"}}}})
+		_, own := a.run(t, map[string]any{"workflow_id": other, "idempotency_key": "k1"})
+		if own["uuid"] == first["uuid"] || own["workflow_id"] != other {
+			t.Fatalf("the other workflow's run under the same key: %v", own)
+		}
+		a.wait(t, own["uuid"].(string))
 	})
 	t.Run("Refused", func(t *testing.T) {
 		off := a.create(t, map[string]any{"trigger_type": "manual", "is_active": false, "actions": []map[string]any{

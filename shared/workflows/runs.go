@@ -150,7 +150,7 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	if key != "" {
-		id = uuid.NewSHA1(runNamespace, []byte(projectID+"/manual/"+key)).String()
+		id = uuid.NewSHA1(runNamespace, []byte(projectID+"/manual/"+w.UUID+"/"+key)).String()
 	}
 	now := s.now()
 	envelope, err := json.Marshal(map[string]any{"id": id, "type": TriggerTypeManual, "project_id": projectID, "bot_id": w.BotID,

@@ -50,6 +50,26 @@ func cycles(t *testing.T, chat map[string]any) []map[string]any {
 }
 
 // executeTool decides on the tool call an execution waits for.
+// followRun opens the event stream of the execution exec, from after lastEventID when it is not
+// empty; the body is closed when t ends. A run that has not ended within a minute cuts the
+// stream short, so the test fails on what it read instead of hanging.
+func (a chatAPI) followRun(t *testing.T, exec, lastEventID string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
+	req.Header.Set("Authorization", "Bearer "+a.b.key)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = res.Body.Close() })
+	return res
+}
+
 func (a chatAPI) executeTool(t *testing.T, body map[string]any) (*apitest.Response, map[string]any) {
 	t.Helper()
 	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/chat/execute-tool", Key: a.b.key, Body: a.body(body)})
@@ -269,14 +289,7 @@ func TestAgentStreamResume(t *testing.T) {
 		t.Fatalf("no delta in %v", types)
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	req.Header.Set("Last-Event-ID", "2")
-	again, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Body.Close()
+	again := a.followRun(t, exec, "2")
 	var replay []string
 	for ev, err := range sse.Read(again.Body, nil) {
 		if err != nil {
@@ -334,21 +347,14 @@ func TestAutoReasoningMode(t *testing.T) {
 // With the non-streamed wait over, the answer has the steps so far and the run goes on.
 func TestAgentRunOutlastsTheWait(t *testing.T) {
 	t.Parallel()
-	b, a, fake := agentSetup(t, nil, withRunWait(300*time.Millisecond))
+	_, a, fake := agentSetup(t, nil, withRunWait(300*time.Millisecond))
 	fake.Set(providertest.Behavior{FirstByteDelay: 700 * time.Millisecond, Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "No deals."}}})
 	_, chat := a.chat(t, map[string]any{"message": "deals?", "reasoning_mode": "agent"})
 	if chat["isComplete"] != false || chat["hasMoreSteps"] != true || chat["executionId"] == "" {
 		t.Fatalf("reply %v", chat)
 	}
-	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+chat["executionId"].(string)), nil)
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
 	var raw bytes.Buffer
-	_, _ = raw.ReadFrom(res.Body)
+	_, _ = raw.ReadFrom(a.followRun(t, chat["executionId"].(string), "").Body)
 	if !strings.Contains(raw.String(), "event: done") || !strings.Contains(raw.String(), "No deals.") {
 		t.Fatalf("stream %s", raw.String())
 	}
@@ -484,15 +490,8 @@ func TestAgentRunRequeued(t *testing.T) {
 		t.Fatalf("requeued %d runs, want 1 (%v)", n, err)
 	}
 	b.startWorker(t, workerOptions{})
-	req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
 	var raw bytes.Buffer
-	_, _ = raw.ReadFrom(res.Body)
+	_, _ = raw.ReadFrom(a.followRun(t, exec, "").Body)
 	if !strings.Contains(raw.String(), "event: done") {
 		t.Fatalf("stream %s", raw.String())
 	}

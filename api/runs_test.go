@@ -514,3 +514,16 @@ func TestAgentApprovalByChat(t *testing.T) {
 	res, _ = a.executeTool(t, map[string]any{"chat_id": chatID, "tool_calls": []map[string]any{{"tool_name": "create_deal"}}})
 	expect(t, res, http.StatusNotFound, "")
 }
+
+// A step that fails for a passing reason (the provider answered 503 past its own retries) is
+// tried again by the task's retry at once: the failed attempt gives its lease back, so the retry
+// takes the run instead of finding it held and leaving it to the reconciler.
+func TestAgentRunRetriedAfterAFailedStep(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{FailTimes: 3, Script: []providertest.Turn{{Reply: "All fine now."}}})
+	_, chat := a.chat(t, map[string]any{"message": "How are things?", "reasoning_mode": "agent"})
+	if chat["isComplete"] != true || !strings.Contains(chat["reply"].(string), "All fine now.") {
+		t.Fatalf("reply %v", chat)
+	}
+}

@@ -87,11 +87,7 @@ func (r *Runner) Run(ctx context.Context, t Task, final bool) error {
 	case ctx.Err() != nil:
 		// Shutting down: give the run back at once, so that the task, which asynq queues again,
 		// is taken by the next worker without waiting for the lease to expire.
-		released, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if rerr := r.repo.Release(released, e.ID, owner, r.now()); rerr != nil {
-			r.log.Warn("agent run not released", "execution_id", e.ID, "error", rerr)
-		}
+		r.release(ctx, e.ID, owner)
 		return err
 	case final || apperr.As(err).Kind == apperr.Invalid || provider.Permanent(err):
 		if err := h.fail(context.WithoutCancel(ctx), err); err != nil {
@@ -99,8 +95,21 @@ func (r *Runner) Run(ctx context.Context, t Task, final bool) error {
 		}
 		return r.repo.Finish(context.WithoutCancel(ctx), e.ID)
 	}
+	// The retry asynq makes must find the run free: held by this attempt's lease it would take
+	// the run for another worker's, do nothing and end the task, leaving the run to the
+	// reconciler.
 	r.log.Warn("agent run step failed; retrying", "execution_id", e.ID, "error", err)
+	r.release(ctx, e.ID, owner)
 	return err
+}
+
+// release gives up owner's lease of the execution id, queueing it again.
+func (r *Runner) release(ctx context.Context, id, owner string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.repo.Release(ctx, id, owner, r.now()); err != nil {
+		r.log.Warn("agent run not released", "execution_id", id, "error", err)
+	}
 }
 
 // renew extends the lease until ctx ends; a lost lease cancels the run.

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"math"
+	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -12,6 +13,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/tenancy"
@@ -23,14 +30,53 @@ const (
 	principalKey = "principal"
 )
 
-// requestID keeps a sane X-Request-ID from the client or makes one, and answers with it.
+// traceScope is the instrumentation scope of the API's server spans.
+const traceScope = "github.com/agentplane/agentplane/api"
+
+// traced makes each /v1 request a server span, a child of the trace context the caller sent
+// (traceparent), named after its route template: never after its path, whose ids would make
+// every request a name of its own. It records the method, route and status, no header and no
+// query. Probes, scrapes and the queue dashboard are not traced: they would drown the requests.
+//
+// It sets the request's context before the handlers run and never after: a handler may leave
+// work behind that still reads the request through the gin context (otelgin's middleware
+// restores the request once the handlers return, which races with that work).
+func traced(c *gin.Context) {
+	if !strings.HasPrefix(c.Request.URL.Path, "/v1/") {
+		c.Next()
+		return
+	}
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	ctx := otel.GetTextMapPropagator().Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+	ctx, span := otel.Tracer(traceScope).Start(ctx, route, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(c.Request.Method), semconv.HTTPRoute(route)))
+	defer span.End()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	status := c.Writer.Status()
+	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	if status >= http.StatusInternalServerError {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+}
+
+// requestID keeps a sane X-Request-ID from the client or makes one, and answers with it. The
+// request's span records it, and its log lines the trace id.
 func (s *server) requestID(c *gin.Context) {
 	id := c.GetHeader("X-Request-ID")
 	if !saneRequestID(id) {
 		id = uuid.NewString()
 	}
+	log := s.log.With("request_id", id)
+	if span := trace.SpanFromContext(c.Request.Context()); span.SpanContext().IsValid() {
+		span.SetAttributes(attribute.String("agentplane.request_id", id))
+		log = log.With("trace_id", span.SpanContext().TraceID().String())
+	}
 	c.Set(requestIDKey, id)
-	c.Set(loggerKey, s.log.With("request_id", id))
+	c.Set(loggerKey, log)
 	c.Header("X-Request-ID", id)
 	c.Next()
 }

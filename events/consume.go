@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/outbox"
 )
@@ -47,7 +49,8 @@ type ConsumeConfig struct {
 }
 
 // Consume starts delivering events to h with explicit acknowledgement, until Stop. Events are
-// delivered at least once: a redelivered event has the same id.
+// delivered at least once: a redelivered event has the same id. Each delivery is handled in a
+// span of the event's trace, taken from the message's headers.
 func Consume(ctx context.Context, nc *nats.Conn, cfg ConsumeConfig, h Handler, log *slog.Logger) (*Consumer, error) {
 	if cfg.Durable == "" {
 		return nil, errors.New("events: a durable consumer needs a name")
@@ -95,7 +98,9 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg, h Handler, ret
 		_ = msg.Term()
 		return
 	}
+	ctx, span := startSpan(otel.GetTextMapPropagator().Extract(ctx, headerCarrier(msg.Headers())), "process", trace.SpanKindConsumer, ev, msg.Subject())
 	err := h(ctx, ev)
+	endSpan(span, err)
 	switch {
 	case err == nil:
 		_ = msg.Ack()

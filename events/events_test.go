@@ -5,11 +5,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -140,5 +144,52 @@ func TestConsumeRetriesAndDrops(t *testing.T) {
 	defer mu.Unlock()
 	if calls[failOnce.ID] != 2 || calls[poison.ID] != 1 {
 		t.Fatalf("deliveries %v: want the failed event twice and the poison one once", calls)
+	}
+}
+
+// An event travels in the trace of its change, even when the relay, which has no trace of its
+// own, publishes it: the context rides in the message's traceparent header, not in the
+// envelope, and the handler runs in it.
+func TestTraceContextInHeaders(t *testing.T) {
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	pub, project := setup(t)
+	ctx := context.Background()
+	change := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0xf0, 1}, TraceFlags: trace.FlagsSampled})
+	ev := outbox.New(trace.ContextWithSpanContext(ctx, change), outbox.DealUpdated, project, "b", map[string]any{})
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan trace.SpanContext, 1)
+	c, err := events.Consume(ctx, testenv.NATS(t), events.ConsumeConfig{Durable: "t-" + project, Filter: "events." + project + ".>"},
+		func(ctx context.Context, _ outbox.Event) error {
+			handled <- trace.SpanContextFromContext(ctx)
+			return nil
+		}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	select {
+	case sc := <-handled:
+		if sc.TraceID() != change.TraceID() {
+			t.Fatalf("handled in trace %s, want %s", sc.TraceID(), change.TraceID())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not delivered")
+	}
+	js, _ := jetstream.New(testenv.NATS(t))
+	stream, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := stream.GetLastMsgForSubject(ctx, events.Subject(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := msg.Header.Get("traceparent"); !strings.HasPrefix(tp, "00-"+change.TraceID().String()+"-") {
+		t.Errorf("traceparent header %q", tp)
+	}
+	if strings.Contains(string(msg.Data), "trace") {
+		t.Errorf("the envelope carries the trace: %s", msg.Data)
 	}
 }

@@ -8,6 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/outbox"
 )
@@ -39,7 +42,8 @@ func NewPublisher(nc *nats.Conn) (*Publisher, error) {
 }
 
 // Publish stores ev in the stream, with its id as the message id: a second publish of the same
-// event within the stream's duplicate window is dropped.
+// event within the stream's duplicate window is dropped. The publish is a span of the event's
+// trace (the change's, whoever publishes it), and its context goes in the message's headers.
 func (p *Publisher) Publish(ctx context.Context, ev outbox.Event) error {
 	if !p.nc.IsConnected() {
 		return ErrDisconnected
@@ -48,7 +52,12 @@ func (p *Publisher) Publish(ctx context.Context, ev outbox.Event) error {
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
 	}
-	if _, err := p.js.Publish(ctx, Subject(ev), data, jetstream.WithMsgID(ev.ID)); err != nil {
+	msg := &nats.Msg{Subject: Subject(ev), Data: data, Header: nats.Header{}}
+	ctx, span := startSpan(otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(ev.Trace)), "publish", trace.SpanKindProducer, ev, msg.Subject)
+	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(msg.Header))
+	_, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
+	endSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("events: publish %s: %w", ev.Type, err)
 	}
 	return nil

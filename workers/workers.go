@@ -11,6 +11,11 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/runs"
@@ -18,6 +23,9 @@ import (
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
+
+// scope is the instrumentation scope of the task spans.
+const scope = "github.com/agentplane/agentplane/workers"
 
 // Deps is what the worker role needs.
 type Deps struct {
@@ -64,6 +72,7 @@ func Run(ctx context.Context, d Deps) error {
 			return err
 		})
 	})
+	m.Use(traced)
 	srv := asynq.NewServer(d.Redis, asynq.Config{
 		BaseContext:              func() context.Context { return base },
 		Concurrency:              d.Concurrency,
@@ -123,6 +132,29 @@ func mux(d Deps) *asynq.ServeMux {
 		return d.Workflows.Execute(ctx, t, final(ctx))
 	})
 	return m
+}
+
+// traced runs each task in a span named after its type, a child of the trace context its
+// enqueuer put in the task's headers.
+func traced(h asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		id, _ := asynq.GetTaskID(ctx)
+		queue, _ := asynq.GetQueueName(ctx)
+		retried, _ := asynq.GetRetryCount(ctx)
+		ctx, span := otel.Tracer(scope).Start(otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(t.Headers())), t.Type(),
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+				attribute.String("asynq.task.type", t.Type()),
+				attribute.String("asynq.task.id", id),
+				attribute.String("asynq.queue", queue),
+				attribute.Int("asynq.task.retried", retried)))
+		defer span.End()
+		err := h.ProcessTask(ctx, t)
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		return err
+	})
 }
 
 // ingest adapts an ingestion handler: it decodes the payload, tells the handler whether this

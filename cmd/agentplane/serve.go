@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/tracing"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
@@ -27,6 +29,11 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	_, stopTracing, err := tracing.Setup(ctx, tracing.Config{Endpoint: cfg.TraceEndpoint, Role: role, Ratio: cfg.TraceRatio, Logger: log.With("component", "tracing")})
+	if err != nil {
+		return err
+	}
+	defer flushTraces(context.WithoutCancel(ctx), stopTracing, log)
 	var stack *devstack.Stack
 	if role == "dev" {
 		if stack, err = devstack.Start(ctx, &cfg, log); err != nil {
@@ -123,6 +130,19 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// flushTimeout bounds the export of the spans left when a process stops.
+const flushTimeout = 5 * time.Second
+
+// flushTraces exports the spans left and stops tracing; a collector that is unreachable costs
+// those spans, not the clean exit.
+func flushTraces(ctx context.Context, stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("spans not exported at shutdown", "error", err)
+	}
 }
 
 func collect(errs <-chan error) []error {

@@ -1,9 +1,10 @@
-// Package config loads agentplane's configuration from AGENTPLANE_ environment variables.
-// It is the only place that reads the environment.
+// Package config loads agentplane's configuration from AGENTPLANE_ environment variables (and
+// the standard OTEL_ ones of tracing). It is the only place that reads the environment.
 package config
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,8 @@ var Vars = []Var{
 	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (e.g. `http://otel-collector:4318`); when set, every role sends its spans to its `/v1/traces`."},
+	{"OTEL_TRACES_SAMPLER_ARG", "`1`", "Share (0 to 1) of new traces recorded; a request that arrives with a `traceparent` follows its caller's decision."},
 }
 
 // Config is the whole configuration of one process.
@@ -88,6 +91,10 @@ type Config struct {
 	LogLevel          string
 	Queue             string
 	MetricsAddr       string
+	// TraceEndpoint is the OTLP/HTTP base URL spans go to; empty turns tracing off.
+	TraceEndpoint string
+	// TraceRatio is the share of new traces recorded.
+	TraceRatio float64
 }
 
 // Embedded reports whether dev should start an embedded store in place of an unset URL.
@@ -121,6 +128,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		EmbeddingURL:    get("AGENTPLANE_EMBEDDING_URL", ""),
 		EmbeddingKey:    get("AGENTPLANE_EMBEDDING_KEY", ""),
 		EmbeddingModel:  get("AGENTPLANE_EMBEDDING_MODEL", "text-embedding-3-small"),
+		TraceEndpoint:   get("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
 	}
 	if role == "dev" {
 		c.HTTPAddr = get("AGENTPLANE_HTTP_ADDR", "127.0.0.1:8080")
@@ -176,6 +184,14 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	}
 	if len(c.DefaultCurrency) != 3 {
 		return c, fmt.Errorf("AGENTPLANE_DEFAULT_CURRENCY: want a 3-letter ISO 4217 code, got %q", c.DefaultCurrency)
+	}
+	if c.TraceEndpoint != "" {
+		if u, err := url.Parse(c.TraceEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: want an http or https URL such as http://otel-collector:4318, got %q", c.TraceEndpoint)
+		}
+	}
+	if c.TraceRatio, err = strconv.ParseFloat(get("OTEL_TRACES_SAMPLER_ARG", "1"), 64); err != nil || !(c.TraceRatio >= 0 && c.TraceRatio <= 1) {
+		return c, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG: want a number from 0 to 1")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -55,6 +55,24 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%+v", c)
 		}
 	})
+	t.Run("TracingOffByDefault", func(t *testing.T) {
+		c, err := config.Load("worker", env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.TraceEndpoint != "" || c.TraceRatio != 1 {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("Tracing", func(t *testing.T) {
+		c, err := config.Load("worker", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", "OTEL_TRACES_SAMPLER_ARG", "0.25"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.TraceEndpoint != "http://collector:4318" || c.TraceRatio != 0.25 {
+			t.Fatalf("%+v", c)
+		}
+	})
 	for _, bad := range [][]string{
 		{"AGENTPLANE_MAX_BODY_BYTES", "0"},
 		{"AGENTPLANE_MAX_BODY_BYTES", "lots"},
@@ -62,6 +80,8 @@ func TestLoad(t *testing.T) {
 		{"AGENTPLANE_WORKER_CONCURRENCY", "0"},
 		{"AGENTPLANE_SHUTDOWN_TIMEOUT", "soon"},
 		{"AGENTPLANE_LOG_LEVEL", "loud"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"},
+		{"OTEL_TRACES_SAMPLER_ARG", "2"},
 	} {
 		t.Run("Rejects/"+bad[0]+"="+bad[1], func(t *testing.T) {
 			if _, err := config.Load("api", env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {

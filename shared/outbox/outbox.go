@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Field is the document field that holds a document's unpublished events.
@@ -28,6 +30,10 @@ type Event struct {
 	// Cause lists the workflows whose runs led to the change, oldest first; empty for changes
 	// made by requests.
 	Cause []string `json:"cause,omitempty" bson:"cause,omitempty"`
+	// Trace is the trace context of the change (W3C traceparent, tracestate, baggage), kept
+	// with the event in its document and sent in the headers of its message, so that what the
+	// event starts joins the change's trace. It is not part of the envelope users see.
+	Trace map[string]string `json:"-" bson:"trace,omitempty"`
 }
 
 type causeKey struct{}
@@ -39,14 +45,16 @@ func WithCause(ctx context.Context, chain []string) context.Context {
 }
 
 // New returns an event of type typ about data (the changed resource as users see it), caused
-// by what ctx says (WithCause).
+// by what ctx says (WithCause), in the trace of ctx.
 func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		panic("outbox: event data must marshal to JSON: " + err.Error())
 	}
 	cause, _ := ctx.Value(causeKey{}).([]string)
-	return Event{
+	trace := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, trace)
+	ev := Event{
 		ID:         uuid.Must(uuid.NewV7()).String(),
 		Type:       typ,
 		ProjectID:  projectID,
@@ -55,6 +63,10 @@ func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 		Data:       raw,
 		Cause:      cause,
 	}
+	if len(trace) > 0 {
+		ev.Trace = trace
+	}
+	return ev
 }
 
 // The event types the platform emits. Workflows may trigger on any of them.

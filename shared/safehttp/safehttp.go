@@ -18,6 +18,10 @@
 // rebinding and redirects cannot reach a refused address. Proxies from the environment are
 // ignored.
 //
+// Each request (each redirect hop too) is a client span of the trace of its context, whose
+// trace context it carries in its traceparent header; spans are exported without the path and
+// query of the URL (package tracing).
+//
 // [Options.AllowPrivate] lifts the address and port checks (for local setups and tests); the
 // scheme and credential checks remain.
 package safehttp
@@ -39,6 +43,7 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 )
 
 // Defaults of the zero [Options] fields.
@@ -134,7 +139,18 @@ func newClient(o Options, dial dialFunc) *Client {
 	if !o.AllowPrivate {
 		c.guard = ssrf.New()
 	}
-	transport := &http.Transport{
+	c.hc = &http.Client{
+		Transport:     otelhttp.NewTransport(&checkedTransport{c: c, next: newTransport(o, dial)}),
+		CheckRedirect: c.checkRedirect,
+		Timeout:       o.Timeout,
+	}
+	return c
+}
+
+// newTransport is the connection layer under the URL checks: connections opened with dial, no
+// proxy, TLS 1.2 or later, and the time and size limits of o (defaults applied).
+func newTransport(o Options, dial dialFunc) *http.Transport {
+	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
@@ -146,12 +162,6 @@ func newClient(o Options, dial dialFunc) *Client {
 		MaxIdleConns:           100,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
-	c.hc = &http.Client{
-		Transport:     &checkedTransport{c: c, next: transport},
-		CheckRedirect: c.checkRedirect,
-		Timeout:       o.Timeout,
-	}
-	return c
 }
 
 // HTTPClient returns the guarded [http.Client], for SDKs that take one (such as openai-go's

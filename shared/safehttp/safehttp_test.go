@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // testTimeout bounds every request in these tests.
@@ -753,7 +757,10 @@ func TestHTTPClient(t *testing.T) {
 	if c.HTTPClient().Timeout != testTimeout {
 		t.Error("changing the returned client changed the Client")
 	}
-	tr := hc.Transport.(*checkedTransport).next.(*http.Transport)
+	if _, ok := hc.Transport.(*otelhttp.Transport); !ok {
+		t.Errorf("transport %T, want the traced one", hc.Transport)
+	}
+	tr := newTransport(c.opts, nil)
 	if tr.Proxy != nil || !tr.ForceAttemptHTTP2 || tr.TLSHandshakeTimeout == 0 || tr.ResponseHeaderTimeout == 0 {
 		t.Errorf("transport: Proxy set %t, ForceAttemptHTTP2 %t, TLSHandshakeTimeout %v, ResponseHeaderTimeout %v",
 			tr.Proxy != nil, tr.ForceAttemptHTTP2, tr.TLSHandshakeTimeout, tr.ResponseHeaderTimeout)
@@ -797,4 +804,27 @@ func TestProxyFromEnvironmentIgnored(t *testing.T) {
 		t.Errorf("body = %q, want \"from origin\"", page.Body)
 	}
 	proxy.assertNoConnections(t)
+}
+
+// A request carries the trace context of its context (the W3C propagator being the process's,
+// as package tracing sets it), to the server and through the checks.
+func TestTraceContext(t *testing.T) {
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	got := make(chan string, 1)
+	srv := newServer(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got <- r.Header.Get("Traceparent") }))
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0xf0, 1}, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hook", nil)
+	resp, err := New(Options{AllowPrivate: true, Timeout: testTimeout}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if tp := <-got; !strings.HasPrefix(tp, "00-"+sc.TraceID().String()+"-") {
+		t.Fatalf("traceparent %q, want one of trace %s", tp, sc.TraceID())
+	}
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hook", nil)
+	if _, err := New(Options{Timeout: testTimeout}).Do(req); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("a traced request to loopback: %v, want ErrBlocked", err)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/agentplane/agentplane/shared/apperr"
 )
@@ -49,14 +51,17 @@ type Queue struct {
 func NewQueue(client *asynq.Client, name string) *Queue { return &Queue{client: client, name: name} }
 
 // Enqueue adds a task of type typ with payload, identified by id. A task of the same id that
-// is still queued, running or retrying makes this a no-op. A Redis failure is Unavailable.
+// is still queued, running or retrying makes this a no-op. A Redis failure is Unavailable. The
+// task's headers carry the trace context of ctx, for the worker's span of the task.
 func (q *Queue) Enqueue(ctx context.Context, typ, id string, payload any) error {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
+	headers := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, headers)
 	opts := append([]asynq.Option{asynq.Queue(q.name), asynq.TaskID(typ + ":" + id)}, options[typ]...)
-	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(typ, raw), opts...)
+	_, err = q.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(typ, raw, headers), opts...)
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
 	}

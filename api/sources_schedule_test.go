@@ -160,21 +160,64 @@ func TestSourceScheduledSync(t *testing.T) {
 	}
 }
 
-func TestStuckSourceIsReconciled(t *testing.T) {
+// A new source whose ingestion the API could not queue (Redis was down; here the queue loses
+// the task) is queued by the first plan a minute later, and ingested.
+func TestUnqueuedSourceIsQueuedByThePlan(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a := b.sources(t)
-	src := a.create(t, map[string]any{"title": "t", "type": "text", "source": "Glassblowers shape molten sand into bottles."})
-
-	// The task is lost with Redis: the queue forgets it.
+	src := a.create(t, map[string]any{"title": "t", "type": "text", "source": "Coopers bend oak staves into barrels."})
 	ins := asynq.NewInspector(redisOpt(t))
 	defer ins.Close()
 	if n, err := ins.DeleteAllPendingTasks(b.queue); err != nil || n != 1 {
 		t.Fatalf("deleted %d tasks: %v", n, err)
 	}
+	p := b.planner(t, 15*time.Minute)
+	ingestions := func(now time.Time) int {
+		t.Helper()
+		if err := p.Plan(context.Background(), now); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := ins.ListPendingTasks(b.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, task := range pending {
+			if task.Type == tasks.IngestSource {
+				n++
+			}
+		}
+		return n
+	}
+	if n := ingestions(time.Now().Add(30 * time.Second)); n != 0 {
+		t.Fatalf("%d ingestions queued before a minute", n)
+	}
+	if n := ingestions(time.Now().Add(time.Minute + time.Second)); n != 1 {
+		t.Fatalf("%d ingestions queued after a minute, want 1", n)
+	}
+	b.startWorker(t, workerOptions{})
+	if got := b.waitSource(t, a.botID, src["id"].(string)); got["status"] != "success" {
+		t.Fatalf("after the plan %v", got)
+	}
+}
+
+// A source whose task is stuck (here archived: its id stays taken, so queueing it again does
+// nothing) gets a new generation after AGENTPLANE_SOURCE_STUCK_AFTER, and is ingested.
+func TestStuckSourceIsReconciled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.sources(t)
+	src := a.create(t, map[string]any{"title": "t", "type": "text", "source": "Glassblowers shape molten sand into bottles."})
+	ins := asynq.NewInspector(redisOpt(t))
+	defer ins.Close()
+	if n, err := ins.ArchiveAllPendingTasks(b.queue); err != nil || n != 1 {
+		t.Fatalf("archived %d tasks: %v", n, err)
+	}
 	b.startWorker(t, workerOptions{})
 	p := b.planner(t, 15*time.Minute)
-	b.plan(t, p, time.Now().Add(time.Minute))
+	b.plan(t, p, time.Now().Add(2*time.Minute))
+	b.drain(t)
 	if got := b.waitSourceNoWait(t, a.botID, src["id"].(string)); got["status"] != "processing" {
 		t.Fatalf("reconciled too early: %v", got)
 	}

@@ -54,15 +54,30 @@ func (p *Planner) Plan(ctx context.Context, now time.Time) error {
 	return p.queue.Enqueue(ctx, tasks.SweepSources, now.UTC().Truncate(time.Minute).Format(time.RFC3339), struct{}{})
 }
 
-// reconcile gives sources stuck in processing (their task was lost with Redis, or is failing
-// without end) a new generation and queues it; a late run of the old task finds itself
-// superseded.
+// requeueAfter is how long a new source may stay pending before Plan queues its ingestion
+// again: the API keeps a source it could not queue (Redis was down) and answers 200.
+const requeueAfter = time.Minute
+
+// reconcile queues again the ingestion of new sources pending for requeueAfter, under the same
+// task id, so one that is queued, running or retrying is left alone and one the API could not
+// queue is queued now. Sources stuck in processing for stuckAfter (their task was lost with
+// Redis, or is failing without end) get a new generation, queued; a late run of the old task
+// finds itself superseded.
 func (p *Planner) reconcile(ctx context.Context, now time.Time) error {
-	stuck, err := p.repo.Stuck(ctx, now.Add(-p.stuckAfter), planBatch)
+	pending, err := p.repo.Stuck(ctx, now.Add(-min(requeueAfter, p.stuckAfter)), planBatch)
 	if err != nil {
 		return err
 	}
-	for _, s := range stuck {
+	for _, s := range pending {
+		if s.PendingSince != nil && s.PendingSince.After(now.Add(-p.stuckAfter)) {
+			if s.Status != StatusProcessing {
+				continue // a re-sync: its own task (a sync task) is the one to wait for
+			}
+			if err := p.queue.Enqueue(ctx, tasks.IngestSource, s.ID+":"+s.Pending, IngestTask{SourceID: s.ID, Gen: s.Pending}); err != nil {
+				return err
+			}
+			continue
+		}
 		gen := uuid.NewSHA1(uuid.NameSpaceURL, []byte(s.ID+"@"+s.Pending)).String()
 		next, err := p.repo.Pend(ctx, s.ID, s.Pending, gen, now)
 		if err != nil {

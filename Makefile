@@ -11,7 +11,7 @@ FUZZTIME ?= 5000x
 FUZZ = ./api:FuzzDecode ./api:FuzzSSE ./shared/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
 	./shared/workflows:FuzzRender ./shared/memory/text:FuzzSplit ./shared/memory/text:FuzzExtractHTML
 
-.PHONY: run test build vet fmt-check bench fuzz
+.PHONY: run test build vet fmt-check bench fuzz faults
 
 ## run: start the whole service on the embedded stack (agentplane dev)
 run:
@@ -28,6 +28,10 @@ fuzz:
 		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
 		out=$$($(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" 2>&1) || { echo "$$out"; exit 1; }; \
 	done
+
+## faults: the fault suite's heavier variant (more clients, 15 s outages, every fault twice)
+faults:
+	$(GO) test -race -count=1 -timeout 30m -run '^TestFaultsUnderLoad$$' -v ./cmd/agentplane -args -faults.heavy
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/agentplane ./cmd/agentplane

@@ -28,6 +28,7 @@ import (
 )
 
 // spawn starts the service as a separate process with env and args; the test may kill it.
+// When the test fails, the end of the process's log is in the test's output.
 func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -43,6 +44,10 @@ func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		if t.Failed() {
+			log := logs.String()
+			t.Logf("the end of the log of %q (pid %d):\n%s", args, cmd.Process.Pid, log[max(0, len(log)-4000):])
+		}
 	})
 	return cmd
 }

@@ -58,35 +58,57 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("load: --key, a positive --clients and --duration are required")
 	}
+	l, err := newLoader(c)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	if err := l.setup(ctx, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "holding %d clients for %s against %s\n", c.clients, c.duration, c.base)
+	runCtx, cancel := context.WithTimeout(ctx, c.duration)
+	defer cancel()
+	elapsed := l.hold(runCtx)
+	l.report(stdout, elapsed)
+	return l.settle(ctx, stdout, time.Minute)
+}
+
+// newLoader returns a loader of c with its webhook receiver listening.
+func newLoader(c loadConfig) (*loader, error) {
 	l := &loader{cfg: c, http: &http.Client{Timeout: 2 * time.Minute}, stats: map[string]*opStats{}}
 	for _, op := range loadOps {
 		l.stats[op.name] = &opStats{}
 	}
 	hook, err := l.receiver()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer hook.Close()
-	if err := l.setup(ctx, stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "holding %d clients for %s against %s\n", c.clients, c.duration, c.base)
+	l.hook = hook
+	return l, nil
+}
+
+// hold runs the clients until ctx ends and returns how long they ran.
+func (l *loader) hold(ctx context.Context) time.Duration {
 	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, c.duration)
-	defer cancel()
 	var wg sync.WaitGroup
-	for range c.clients {
-		wg.Go(func() { l.client(runCtx) })
+	for range l.cfg.clients {
+		wg.Go(func() { l.client(ctx) })
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	l.report(stdout, elapsed)
-	return l.settle(ctx, stdout)
+	return time.Since(start)
+}
+
+// close stops the webhook receiver, with its connections, and closes the loader's idle ones.
+func (l *loader) close() {
+	_ = l.hook.Close()
+	l.http.CloseIdleConnections()
 }
 
 type loader struct {
 	cfg     loadConfig
 	http    *http.Client
+	hook    *http.Server
 	project string
 	bot     string
 	deals   []string
@@ -94,7 +116,9 @@ type loader struct {
 
 	sources    sync.Map     // source id -> struct{}: created under load
 	values     atomic.Int64 // deal values, each new, so every update changes its deal
-	updates    atomic.Int64
+	updates    sync.Map     // value -> deal id: deal updates the service accepted
+	chats      sync.Map     // chat id -> *atomic.Int64: messages the service accepted into it
+	delivered  sync.Map     // value -> struct{}: deal values a webhook delivery carried
 	deliveries atomic.Int64
 }
 
@@ -176,7 +200,14 @@ func (l *loader) receiver() (*http.Server, error) {
 	}
 	l.cfg.hookAddr = ln.Addr().String()
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		var ev struct {
+			Data struct{ Value float64 }
+		}
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		l.delivered.Store(int64(ev.Data.Value), struct{}{})
 		l.deliveries.Add(1)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -269,17 +300,19 @@ func (l *loader) do(ctx context.Context, op string, chatID *string) (string, err
 			}
 		}
 		failure, err := l.call(ctx, "POST", "/v1/bot/chat", l.scope(body), &out)
-		if err == nil && *chatID == "" {
+		if err == nil {
 			*chatID = out.Chat.ChatID
+			n, _ := l.chats.LoadOrStore(out.Chat.ChatID, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
 		}
 		return failure, err
 	case "history":
 		return l.call(ctx, "GET", "/v1/bot/chat/read?"+l.query(url.Values{"chat_id": {*chatID}, "per_page": {"20"}}), nil, nil)
 	case "deal_update":
-		id := l.deals[rand.IntN(len(l.deals))]
-		failure, err := l.call(ctx, "PUT", "/v1/bot/crm/deals/"+id, l.scope(map[string]any{"value": 1000 + l.values.Add(1)}), nil)
+		id, value := l.deals[rand.IntN(len(l.deals))], 1000+l.values.Add(1)
+		failure, err := l.call(ctx, "PUT", "/v1/bot/crm/deals/"+id, l.scope(map[string]any{"value": value}), nil)
 		if err == nil {
-			l.updates.Add(1)
+			l.updates.Store(value, id)
 		}
 		return failure, err
 	case "search":
@@ -342,17 +375,19 @@ func percentiles(lat []time.Duration) string {
 	return at(0.50) + " | " + at(0.95) + " | " + at(0.99) + " | " + at(1)
 }
 
-// settle waits (up to a minute) for the work the load queued: every source created under load
-// ingested, and a webhook delivered for every deal update; it fails when that does not happen.
-func (l *loader) settle(ctx context.Context, w io.Writer) error {
+// settle waits (up to within) for the work the load queued: every source created under load
+// ingested, and every deal update the service accepted delivered by the workflow's webhook; it
+// fails when that does not happen.
+func (l *loader) settle(ctx context.Context, w io.Writer, within time.Duration) error {
 	start := time.Now()
-	deadline := start.Add(time.Minute)
+	deadline := start.Add(within)
 	for {
-		pending, failed := 0, 0
+		var pending []string
+		failed := 0
 		l.sources.Range(func(id, _ any) bool {
 			var out struct{ Source struct{ Status string } }
 			if _, err := l.call(ctx, "GET", "/v1/bot/source/read?"+l.query(url.Values{"source_id": {id.(string)}}), nil, &out); err != nil {
-				pending++
+				pending = append(pending, id.(string))
 				return true
 			}
 			switch out.Source.Status {
@@ -362,20 +397,28 @@ func (l *loader) settle(ctx context.Context, w io.Writer) error {
 				failed++
 				l.sources.Delete(id)
 			default:
-				pending++
+				pending = append(pending, id.(string))
 			}
 			return true
 		})
-		updates, delivered := l.updates.Load(), l.deliveries.Load()
+		updates, undelivered := 0, 0
+		l.updates.Range(func(value, _ any) bool {
+			updates++
+			if _, ok := l.delivered.Load(value); !ok {
+				undelivered++
+			}
+			return true
+		})
 		if failed > 0 {
 			return fmt.Errorf("load: %d sources failed to ingest", failed)
 		}
-		if pending == 0 && delivered >= updates {
-			fmt.Fprintf(w, "settled in %s: every source ingested; %d webhooks for %d deal updates\n", time.Since(start).Round(time.Millisecond), delivered, updates)
+		if len(pending) == 0 && undelivered == 0 {
+			fmt.Fprintf(w, "settled in %s: every source ingested; %d webhooks delivered the %d deal updates\n", time.Since(start).Round(time.Millisecond), l.deliveries.Load(), updates)
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("load: not settled after a minute: %d sources still ingesting, %d webhooks for %d deal updates", pending, delivered, updates)
+			return fmt.Errorf("load: not settled after %s: %d sources still ingesting %v, %d of %d deal updates not delivered by a webhook",
+				within, len(pending), pending[:min(len(pending), 5)], undelivered, updates)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

@@ -57,7 +57,7 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 		o.maxPages = 20
 	}
 	fetch := safehttp.New(safehttp.Options{AllowPrivate: !o.guarded, Timeout: o.fetchTimeout, MaxBytes: o.maxBytes})
-	ing := sources.NewIngester(store.NewSources(b.db), b.outbox, fetch, o.embed, o.maxPages, b.log)
+	ing := sources.NewIngester(store.NewSources(b.db), b.outbox, fetch, o.embed, o.maxPages, b.log, func(string, int) {})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

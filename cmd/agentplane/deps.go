@@ -281,7 +281,7 @@ func (d *deps) ingester() (*sources.Ingester, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sources.NewIngester(store.NewSources(d.db), ev, d.fetch, d.embedder(), d.cfg.CrawlMaxPages, d.log.With("component", "ingest")), nil
+	return sources.NewIngester(store.NewSources(d.db), ev, d.fetch, d.embedder(), d.cfg.CrawlMaxPages, d.log.With("component", "ingest"), d.metrics.Ingested), nil
 }
 
 // planner is the scheduler's part of memory sources.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,7 +29,10 @@ func TestLoad(t *testing.T) {
 	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(created.String())[1]
 	api := start(t, env, "api")
 	addr := waitFor(t, api.stderr, listening, api)[1]
-	start(t, env, "worker")
+	workerEnv := maps.Clone(env)
+	workerEnv["AGENTPLANE_METRICS_ADDR"] = "127.0.0.1:0"
+	w := start(t, workerEnv, "worker")
+	ops := waitFor(t, w.stderr, opsListening, w)[1]
 	start(t, env, "scheduler")
 
 	var out bytes.Buffer
@@ -46,5 +51,12 @@ func TestLoad(t *testing.T) {
 	}
 	if regexp.MustCompile(`\| all \| 0 \|`).MatchString(report) {
 		t.Errorf("no request was made:\n%s", report)
+	}
+	// The worker counted the text it ingested: five notes of the setup at least.
+	metricsUntil(t, ops, `agentplane_ingested_bytes_total{type="text"} `)
+	_, metrics := get(t, "http://"+ops+"/metrics")
+	m := regexp.MustCompile(`agentplane_ingested_bytes_total\{type="text"\} (\S+)`).FindStringSubmatch(metrics)
+	if n, _ := strconv.ParseFloat(m[1], 64); n < float64(5*len(loadText(0))-50) {
+		t.Errorf("ingested %v bytes of text, want at least those of the five notes", n)
 	}
 }

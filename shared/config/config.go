@@ -43,7 +43,7 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
-	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long is ingested again by the reconciler."},
+	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler (one whose task could not be queued is queued again after a minute)."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
 	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
 	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` and their probes at `/healthz` and `/readyz` (e.g. `:9090`); the `api` and `dev` roles serve all three on `AGENTPLANE_HTTP_ADDR`."},

@@ -28,6 +28,7 @@ type Metrics struct {
 	events       *prometheus.CounterVec
 	eventLag     prometheus.Histogram
 	outbox       prometheus.Gauge
+	ingested     *prometheus.CounterVec
 }
 
 // New returns the metrics of a process.
@@ -55,8 +56,10 @@ func New() *Metrics {
 			Help: "Time from a domain event's change to its consumption by the workflow triggers.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 14)}),
 		outbox: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentplane_outbox_backlog",
 			Help: "Events the outbox relay found still unpublished in their documents at its last pass (after publishing what it could)."}),
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
+			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.ingested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
@@ -93,6 +96,9 @@ func (m *Metrics) Event(typ string, occurred time.Time) {
 	m.events.WithLabelValues(typ).Inc()
 	m.eventLag.Observe(time.Since(occurred).Seconds())
 }
+
+// Ingested records n bytes of text read from a source of type typ.
+func (m *Metrics) Ingested(typ string, n int) { m.ingested.WithLabelValues(typ).Add(float64(n)) }
 
 // OutboxBacklog records how many events the outbox relay left unpublished.
 func (m *Metrics) OutboxBacklog(n int) { m.outbox.Set(float64(n)) }

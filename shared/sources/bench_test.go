@@ -60,7 +60,7 @@ func BenchmarkIngest(b *testing.B) {
 		repo := store.NewSources(db)
 		ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log)
 		svc := sources.NewService(repo, ev, queue{}, 1<<20, log)
-		ing := sources.NewIngester(repo, ev, safehttp.New(safehttp.Options{}), nil, 1, log)
+		ing := sources.NewIngester(repo, ev, safehttp.New(safehttp.Options{}), nil, 1, log, func(string, int) {})
 		b.SetBytes(int64(len(content)))
 		for i := range b.N {
 			src, err := svc.Create(ctx, "p", "b", sources.Input{Title: new("spec"), Type: new("text"), Source: new(strings.Repeat(" ", i%2) + content)})

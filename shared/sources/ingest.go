@@ -40,12 +40,15 @@ type Ingester struct {
 	maxPages int
 	log      *slog.Logger
 	now      func() time.Time
+	// ingested is told of the text each ingestion read (the workers' metrics).
+	ingested func(typ string, bytes int)
 }
 
 // NewIngester returns the ingester. Every fetch goes through fetch; embed may be nil; a url
-// source crawls at most maxPages pages.
-func NewIngester(repo Repo, events *outbox.Dispatcher, fetch *safehttp.Client, embed memory.Embedder, maxPages int, log *slog.Logger) *Ingester {
-	return &Ingester{repo: repo, events: events, fetch: fetch, embed: embed, maxPages: maxPages, log: log,
+// source crawls at most maxPages pages; ingested is called with the bytes of text each
+// ingestion read, by source type.
+func NewIngester(repo Repo, events *outbox.Dispatcher, fetch *safehttp.Client, embed memory.Embedder, maxPages int, log *slog.Logger, ingested func(typ string, bytes int)) *Ingester {
+	return &Ingester{repo: repo, events: events, fetch: fetch, embed: embed, maxPages: maxPages, log: log, ingested: ingested,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -83,6 +86,11 @@ func (g *Ingester) Ingest(ctx context.Context, t IngestTask, final bool) error {
 		}
 		return err
 	}
+	n := 0
+	for _, p := range pages {
+		n += len(p.text)
+	}
+	g.ingested(src.Type, n)
 	return g.index(ctx, src, t.Gen, pages)
 }
 

@@ -395,11 +395,12 @@ func TestChatStreamDisconnect(t *testing.T) {
 	b := setup(t, withProvider(fake.URL))
 	a := b.chatBot(t, map[string]any{"provider_key": "k"})
 	// The embedded store runs in this process: the connections the driver opens meanwhile are
-	// served by goroutines of its own, which are not the stream's.
+	// served by goroutines of its own (FerretDB's and its proxy's), which are not the stream's.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/FerretDB/FerretDB/internal/clientconn.acceptLoop.func1"),
 		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/clientconn.(*conn).run.func2"),
-		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"))
+		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"),
+		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devstack.(*serializer).serve"))
 	fake.Set(providertest.Behavior{Reply: "one two three four five six seven eight nine ten", ChunkDelay: 150 * time.Millisecond})
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,12 +14,14 @@ import (
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
 
-// Mongo is an embedded MongoDB-wire-compatible store: FerretDB on SQLite, listening on loopback.
+// Mongo is an embedded MongoDB-wire-compatible store: FerretDB on SQLite, listening on loopback
+// behind a proxy that makes its updates of a document atomic (serializer).
 type Mongo struct {
-	URI  string
-	dir  string
-	stop context.CancelFunc
-	done chan struct{}
+	URI   string
+	dir   string
+	stop  context.CancelFunc
+	done  chan struct{}
+	proxy *serializer
 }
 
 // sqlitePragmas are the SQLite settings of the embedded store, besides FerretDB's own
@@ -29,8 +32,8 @@ type Mongo struct {
 // BenchmarkChat at 16 clients, the p99 fell from 1.3 s to 0.38 s (docs/BENCHMARKS.md).
 const sqlitePragmas = "_pragma=synchronous(normal)"
 
-// StartMongo starts FerretDB with its SQLite backend keeping data under dir, listening on addr
-// (for example "127.0.0.1:0" for a free port).
+// StartMongo starts FerretDB with its SQLite backend keeping data under dir, reached at addr
+// (for example "127.0.0.1:0" for a free port) through the serializer.
 func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mongo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -40,7 +43,7 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 		return nil, fmt.Errorf("mongo data dir: %w", err)
 	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/?" + sqlitePragmas,
@@ -54,7 +57,18 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 		defer close(m.done)
 		_ = f.Run(runCtx)
 	}()
-	m.URI = f.MongoDBURI()
+	backend, err := url.Parse(f.MongoDBURI())
+	if err != nil {
+		cancel()
+		<-m.done
+		return nil, fmt.Errorf("embedded mongo: %w", err)
+	}
+	if m.proxy, err = startSerializer(addr, backend.Host); err != nil {
+		cancel()
+		<-m.done
+		return nil, err
+	}
+	m.URI = "mongodb://" + m.proxy.ln.Addr().String() + "/"
 	return m, nil
 }
 
@@ -94,6 +108,7 @@ func (m *Mongo) IndexIDs(ctx context.Context, database string) error {
 
 // Close stops the store and waits until its files are closed, at most until ctx ends.
 func (m *Mongo) Close(ctx context.Context) error {
+	m.proxy.close()
 	m.stop()
 	select {
 	case <-m.done:

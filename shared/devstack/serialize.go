@@ -1,0 +1,171 @@
+package devstack
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// serializer is a MongoDB wire-protocol proxy in front of FerretDB that runs the commands which
+// read a document and write it back (update, findAndModify) one at a time, across every
+// connection. FerretDB 1.24 runs them as a query followed by an unconditional write by _id, so
+// two at once on one document lose one of the changes ($inc, $push, a compare-and-set on a
+// revision), where MongoDB applies each atomically. The store's code relies on MongoDB's
+// guarantee; through the proxy the embedded store gives it too.
+type serializer struct {
+	ln      net.Listener
+	backend string
+	writes  sync.Mutex
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// serialized are the commands that read and rewrite documents.
+var serialized = map[string]bool{"update": true, "findAndModify": true, "findandmodify": true}
+
+func startSerializer(addr, backend string) (*serializer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded mongo: listen %s: %w", addr, err)
+	}
+	s := &serializer{ln: ln, backend: backend, conns: map[net.Conn]struct{}{}}
+	s.wg.Go(s.accept)
+	return s, nil
+}
+
+func (s *serializer) accept() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Go(func() { s.serve(c) })
+	}
+}
+
+// track adds c to the open connections, or closes it when the proxy is closing (ok false).
+func (s *serializer) track(c net.Conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.conns, c)
+		return true
+	}
+	if s.conns == nil {
+		_ = c.Close()
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// serve relays the requests of client to a connection of its own to FerretDB, each followed by
+// its reply: the driver waits for a reply before it sends the next request on a connection.
+func (s *serializer) serve(client net.Conn) {
+	if !s.track(client, true) {
+		return
+	}
+	defer s.track(client, false)
+	defer client.Close()
+	server, err := net.Dial("tcp", s.backend)
+	if err != nil {
+		return
+	}
+	if !s.track(server, true) {
+		return
+	}
+	defer s.track(server, false)
+	defer server.Close()
+	for {
+		req, err := readMessage(client)
+		if err != nil {
+			return
+		}
+		if err := s.roundTrip(server, client, req); err != nil {
+			return
+		}
+	}
+}
+
+func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
+	if serialized[commandName(req)] {
+		s.writes.Lock()
+		defer s.writes.Unlock()
+	}
+	if _, err := server.Write(req); err != nil {
+		return err
+	}
+	if moreToCome(req) {
+		return nil // the client asked for no reply
+	}
+	res, err := readMessage(server)
+	if err != nil {
+		return err
+	}
+	_, err = client.Write(res)
+	return err
+}
+
+// close stops accepting, closes every connection and waits for the relays to end.
+func (s *serializer) close() {
+	_ = s.ln.Close()
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.Close()
+	}
+	s.wg.Wait()
+}
+
+// maxMessage is MongoDB's largest wire message (48 MB).
+const maxMessage = 48 << 20
+
+// opMsg is the opcode of OP_MSG, the only message modern drivers send (uncompressed: the
+// service configures no wire compression).
+const opMsg = 2013
+
+// readMessage reads one wire message: its 16-byte header (length first) and body.
+func readMessage(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(size[:])
+	if n < 16 || n > maxMessage {
+		return nil, errors.New("embedded mongo: bad message length")
+	}
+	msg := make([]byte, n)
+	copy(msg, size[:])
+	_, err := io.ReadFull(r, msg[4:])
+	return msg, err
+}
+
+// commandName is the name of an OP_MSG's command: the first key of its body section, or "".
+func commandName(msg []byte) string {
+	if len(msg) < 25 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || msg[20] != 0 {
+		return ""
+	}
+	n := int(binary.LittleEndian.Uint32(msg[21:25]))
+	if n < 5 || 21+n > len(msg) {
+		return ""
+	}
+	el, err := bson.Raw(msg[21 : 21+n]).IndexErr(0)
+	if err != nil {
+		return ""
+	}
+	return el.Key()
+}
+
+// moreToCome reports whether an OP_MSG's sender expects no reply.
+func moreToCome(msg []byte) bool {
+	return len(msg) >= 20 && binary.LittleEndian.Uint32(msg[12:16]) == opMsg && binary.LittleEndian.Uint32(msg[16:20])&2 != 0
+}

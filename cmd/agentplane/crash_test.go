@@ -28,7 +28,8 @@ import (
 )
 
 // spawn starts the service as a separate process with env and args; the test may kill it.
-// When the test fails, the end of the process's log is in the test's output.
+// When the test fails, the end of the process's log is in the test's output; with
+// AGENTPLANE_TEST_LOGS naming a directory, every process's whole log is kept there.
 func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -38,6 +39,14 @@ func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 	}
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &logs
+	if dir := os.Getenv("AGENTPLANE_TEST_LOGS"); dir != "" {
+		f, err := os.CreateTemp(dir, strings.ReplaceAll(args, " ", "-")+"-*.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		cmd.Stderr = io.MultiWriter(&logs, f)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -157,8 +158,27 @@ func wrap(err error, resource string) error {
 	case mongo.IsDuplicateKeyError(err):
 		return &apperr.Error{Kind: apperr.Conflict, Code: resource + "_exists", Message: resource + " already exists", Err: err}
 	case mongo.IsNetworkError(err), mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &topology.ServerSelectionError{}), errors.Is(err, mongo.ErrClientDisconnected):
+		errors.As(err, &topology.ServerSelectionError{}), errors.Is(err, mongo.ErrClientDisconnected), transient(err):
 		return apperr.Unavailablef("mongodb", err)
 	}
 	return err
+}
+
+// transientCodes are the server errors of a deployment that is shutting down, stepping down or
+// electing a primary (HostUnreachable, HostNotFound, NetworkTimeout, ShutdownInProgress,
+// PrimarySteppedDown, SocketException, NotWritablePrimary, InterruptedAtShutdown,
+// InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary): the same
+// request succeeds once it is over. The driver retries a write once on them; what is left after
+// that is the dependency being down, not a fault of the request.
+var transientCodes = []int{6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436}
+
+func transient(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.HasErrorLabel("RetryableWriteError") {
+		return true
+	}
+	return slices.ContainsFunc(transientCodes, se.HasErrorCode)
 }

@@ -12,15 +12,16 @@ import (
 )
 
 // serializer is a MongoDB wire-protocol proxy in front of FerretDB that runs the commands which
-// read a document and write it back (update, findAndModify) one at a time, across every
-// connection. FerretDB 1.24 runs them as a query followed by an unconditional write by _id, so
+// read a document and write it back (update, findAndModify) one at a time per collection, across
+// every connection. FerretDB 1.24 runs them as a query followed by an unconditional write by _id, so
 // two at once on one document lose one of the changes ($inc, $push, a compare-and-set on a
 // revision), where MongoDB applies each atomically. The store's code relies on MongoDB's
 // guarantee; through the proxy the embedded store gives it too.
 type serializer struct {
 	ln      net.Listener
 	backend string
-	writes  sync.Mutex
+
+	locks sync.Map // "database.collection" -> *sync.Mutex: one update at a time per collection
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -95,9 +96,10 @@ func (s *serializer) serve(client net.Conn) {
 }
 
 func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
-	if serialized[commandName(req)] {
-		s.writes.Lock()
-		defer s.writes.Unlock()
+	if cmd, coll := command(req); serialized[cmd] {
+		l, _ := s.locks.LoadOrStore(coll, &sync.Mutex{})
+		l.(*sync.Mutex).Lock()
+		defer l.(*sync.Mutex).Unlock()
 	}
 	if _, err := server.Write(req); err != nil {
 		return err
@@ -149,20 +151,24 @@ func readMessage(r io.Reader) ([]byte, error) {
 	return msg, err
 }
 
-// commandName is the name of an OP_MSG's command: the first key of its body section, or "".
-func commandName(msg []byte) string {
+// command is the name of an OP_MSG's command (the first key of its body section) and the
+// "database.collection" it names, or "" when msg is not an OP_MSG.
+func command(msg []byte) (name, collection string) {
 	if len(msg) < 25 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || msg[20] != 0 {
-		return ""
+		return "", ""
 	}
 	n := int(binary.LittleEndian.Uint32(msg[21:25]))
 	if n < 5 || 21+n > len(msg) {
-		return ""
+		return "", ""
 	}
-	el, err := bson.Raw(msg[21 : 21+n]).IndexErr(0)
+	body := bson.Raw(msg[21 : 21+n])
+	el, err := body.IndexErr(0)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	return el.Key()
+	coll, _ := el.Value().StringValueOK()
+	db, _ := body.Lookup("$db").StringValueOK()
+	return el.Key(), db + "." + coll
 }
 
 // moreToCome reports whether an OP_MSG's sender expects no reply.

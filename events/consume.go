@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/tracing"
 )
 
 // Handler handles one event. Returning nil acknowledges it; an error redelivers it after a
@@ -100,7 +101,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg, h Handler, ret
 	}
 	ctx, span := startSpan(otel.GetTextMapPropagator().Extract(ctx, headerCarrier(msg.Headers())), "process", trace.SpanKindConsumer, ev, msg.Subject())
 	err := h(ctx, ev)
-	endSpan(span, err)
+	tracing.End(span, err)
 	switch {
 	case err == nil:
 		_ = msg.Ack()

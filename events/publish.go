@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/tracing"
 )
 
 // ErrDisconnected is returned by Publish while NATS is unreachable; the event stays in its
@@ -56,7 +57,7 @@ func (p *Publisher) Publish(ctx context.Context, ev outbox.Event) error {
 	ctx, span := startSpan(otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(ev.Trace)), "publish", trace.SpanKindProducer, ev, msg.Subject)
 	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(msg.Header))
 	_, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
-	endSpan(span, err)
+	tracing.End(span, err)
 	if err != nil {
 		return fmt.Errorf("events: publish %s: %w", ev.Type, err)
 	}

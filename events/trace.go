@@ -6,7 +6,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
@@ -44,13 +43,4 @@ func startSpan(parent context.Context, op string, kind trace.SpanKind, ev outbox
 		semconv.MessagingMessageID(ev.ID),
 		attribute.String("agentplane.event.type", ev.Type),
 	))
-}
-
-// endSpan ends span, marking it failed by err.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
+	"github.com/agentplane/agentplane/shared/tracing"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -137,7 +137,7 @@ func mux(d Deps) *asynq.ServeMux {
 // traced runs each task in a span named after its type, a child of the trace context its
 // enqueuer put in the task's headers.
 func traced(h asynq.Handler) asynq.Handler {
-	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) (err error) {
 		id, _ := asynq.GetTaskID(ctx)
 		queue, _ := asynq.GetQueueName(ctx)
 		retried, _ := asynq.GetRetryCount(ctx)
@@ -147,13 +147,8 @@ func traced(h asynq.Handler) asynq.Handler {
 				attribute.String("asynq.task.id", id),
 				attribute.String("asynq.queue", queue),
 				attribute.Int("asynq.task.retried", retried)))
-		defer span.End()
-		err := h.ProcessTask(ctx, t)
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-		return err
+		defer func() { tracing.End(span, err) }()
+		return h.ProcessTask(ctx, t)
 	})
 }
 

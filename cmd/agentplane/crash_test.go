@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,11 +79,7 @@ func TestWorkerKilledDuringIngestion(t *testing.T) {
 
 	env := serviceEnv(t)
 	env["AGENTPLANE_ALLOW_PRIVATE_NETWORKS"] = "true"
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]
+	key := createAccount(t, env)
 	api := start(t, env, "api")
 	c := apitest.Dial(t, "http://"+waitFor(t, api.stderr, listening, api)[1])
 	do := func(method, path string, body any) map[string]any {
@@ -149,11 +144,7 @@ func newAgentService(t *testing.T, fake *providertest.Server, env map[string]str
 func newAgentServiceOnly(t *testing.T, fake *providertest.Server, env map[string]string) *agentService {
 	t.Helper()
 	env["AGENTPLANE_PROVIDER_URL"] = fake.URL
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	return &agentService{t: t, env: env, key: regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]}
+	return &agentService{t: t, env: env, key: createAccount(t, env)}
 }
 
 // dial sends the requests that follow to the API at addr.
@@ -337,20 +328,26 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitHealthy waits until the API at addr answers /healthz.
+// waitHealthy waits until the process at addr answers /healthz.
 func waitHealthy(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	waitStatus(t, "http://"+addr+"/healthz", http.StatusOK, time.Minute)
+}
+
+// waitStatus waits (up to within) until a GET of url answers status.
+func waitStatus(t *testing.T, url string, status int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		res, err := http.Get("http://" + addr + "/healthz")
+		res, err := http.Get(url)
 		if err == nil {
 			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
+			if res.StatusCode == status {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the API at %s never became healthy: %v", addr, err)
+			t.Fatalf("%s never answered %d: %v", url, status, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,13 +27,13 @@ var heavyFaults = flag.Bool("faults.heavy", false, "the fault suite's heavier va
 // starts again on the same ports and data: Redis with its append-only file, NATS with JetStream
 // on disk, and the embedded store.
 type faultStack struct {
-	t                          *testing.T
-	dir                        string
-	redis                      *devstack.Redis
-	nats                       *devstack.NATS
-	mongo                      *devstack.Mongo
-	redisPort, natsPort        int
-	mongoAddr, redisURL, natsU string
+	t                   *testing.T
+	dir                 string
+	redis               *devstack.Redis
+	nats                *devstack.NATS
+	mongo               *devstack.Mongo
+	redisPort, natsPort int
+	mongoAddr           string
 }
 
 func newFaultStack(t *testing.T) *faultStack {
@@ -47,13 +44,12 @@ func newFaultStack(t *testing.T) *faultStack {
 	if s.redis, err = devstack.StartRedisServer(ctx, filepath.Join(s.dir, "redis"), 0, true); err != nil {
 		t.Fatal(err)
 	}
-	s.redisURL = s.redis.URL
-	u, _ := url.Parse(s.redisURL)
+	u, _ := url.Parse(s.redis.URL)
 	s.redisPort, _ = strconv.Atoi(u.Port())
 	if s.nats, err = devstack.StartNATS(filepath.Join(s.dir, "nats"), 0); err != nil {
 		t.Fatal(err)
 	}
-	s.natsU, s.natsPort = s.nats.URL, s.nats.Port()
+	s.natsPort = s.nats.Port()
 	if s.mongo, err = devstack.StartMongo(ctx, filepath.Join(s.dir, "mongo"), "127.0.0.1:0", quietLog()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +69,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 func (s *faultStack) env() map[string]string {
 	return map[string]string{
 		"AGENTPLANE_MONGO_URI": s.mongo.URI, "AGENTPLANE_MONGO_DATABASE": "faults",
-		"AGENTPLANE_REDIS_URL": s.redisURL, "AGENTPLANE_NATS_URL": s.natsU,
+		"AGENTPLANE_REDIS_URL": s.redis.URL, "AGENTPLANE_NATS_URL": s.nats.URL,
 		"AGENTPLANE_QUEUE": testenv.NewName(), "AGENTPLANE_ALLOW_PRIVATE_NETWORKS": "true", "AGENTPLANE_RATE_LIMIT": "0",
 		"AGENTPLANE_RUN_WAIT": "5s", "AGENTPLANE_RUN_LEASE": "10s", "AGENTPLANE_SHUTDOWN_TIMEOUT": "2s",
 	}
@@ -136,11 +132,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	if err := stack.mongo.IndexIDs(context.Background(), env["AGENTPLANE_MONGO_DATABASE"]); err != nil {
 		t.Fatal(err)
 	}
-	var created bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "faults"}, getenv, &created, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(created.String())[1]
+	key := createAccount(t, env)
 
 	apiEnv := maps.Clone(env)
 	apiEnv["AGENTPLANE_HTTP_ADDR"] = freeAddr(t)
@@ -186,11 +178,11 @@ func TestFaultsUnderLoad(t *testing.T) {
 			downAt = append(downAt, time.Now())
 			f.stop()
 			if f.down {
-				waitReady(t, base, http.StatusServiceUnavailable)
+				waitStatus(t, base+"/readyz", http.StatusServiceUnavailable, 30*time.Second)
 			}
 			time.Sleep(outage)
 			f.start()
-			waitReady(t, base, http.StatusOK)
+			waitStatus(t, base+"/readyz", http.StatusOK, 30*time.Second)
 			t.Logf("%s: back", f.name)
 		}
 	}
@@ -216,25 +208,6 @@ func TestFaultsUnderLoad(t *testing.T) {
 	l.close()
 	for role, addr := range map[string]string{"api": base, "worker": "http://" + survivorEnv["AGENTPLANE_METRICS_ADDR"]} {
 		waitGoroutines(t, role, addr, before[role])
-	}
-}
-
-// waitReady waits until the API's /readyz answers status.
-func waitReady(t *testing.T, base string, status int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == status {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never answered %d: %v", status, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -328,15 +301,9 @@ func checkChatsKept(t *testing.T, l *loader) {
 // goroutines reads go_goroutines from the metrics at base.
 func goroutines(t *testing.T, base string) int {
 	t.Helper()
-	res, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+	_, body := get(t, base+"/metrics")
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go_goroutines "); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)

@@ -22,11 +22,7 @@ func TestLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var created bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "load"}, getenv, &created, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(created.String())[1]
+	key := createAccount(t, env)
 	api := start(t, env, "api")
 	addr := waitFor(t, api.stderr, listening, api)[1]
 	workerEnv := maps.Clone(env)

@@ -103,6 +103,20 @@ func (p *program) stop(t *testing.T) {
 	}
 }
 
+// createAccount creates an account with the CLI on the service of env and returns its API key.
+func createAccount(t *testing.T, env map[string]string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	m := bannerKey.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no key printed: %s", out.String())
+	}
+	return m[1]
+}
+
 var (
 	bannerKey     = regexp.MustCompile(`API key\s+(ap_\S+)`)
 	bannerBase    = regexp.MustCompile(`base URL\s+(\S+)/v1`)
@@ -220,11 +234,7 @@ func TestAccountsCreateAndAPIRole(t *testing.T) {
 // On shutdown the API stops accepting and finishes the requests in flight.
 func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	env := serviceEnv(t)
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]
+	key := createAccount(t, env)
 	p := start(t, env, "api")
 	addr := waitFor(t, p.stderr, listening, p)[1]
 

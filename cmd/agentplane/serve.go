@@ -29,7 +29,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	_, stopTracing, err := tracing.Setup(ctx, tracing.Config{Endpoint: cfg.TraceEndpoint, Role: role, Ratio: cfg.TraceRatio, Logger: log.With("component", "tracing")})
+	stopTracing, err := tracing.Setup(ctx, tracing.Config{Endpoint: cfg.TraceEndpoint, Role: role, Ratio: cfg.TraceRatio, Logger: log.With("component", "tracing")})
 	if err != nil {
 		return err
 	}

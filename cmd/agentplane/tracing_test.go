@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,11 +39,7 @@ func TestTraceFromRequestToWebhook(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "acme"}, getenv, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`API key\s+(ap_\S+)`).FindStringSubmatch(out.String())[1]
+	key := createAccount(t, env)
 	api := start(t, env, "api")
 	c := apitest.Dial(t, "http://"+waitFor(t, api.stderr, listening, api)[1])
 	do := func(method, path string, body any, header map[string]string) map[string]any {

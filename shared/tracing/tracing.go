@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -42,22 +43,21 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Setup installs the propagator and the tracer provider of cfg and returns the provider and
-// its shutdown, which flushes the spans not yet exported; export errors go to cfg.Logger. With
+// Setup installs the propagator and the tracer provider of cfg as the process's global ones and
+// returns the provider's shutdown, which flushes the spans not yet exported; export errors go to cfg.Logger. With
 // no endpoint the provider is a no-op one: no span is recorded and nothing is exported, while
 // trace context that arrives with a request still travels on to the tasks, events and webhooks
 // it causes.
-func Setup(ctx context.Context, cfg Config) (trace.TracerProvider, func(context.Context) error, error) {
+func Setup(ctx context.Context, cfg Config) (func(context.Context) error, error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	if cfg.Endpoint == "" {
-		tp := noop.NewTracerProvider()
-		otel.SetTracerProvider(tp)
-		return tp, func(context.Context) error { return nil }, nil
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		return func(context.Context) error { return nil }, nil
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { cfg.Logger.Warn("tracing", "error", err) }))
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(cfg.Endpoint)))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(redacting{exp}),
@@ -65,7 +65,16 @@ func Setup(ctx context.Context, cfg Config) (trace.TracerProvider, func(context.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.Ratio))),
 	)
 	otel.SetTracerProvider(tp)
-	return tp, tp.Shutdown, nil
+	return tp.Shutdown, nil
+}
+
+// End ends span, marking it failed by err when err is not nil.
+func End(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // tracesURL is where an OTLP/HTTP receiver at base takes spans.

@@ -51,14 +51,10 @@ func (s *serializer) accept() {
 	}
 }
 
-// track adds c to the open connections, or closes it when the proxy is closing (ok false).
-func (s *serializer) track(c net.Conn, add bool) bool {
+// add tracks c among the open connections, or closes it when the proxy is closing (false).
+func (s *serializer) add(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !add {
-		delete(s.conns, c)
-		return true
-	}
 	if s.conns == nil {
 		_ = c.Close()
 		return false
@@ -67,23 +63,26 @@ func (s *serializer) track(c net.Conn, add bool) bool {
 	return true
 }
 
+// remove closes c and stops tracking it.
+func (s *serializer) remove(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
 // serve relays the requests of client to a connection of its own to FerretDB, each followed by
 // its reply: the driver waits for a reply before it sends the next request on a connection.
 func (s *serializer) serve(client net.Conn) {
-	if !s.track(client, true) {
+	if !s.add(client) {
 		return
 	}
-	defer s.track(client, false)
-	defer client.Close()
+	defer s.remove(client)
 	server, err := net.Dial("tcp", s.backend)
-	if err != nil {
+	if err != nil || !s.add(server) {
 		return
 	}
-	if !s.track(server, true) {
-		return
-	}
-	defer s.track(server, false)
-	defer server.Close()
+	defer s.remove(server)
 	for {
 		req, err := readMessage(client)
 		if err != nil {

@@ -252,3 +252,60 @@ func TestPipelines(t *testing.T) {
 	}
 	expectEvents(t, b, 13, "pipeline.created", "stage.created", "stage.updated", "stage.deleted", "pipeline.updated", "pipeline.deleted")
 }
+
+// A pipeline's stage names are unique, case-insensitively, and Won and Lost are its closing
+// stages: creating a pipeline, adding a stage or renaming one to a name it has is 409
+// stage_exists naming the field, and nothing is created.
+func TestStageNamesAreUnique(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.chatBot(t, nil)
+	send := func(method, path string, body map[string]any) *apitest.Response {
+		t.Helper()
+		return b.client.Do(apitest.Request{Method: method, Path: path, Key: b.key, Body: a.body(body)})
+	}
+	stages := func(names ...string) []any {
+		var out []any
+		for _, n := range names {
+			out = append(out, map[string]any{"name": n})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name   string
+		stages []any
+		field  string
+	}{
+		{"reserved Won", stages("Intro", "Won"), "stages[1].name"},
+		{"reserved lost in lower case", stages("lost"), "stages[0].name"},
+		{"duplicate", stages("Intro", "Demo", "intro "), "stages[2].name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := send("POST", "/v1/bot/crm/pipelines", map[string]any{"name": tt.name, "stages": tt.stages})
+			expect(t, res, http.StatusConflict, "stage_exists")
+			details := res.JSON(t)["error"].(map[string]any)["details"].([]any)
+			if details[0].(map[string]any)["field"] != tt.field {
+				t.Fatalf("details %v, want the field %s", details, tt.field)
+			}
+		})
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/pipelines?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if n := res.JSON(t)["total"]; n != float64(1) {
+		t.Fatalf("%v pipelines after refused creations, want the default alone", n)
+	}
+
+	res = send("POST", "/v1/bot/crm/pipelines", map[string]any{"name": "Partners", "stages": stages("Intro", "Demo")})
+	expect(t, res, http.StatusOK, "")
+	p := res.JSON(t)["pipeline"].(map[string]any)
+	demo := p["stages"].([]any)[1].(map[string]any)["uuid"].(string)
+	expect(t, send("POST", "/v1/bot/crm/pipelines/stages", map[string]any{"pipeline_id": p["uuid"], "name": "WON"}), http.StatusConflict, "stage_exists")
+	expect(t, send("PUT", "/v1/bot/crm/pipelines/stages/"+demo, map[string]any{"name": "intro"}), http.StatusConflict, "stage_exists")
+	expect(t, send("PUT", "/v1/bot/crm/pipelines/stages/"+demo, map[string]any{"name": "Lost"}), http.StatusConflict, "stage_exists")
+	expect(t, send("PUT", "/v1/bot/crm/pipelines/stages/"+demo, map[string]any{"name": "demo"}), http.StatusOK, "")
+	res = send("POST", "/v1/bot/crm/deals", map[string]any{"title": "Closed", "pipeline_id": p["uuid"], "stage": "Won"})
+	expect(t, res, http.StatusOK, "")
+	if st := res.JSON(t)["deal"].(map[string]any)["stage"].(map[string]any); st["name"] != "Won" || st["pipeline_id"] != p["uuid"] {
+		t.Fatalf("a deal created in stage Won is in %v", st)
+	}
+}

@@ -166,7 +166,7 @@ func relayUntil(t *testing.T, b *bundle, want int) {
 		err error
 	)
 	for range 100 {
-		if n, _, err = b.outbox.RelayOnce(context.Background()); err == nil && n == want {
+		if n, _, _, err = b.outbox.RelayOnce(context.Background(), false); err == nil && n == want {
 			return
 		}
 		waitABit()
@@ -190,7 +190,7 @@ func TestConcurrentUpdates(t *testing.T) {
 		"trigger_type": "manual", "actions": []map[string]any{{"type": "send_message", "params": map[string]any{"message": "x"}}}})})
 	expect(t, res, http.StatusOK, "")
 	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"]
-	const n = 8
+	const n = 32
 	for _, tt := range []struct {
 		event, method, path string
 		body                func(i int) map[string]any

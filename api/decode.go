@@ -8,9 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -20,8 +20,9 @@ import (
 
 // decode reads c's JSON body into dst: strict about syntax and types, lenient about presence.
 // Unknown fields are ignored, null means absent and an empty body is an empty object. The body is
-// read at most up to the configured limit. Keys starting with "$" and NUL characters are
-// refused, so no body can smuggle an operator into a MongoDB document or filter.
+// read at most up to the configured limit. NUL characters are refused. Keys may hold any
+// character but NUL ("$where", "a.b"): typed fields have fixed names and free-form values are
+// stored as JSON text (shared/freeform), so no key of a body becomes a document key or an operator.
 func (s *server) decode(c *gin.Context, dst any) error {
 	r := c.Request
 	if r.ContentLength > s.maxBody {
@@ -31,6 +32,9 @@ func (s *server) decode(c *gin.Context, dst any) error {
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
 			return tooLarge(s.maxBody)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", s.bodyTimeout))
 		}
 		return apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
 	}
@@ -52,9 +56,8 @@ func (s *server) decode(c *gin.Context, dst any) error {
 		return err
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return apperr.Invalidf(jsonPath(te.Field), "must be %s", jsonTypeName(te.Type.Kind().String()))
+		if ferr := apperr.JSONField("", err); ferr != nil {
+			return ferr
 		}
 		return apperr.New(apperr.Malformed, "malformed_json", "The request body is not valid JSON: "+err.Error())
 	}
@@ -109,7 +112,7 @@ func malformed(err error) error {
 	return apperr.New(apperr.Malformed, "malformed_json", msg)
 }
 
-// checkValues walks a decoded body and refuses "$"-prefixed keys and NUL characters.
+// checkValues walks a decoded body and refuses NUL characters in keys and strings.
 func checkValues(path string, v any) error {
 	switch v := v.(type) {
 	case map[string]any:
@@ -117,9 +120,6 @@ func checkValues(path string, v any) error {
 			p := k
 			if path != "" {
 				p = path + "." + k
-			}
-			if strings.HasPrefix(k, "$") {
-				return apperr.Invalidf(p, "keys must not start with \"$\"")
 			}
 			if err := checkValues(p, child); err != nil {
 				return err
@@ -140,35 +140,4 @@ func checkValues(path string, v any) error {
 		}
 	}
 	return nil
-}
-
-// jsonPath turns encoding/json's field path into the body's: the names of embedded structs
-// (capitalised Go type names; JSON names here are snake_case) are not part of the body.
-func jsonPath(field string) string {
-	parts := strings.Split(field, ".")
-	kept := parts[:0]
-	for _, p := range parts {
-		if p != "" && !unicode.IsUpper([]rune(p)[0]) {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, ".")
-}
-
-func jsonTypeName(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
-		return "an integer"
-	case strings.HasPrefix(kind, "float"):
-		return "a number"
-	case kind == "string":
-		return "a string"
-	case kind == "bool":
-		return "a boolean"
-	case kind == "slice", kind == "array":
-		return "an array"
-	case kind == "map", kind == "struct":
-		return "an object"
-	}
-	return "of another type"
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkDecode measures the request decoder (size limit, UTF-8, syntax and trailing-data
-// checks, "$"/NUL walk, typed decode) against plain json.Unmarshal of the same body, the baseline.
+// checks, NUL walk, typed decode) against plain json.Unmarshal of the same body, the baseline.
 func BenchmarkDecode(b *testing.B) {
 	body := []byte(`{"project_id":"p","bot_id":"b","message":"What are your opening hours on public holidays?",` +
 		`"tags":["faq","hours"],"top":5,"stream":false,"reasoning_mode":"standard","source_ids":["s1","s2","s3"]}`)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -22,7 +23,9 @@ func FuzzDecode(f *testing.F) {
 		`{"$where":"1","title":"x"}`, `{"title":"a\u0000b"}`, `[]`, `"x"`, `{"a":1}{"b":2}`, `{"value":1e400}`,
 		`{"title":"Deal","value":"12","contact":{"email":"not an email"},"status":"WON"}`,
 		`{"name":"w","trigger_type":"event","trigger_event":"deal.won","conditions":[{"field":"data.v","operator":"gte","value":"x"}],"actions":[{"type":"webhook","params":{"url":"http://{{"}}]}`,
-		"\xff\xfe", ``, `{"stream":"yes"}`, `{"tags":[1,2]}`,
+		"\xff\xfe", ``, `{"stream":"yes"}`, `{"tags":[1,2]}`, `{"integrations":[{"a.b":1,"$x":{"":"ü"}}]}`,
+		`{"name":"w","trigger_type":"manual","actions":[{"type":"webhook","params":{"url":"http://h","body":"` + strings.Repeat("a", 33<<10) + `"}}]}`,
+		`{"name":"w","trigger_type":"event","trigger_event":"bot.updated","conditions":[{"field":"data.integrations.0","operator":"eq","value":{"a.b":1,"$gt":""}}],"actions":[{"type":"webhook","params":{"url":"http://h","headers":{"X.Y":"1","$X":"2"},"body":{"user.id":"{{data.uuid}}","":"e"}}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

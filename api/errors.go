@@ -35,6 +35,10 @@ func fail(c *gin.Context, err error) {
 		return
 	}
 	status, body, e := errorOf(c, err)
+	if bodyLeft(c) {
+		// Answer at once rather than wait for the rest of a body nobody will read.
+		c.Header("Connection", "close")
+	}
 	if e.Kind == apperr.RateLimited && e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}

@@ -60,6 +60,22 @@ func TestRateLimit(t *testing.T) {
 	expect(t, b.client.Do(apitest.Request{Method: "GET", Path: "/v1/projects", Key: other}), http.StatusOK, "")
 }
 
+// A fresh key's first request has used one request of its budget, whatever the limit.
+func TestRateLimitRemainingOfAFreshKey(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{600, 1000, 7} {
+		t.Run(strconv.Itoa(limit), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, withRateLimit(limit))
+			res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/projects", Key: b.key})
+			expect(t, res, http.StatusOK, "")
+			if got := res.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(limit-1) {
+				t.Fatalf("first request of a fresh key: X-RateLimit-Remaining %s of %d", got, limit)
+			}
+		})
+	}
+}
+
 // When Redis goes down the API answers 503 and serves again once it is back.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()

@@ -64,23 +64,25 @@ const adminToken = "test-admin-token"
 
 // options are what a test may change of the server setup gives it.
 type options struct {
-	rateLimit  int
-	adminToken string
-	redis      *redis.Client
-	nats       *nats.Conn
-	checks     []api.Check
-	embed      memory.Embedder
-	provider   string
-	heartbeat  time.Duration
-	runWait    time.Duration
+	rateLimit   int
+	bodyTimeout time.Duration
+	adminToken  string
+	redis       *redis.Client
+	nats        *nats.Conn
+	checks      []api.Check
+	embed       memory.Embedder
+	provider    string
+	heartbeat   time.Duration
+	runWait     time.Duration
 }
 
 type option func(*options)
 
-func withRateLimit(n int) option       { return func(o *options) { o.rateLimit = n } }
-func withAdminToken(t string) option   { return func(o *options) { o.adminToken = t } }
-func withRedis(r *redis.Client) option { return func(o *options) { o.redis = r } }
-func withChecks(c ...api.Check) option { return func(o *options) { o.checks = c } }
+func withRateLimit(n int) option             { return func(o *options) { o.rateLimit = n } }
+func withBodyTimeout(d time.Duration) option { return func(o *options) { o.bodyTimeout = d } }
+func withAdminToken(t string) option         { return func(o *options) { o.adminToken = t } }
+func withRedis(r *redis.Client) option       { return func(o *options) { o.redis = r } }
+func withChecks(c ...api.Check) option       { return func(o *options) { o.checks = c } }
 
 // withProvider makes the OpenAI-compatible server at baseURL the configured provider.
 func withProvider(baseURL string) option { return func(o *options) { o.provider = baseURL } }
@@ -124,7 +126,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	deals := crm.NewService(store.NewCRM(db), ev, "USD")
 	cal := calendar.NewService(store.NewCalendars(db), ev)
 	cs := chats.NewService(store.NewChats(db), ev, mem, providers, log)
-	q := tasks.NewQueue(asynqClient(t), queue)
+	q := tasks.NewQueue(asynqClient(t), asynqInspector(t), queue)
 	flows := workflows.NewService(store.NewWorkflows(db), ev)
 	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q)
 	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
@@ -151,6 +153,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 		Checks:       o.checks,
 		AdminToken:   o.adminToken,
 		MaxBodyBytes: 1 << 20,
+		BodyTimeout:  o.bodyTimeout,
 		RateLimit:    o.rateLimit,
 	}
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
@@ -172,7 +175,7 @@ func dispatcher(t testing.TB, db *mongo.Database, nc *nats.Conn, log *slog.Logge
 	if err != nil {
 		t.Fatal(err)
 	}
-	return outbox.NewDispatcher(pub, store.NewOutbox(db), log)
+	return outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})
 }
 
 // newTenant creates an account with a key and a project.

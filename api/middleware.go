@@ -2,12 +2,15 @@ package api
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -28,6 +31,7 @@ const (
 	requestIDKey = "request_id"
 	loggerKey    = "logger"
 	principalKey = "principal"
+	bodyKey      = "body"
 )
 
 // traceScope is the instrumentation scope of the API's server spans.
@@ -61,6 +65,59 @@ func traced(c *gin.Context) {
 	if status >= http.StatusInternalServerError {
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
+}
+
+// MaxURL is the longest request URL (path and query) the API reads; a longer one is 414.
+const MaxURL = 16 << 10
+
+// limitURL answers 414 to a URL longer than MaxURL.
+func (s *server) limitURL(c *gin.Context) {
+	if len(c.Request.RequestURI) > MaxURL {
+		fail(c, apperr.New(apperr.URITooLong, "uri_too_long", fmt.Sprintf("The request URL is longer than %d bytes.", MaxURL)))
+		return
+	}
+	c.Next()
+}
+
+// bodyDeadline gives a request's body bodyTimeout to arrive: the connection's read deadline,
+// lifted once the body has been read to its end, so that a stream's answer is not cut. A body
+// nobody read (the request failed first, say without a key) is not waited for: the answer closes
+// the connection (see fail).
+func (s *server) bodyDeadline(c *gin.Context) {
+	if c.Request.ContentLength == 0 || c.Request.Body == nil || c.Request.Body == http.NoBody {
+		c.Next()
+		return
+	}
+	rc := http.NewResponseController(c.Writer)
+	if err := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
+		c.Next()
+		return
+	}
+	b := &deadlineBody{ReadCloser: c.Request.Body, rc: rc}
+	c.Request.Body = b
+	c.Set(bodyKey, b)
+	c.Next()
+}
+
+// deadlineBody is a request body read under a deadline, lifted at its end.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done atomic.Bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done.Swap(true) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// bodyLeft reports whether c's request has a body that was not read to its end.
+func bodyLeft(c *gin.Context) bool {
+	b, ok := c.Get(bodyKey)
+	return ok && !b.(*deadlineBody).done.Load()
 }
 
 // requestID keeps a sane X-Request-ID from the client or makes one, and answers with it. The
@@ -190,6 +247,17 @@ func (s *server) requireAdmin(c *gin.Context) {
 	c.Next()
 }
 
+// remaining is what limit has left after res: the burst less the emission intervals still
+// owed (res.ResetAfter), floored. redis_rate's own count truncates a float that falls just
+// short of a whole number (598 of 600 after one request).
+func remaining(limit redis_rate.Limit, res *redis_rate.Result) int {
+	if res.Allowed == 0 {
+		return 0
+	}
+	interval := limit.Period.Seconds() / float64(limit.Rate)
+	return max(0, int(math.Floor(float64(limit.Burst)-res.ResetAfter.Seconds()/interval+1e-6)))
+}
+
 // rateLimited applies the per-key request limit (GCRA in Redis, shared by every API replica)
 // and reports it in X-RateLimit-* headers.
 func (s *server) rateLimited(c *gin.Context) {
@@ -197,14 +265,15 @@ func (s *server) rateLimited(c *gin.Context) {
 		c.Next()
 		return
 	}
-	res, err := s.limiter.Allow(c, "ratelimit:key:"+principal(c).KeyID, redis_rate.PerMinute(s.rateLimit))
+	limit := redis_rate.PerMinute(s.rateLimit)
+	res, err := s.limiter.Allow(c, "ratelimit:key:"+principal(c).KeyID, limit)
 	if err != nil {
 		fail(c, apperr.Unavailablef("redis", err))
 		return
 	}
 	reset := time.Now().Add(res.ResetAfter)
 	c.Header("X-RateLimit-Limit", strconv.Itoa(s.rateLimit))
-	c.Header("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining(limit, res)))
 	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(reset.UnixMilli())/1000)), 10))
 	if res.Allowed == 0 {
 		retry := int(math.Ceil(res.RetryAfter.Seconds()))

@@ -87,7 +87,7 @@ func (s *server) routes(r *gin.Engine) {
 
 // opsRoutes are the middleware and operational endpoints every role that listens serves.
 func (s *server) opsRoutes(r *gin.Engine) {
-	r.Use(traced, s.requestID, s.accessLog, s.recover)
+	r.Use(traced, s.requestID, s.accessLog, s.recover, s.limitURL, s.bodyDeadline)
 	r.NoRoute(s.notFound)
 	r.NoMethod(s.methodNotAllowed)
 	r.GET("/healthz", s.healthz)

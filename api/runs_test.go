@@ -143,12 +143,18 @@ func TestAgentRun(t *testing.T) {
 	if hist["total"] != float64(2) {
 		t.Fatalf("history %v", hist)
 	}
+	// The worker moves the run to the finished ones just after it answered: wait for the move.
 	byID := bson.D{{Key: "_id", Value: chat["executionId"]}}
-	live, _ := b.db.Collection("executions").CountDocuments(context.Background(), byID)
-	finished, _ := b.db.Collection("executions_finished").CountDocuments(context.Background(), byID)
-	if live != 0 || finished != 1 {
-		t.Fatalf("the finished run is %d times live and %d times finished", live, finished)
+	var live, finished int64
+	for range 200 {
+		live, _ = b.db.Collection("executions").CountDocuments(context.Background(), byID)
+		finished, _ = b.db.Collection("executions_finished").CountDocuments(context.Background(), byID)
+		if live == 0 && finished == 1 {
+			return
+		}
+		waitABit()
 	}
+	t.Fatalf("the finished run is %d times live and %d times finished", live, finished)
 }
 
 // A model that keeps calling tools is stopped at 10 calls, the last of which must answer.

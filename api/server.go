@@ -3,6 +3,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -52,6 +53,8 @@ type Deps struct {
 	AdminToken string
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a request's body takes to arrive (30 s when zero).
+	BodyTimeout time.Duration
 	// RateLimit is requests per minute per API key; 0 is no limit.
 	RateLimit int
 	// Heartbeat spaces the comment lines of event streams.
@@ -85,6 +88,7 @@ type server struct {
 	queues       http.Handler
 	adminToken   string
 	maxBody      int64
+	bodyTimeout  time.Duration
 	rateLimit    int
 }
 
@@ -119,6 +123,7 @@ func NewServer(d Deps) http.Handler {
 		queues:       d.Queues,
 		adminToken:   d.AdminToken,
 		maxBody:      d.MaxBodyBytes,
+		bodyTimeout:  cmp.Or(d.BodyTimeout, 30*time.Second),
 		rateLimit:    d.RateLimit,
 	}
 	r := newEngine()
@@ -141,5 +146,8 @@ func newEngine() *gin.Engine {
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
 	r.RemoveExtraSlash = false
+	// A path that is not a route is 404 with the error body, not an HTML redirect to a near one.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	return r
 }

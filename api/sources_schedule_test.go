@@ -24,7 +24,7 @@ import (
 
 // planner is the scheduler's source planning on the test's queue.
 func (b *bundle) planner(t *testing.T, stuckAfter time.Duration) *sources.Planner {
-	return sources.NewPlanner(store.NewSources(b.db), tasks.NewQueue(asynqClient(t), b.queue), stuckAfter, b.log)
+	return sources.NewPlanner(store.NewSources(b.db), tasks.NewQueue(asynqClient(t), asynqInspector(t), b.queue), stuckAfter, b.log)
 }
 
 // plan runs the planner as the scheduler would at now, and waits for the queue to drain.
@@ -224,6 +224,37 @@ func TestStuckSourceIsReconciled(t *testing.T) {
 	b.plan(t, p, time.Now().Add(16*time.Minute))
 	if got := b.waitSource(t, a.botID, src["id"].(string)); got["status"] != "success" {
 		t.Fatalf("after reconciling %v", got)
+	}
+}
+
+// The sweep of sources stuck in processing leaves alone a source whose task is still under way
+// (queued here; retrying in the field): a second generation would run beside the first.
+func TestStuckSweepLeavesALiveTaskAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.sources(t)
+	src := a.create(t, map[string]any{"title": "t", "type": "text", "source": "Lighthouse keepers trim the wicks at dusk."})
+	ins := asynqInspector(t)
+	p := b.planner(t, 15*time.Minute)
+	if err := p.Plan(context.Background(), time.Now().Add(16*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := ins.ListPendingTasks(b.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ingests []string
+	for _, task := range queued {
+		if task.Type == tasks.IngestSource {
+			ingests = append(ingests, task.ID)
+		}
+	}
+	if len(ingests) != 1 {
+		t.Fatalf("after the sweep the ingestions %v are queued, want the source's first alone", ingests)
+	}
+	b.startWorker(t, workerOptions{})
+	if got := b.waitSource(t, a.botID, src["id"].(string)); got["status"] != "success" {
+		t.Fatalf("source %v", got)
 	}
 }
 

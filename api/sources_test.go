@@ -394,10 +394,16 @@ func TestSourceFailures(t *testing.T) {
 			{"Oversized", "url", "/big", "too large"},
 			{"Image", "document", "/image.png", "image/png"},
 			{"NoText", "url", "/empty", "no readable text"},
+			// A name that does not resolve fails at once, as a 404 does, not after every retry.
+			{"NoSuchHost", "url", "http://localhost./x", "the host does not exist"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				src := a.ingest(t, map[string]any{"title": tt.name, "type": tt.typ, "source": s.URL + tt.path})
+				url := s.URL + tt.path
+				if strings.HasPrefix(tt.path, "http") {
+					url = tt.path
+				}
+				src := a.ingest(t, map[string]any{"title": tt.name, "type": tt.typ, "source": url})
 				if src["status"] != "failed" || !strings.Contains(src["failure_reason"].(string), tt.reason) {
 					t.Fatalf("source %v, want failed with %q", src, tt.reason)
 				}
@@ -406,7 +412,7 @@ func TestSourceFailures(t *testing.T) {
 	})
 	res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/source/readall?" + a.query("&status=failed"), Key: b.key})
 	expect(t, res, http.StatusOK, "")
-	if got := res.JSON(t)["total"]; got != float64(5) {
+	if got := res.JSON(t)["total"]; got != float64(6) {
 		t.Fatalf("failed sources %v", got)
 	}
 }

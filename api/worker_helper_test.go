@@ -36,6 +36,13 @@ func asynqClient(t testing.TB) *asynq.Client {
 	return c
 }
 
+func asynqInspector(t testing.TB) *asynq.Inspector {
+	t.Helper()
+	i := asynq.NewInspector(redisOpt(t))
+	t.Cleanup(func() { _ = i.Close() })
+	return i
+}
+
 // workerOptions are what a test may change of its worker.
 type workerOptions struct {
 	// guarded keeps the SSRF guard on (tests' pages are on loopback, so it is off by default).

@@ -58,6 +58,9 @@ func (p *Publisher) Publish(ctx context.Context, ev outbox.Event) error {
 	otel.GetTextMapPropagator().Inject(ctx, headerCarrier(msg.Header))
 	_, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
 	tracing.End(span, err)
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
+		return fmt.Errorf("events: publish %s of %d bytes: %w: %w", ev.Type, len(data), outbox.ErrUnpublishable, err)
+	}
 	if err != nil {
 		return fmt.Errorf("events: publish %s: %w", ev.Type, err)
 	}

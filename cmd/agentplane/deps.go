@@ -44,13 +44,16 @@ type deps struct {
 	redisOp asynq.RedisConnOpt
 	nats    *nats.Conn
 	tasks   *asynq.Client
-	fetch   *safehttp.Client
-	metrics *metrics.Metrics
+	// inspector tells which tasks are under way.
+	inspector *asynq.Inspector
+	fetch     *safehttp.Client
+	metrics   *metrics.Metrics
 	// closers close what the roles opened on the way (the dashboard's Redis clients).
 	closers []func() error
 
-	mu  sync.Mutex
-	dom *domain // made once: the roles of a process share its services (and memory's cache)
+	mu     sync.Mutex
+	dom    *domain            // made once: the roles of a process share its services (and memory's cache)
+	events *outbox.Dispatcher // made once: one writer of events per process
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
@@ -87,7 +90,7 @@ func connect(cfg config.Config, log *slog.Logger) (*deps, error) {
 	}
 	fetch := safehttp.New(safehttp.Options{AllowPrivate: cfg.AllowPrivate, Timeout: cfg.FetchTimeout, MaxBytes: cfg.FetchMaxBytes})
 	return &deps{cfg: cfg, log: log, db: db, redis: redis.NewClient(ropt), redisOp: aopt, nats: nc,
-		tasks: asynq.NewClient(aopt), fetch: fetch, metrics: metrics.New()}, nil
+		tasks: asynq.NewClient(aopt), inspector: asynq.NewInspector(aopt), fetch: fetch, metrics: metrics.New()}, nil
 }
 
 func (d *deps) close(ctx context.Context) {
@@ -95,6 +98,7 @@ func (d *deps) close(ctx context.Context) {
 		_ = c()
 	}
 	_ = d.tasks.Close()
+	_ = d.inspector.Close()
 	d.nats.Close()
 	_ = d.redis.Close()
 	_ = d.db.Client().Disconnect(ctx)
@@ -102,13 +106,24 @@ func (d *deps) close(ctx context.Context) {
 
 func (d *deps) tenancy() *tenancy.Service { return tenancy.NewService(store.NewTenancy(d.db)) }
 
-// dispatcher publishes domain events as changes commit, and relays the ones left behind.
+// dispatcher publishes domain events as changes commit, and relays the ones left behind; the
+// roles of a process share it.
 func (d *deps) dispatcher() (*outbox.Dispatcher, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dispatcherLocked()
+}
+
+func (d *deps) dispatcherLocked() (*outbox.Dispatcher, error) {
+	if d.events != nil {
+		return d.events, nil
+	}
 	pub, err := events.NewPublisher(d.nats)
 	if err != nil {
 		return nil, err
 	}
-	return outbox.NewDispatcher(pub, store.NewOutbox(d.db), d.log.With("component", "outbox")), nil
+	d.events = outbox.NewDispatcher(pub, store.NewOutbox(d.db), d.log.With("component", "outbox"), d.metrics.OutboxSetAside)
+	return d.events, nil
 }
 
 // domain are the services both the API and the workers act through.
@@ -130,7 +145,7 @@ func (d *deps) domain() (domain, error) {
 	if d.dom != nil {
 		return *d.dom, nil
 	}
-	ev, err := d.dispatcher()
+	ev, err := d.dispatcherLocked()
 	if err != nil {
 		return domain{}, err
 	}
@@ -174,6 +189,7 @@ func (d *deps) apiDeps() (api.Deps, error) {
 		Checks:       d.checks(),
 		AdminToken:   d.cfg.AdminToken,
 		MaxBodyBytes: d.cfg.MaxBodyBytes,
+		BodyTimeout:  d.cfg.BodyTimeout,
 		RateLimit:    d.cfg.RateLimit,
 		Queues:       d.dashboard(),
 	}, nil
@@ -250,7 +266,7 @@ func (d *deps) runner() (*runs.Runner, error) {
 		d.log.With("component", "runs"), d.cfg.RunLease, d.metrics.RunCycle), nil
 }
 
-func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, d.cfg.Queue) }
+func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, d.inspector, d.cfg.Queue) }
 
 // embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
 // operator configures it, so it is called directly, not through the guarded client.

@@ -24,6 +24,7 @@ type loadConfig struct {
 	base     string
 	key      string
 	clients  int
+	abusive  int
 	duration time.Duration
 	hookAddr string
 	model    string
@@ -48,13 +49,14 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.base, "base", "http://127.0.0.1:8080", "the service's base URL (without /v1)")
 	fs.StringVar(&c.key, "key", "", "an API key of the account to load (required)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients, each sending its next request when the last is answered")
+	fs.IntVar(&c.abusive, "abusive", 0, "abusive clients beside them (oversized fields, dotted keys, bodies that never arrive, concurrent updates of one deal), reported apart")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to hold the load")
 	fs.StringVar(&c.model, "model", "gpt-4o-mini", "the load agent's model (the service's provider serves it; without one the offline model answers)")
 	fs.StringVar(&c.hookAddr, "hook-addr", "127.0.0.1:0", "where the webhook receiver of the load's workflow listens; the service must reach it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.key == "" || c.clients < 1 || c.duration <= 0 {
+	if c.key == "" || c.clients < 1 || c.abusive < 0 || c.duration <= 0 {
 		fs.Usage()
 		return errors.New("load: --key, a positive --clients and --duration are required")
 	}
@@ -66,7 +68,7 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := l.setup(ctx, stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "holding %d clients for %s against %s\n", c.clients, c.duration, c.base)
+	fmt.Fprintf(stdout, "holding %d clients (and %d abusive) for %s against %s\n", c.clients, c.abusive, c.duration, c.base)
 	runCtx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
 	elapsed := l.hold(runCtx)
@@ -78,6 +80,9 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func newLoader(c loadConfig) (*loader, error) {
 	l := &loader{cfg: c, http: &http.Client{Timeout: 2 * time.Minute}, stats: map[string]*opStats{}}
 	for _, op := range loadOps {
+		l.stats[op.name] = &opStats{}
+	}
+	for _, op := range abuseOps {
 		l.stats[op.name] = &opStats{}
 	}
 	hook, err := l.receiver()
@@ -94,6 +99,9 @@ func (l *loader) hold(ctx context.Context) time.Duration {
 	var wg sync.WaitGroup
 	for range l.cfg.clients {
 		wg.Go(func() { l.client(ctx) })
+	}
+	for range l.cfg.abusive {
+		wg.Go(func() { l.abuser(ctx) })
 	}
 	wg.Wait()
 	return time.Since(start)
@@ -335,17 +343,7 @@ func (l *loader) report(w io.Writer, elapsed time.Duration) {
 	var all []time.Duration
 	allErrors := map[string]int{}
 	for _, op := range loadOps {
-		s := l.stats[op.name]
-		s.mu.Lock()
-		lat := slices.Clone(s.latencies)
-		errs := 0
-		for k, n := range s.errors {
-			errs += n
-			allErrors[k] += n
-		}
-		s.mu.Unlock()
-		all = append(all, lat...)
-		fmt.Fprintf(w, "| %s | %d | %.1f | %d | %s |\n", op.name, len(lat), float64(len(lat))/elapsed.Seconds(), errs, percentiles(lat))
+		all = append(all, l.row(w, op.name, elapsed, allErrors, "")...)
 	}
 	fmt.Fprintf(w, "| all | %d | %.1f | %d | %s |\n", len(all), float64(len(all))/elapsed.Seconds(), sumErrors(allErrors), percentiles(all))
 	if len(allErrors) > 0 {
@@ -354,6 +352,36 @@ func (l *loader) report(w io.Writer, elapsed time.Duration) {
 	if len(all) > 0 {
 		fmt.Fprintf(w, "error rate: %.3f%%\n", 100*float64(sumErrors(allErrors))/float64(len(all)))
 	}
+	if l.cfg.abusive > 0 {
+		l.reportAbuse(w, elapsed)
+	}
+}
+
+// reportAbuse prints what the abusive clients saw: an error is an answer other than the one
+// their operation must get.
+func (l *loader) reportAbuse(w io.Writer, elapsed time.Duration) {
+	fmt.Fprintf(w, "\n| abusive operation | requests | req/s | unexpected answers | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
+	unexpected := map[string]int{}
+	for _, op := range abuseOps {
+		l.row(w, op.name, elapsed, unexpected, op.name+" ")
+	}
+	fmt.Fprintf(w, "unexpected abusive answers: %d %v\n", sumErrors(unexpected), unexpected)
+}
+
+// row prints the table row of operation op, adds its errors to into (keyed by prefix and
+// status) and returns its latencies.
+func (l *loader) row(w io.Writer, op string, elapsed time.Duration, into map[string]int, prefix string) []time.Duration {
+	s := l.stats[op]
+	s.mu.Lock()
+	lat := slices.Clone(s.latencies)
+	errs := 0
+	for k, n := range s.errors {
+		errs += n
+		into[prefix+k] += n
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(w, "| %s | %d | %.1f | %d | %s |\n", op, len(lat), float64(len(lat))/elapsed.Seconds(), errs, percentiles(lat))
+	return lat
 }
 
 func sumErrors(m map[string]int) int {

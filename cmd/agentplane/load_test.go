@@ -32,7 +32,7 @@ func TestLoad(t *testing.T) {
 	start(t, env, "scheduler")
 
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--duration", "3s"},
+	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--abusive", "1", "--duration", "3s"},
 		getenv, &out, io.Discard); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -40,7 +40,8 @@ func TestLoad(t *testing.T) {
 		t.Log(out.String())
 	}
 	report := out.String()
-	for _, want := range []string{"| chat | ", "| agent_run | ", "| deal_update | ", "error rate: 0.000%", "settled in"} {
+	for _, want := range []string{"| chat | ", "| agent_run | ", "| deal_update | ", "error rate: 0.000%", "settled in",
+		"| abuse_slow_body | ", "| abuse_concurrent_updates | ", "unexpected abusive answers: 0 map[]"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}

@@ -48,7 +48,7 @@ func (o *output) String() string {
 }
 
 // waitFor polls out until re matches, and returns the submatches.
-func waitFor(t *testing.T, out *output, re *regexp.Regexp, p *program) []string {
+func waitFor(t testing.TB, out *output, re *regexp.Regexp, p *program) []string {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
@@ -73,7 +73,7 @@ type program struct {
 	stderr *output
 }
 
-func start(t *testing.T, env map[string]string, args ...string) *program {
+func start(t testing.TB, env map[string]string, args ...string) *program {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &program{cancel: cancel, exited: make(chan struct{}), stdout: &output{}, stderr: &output{}}
@@ -86,7 +86,7 @@ func start(t *testing.T, env map[string]string, args ...string) *program {
 }
 
 // stop sends the equivalent of SIGTERM and waits for a clean exit.
-func (p *program) stop(t *testing.T) {
+func (p *program) stop(t testing.TB) {
 	t.Helper()
 	if p.cancel == nil {
 		return

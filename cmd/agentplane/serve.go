@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tracing"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
@@ -62,6 +63,16 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	writer, err := d.dispatcher()
+	if err != nil {
+		return err
+	}
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		writer.Beat(ctx)
+	}()
+	defer leave(context.WithoutCancel(ctx), cancel, writer, beating, log)
 	start := func(f func() error) {
 		wg.Go(func() {
 			if err := f(); err != nil {
@@ -132,6 +143,18 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	return errors.Join(collect(errs)...)
 }
 
+// leave stops the heartbeat (stop) and removes the process from the writers of events, once its
+// roles have stopped writing.
+func leave(ctx context.Context, stop context.CancelFunc, writer *outbox.Dispatcher, beating <-chan struct{}, log *slog.Logger) {
+	stop()
+	<-beating
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := writer.Leave(ctx); err != nil {
+		log.Warn("outbox writer record not removed; the relay will scan once it is stale", "error", err)
+	}
+}
+
 // flushTimeout bounds the export of the spans left when a process stops.
 const flushTimeout = 5 * time.Second
 
@@ -169,7 +192,9 @@ func listen(ctx context.Context, d *deps, ln net.Listener, h http.Handler, name 
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		// Above api.MaxURL, so that a long URL gets the API's JSON 414 rather than net/http's
+		// plain-text 431; headers larger than this still get the 431.
+		MaxHeaderBytes: 1 << 20,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/freeform"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -35,14 +36,14 @@ type Bot struct {
 	HideBranding      int    `json:"hide_branding" bson:"hide_branding"`
 	// AutoApproveTools 1 lets agent runs use tools that change data without asking; 0 (the
 	// default) pauses the run for approval first.
-	AutoApproveTools int              `json:"auto_approve_tools" bson:"auto_approve_tools"`
-	Status           int              `json:"status" bson:"status"`
-	ActiveAt         time.Time        `json:"active_at" bson:"active_at"`
-	UpdatedAt        time.Time        `json:"updated_at" bson:"updated_at"`
-	CreatedAt        time.Time        `json:"-" bson:"created_at"`
-	Rev              int64            `json:"-" bson:"rev"`
-	Branding         Branding         `json:"branding" bson:"branding"`
-	Integrations     []map[string]any `json:"integrations" bson:"integrations"`
+	AutoApproveTools int               `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	Status           int               `json:"status" bson:"status"`
+	ActiveAt         time.Time         `json:"active_at" bson:"active_at"`
+	UpdatedAt        time.Time         `json:"updated_at" bson:"updated_at"`
+	CreatedAt        time.Time         `json:"-" bson:"created_at"`
+	Rev              int64             `json:"-" bson:"rev"`
+	Branding         Branding          `json:"branding" bson:"branding"`
+	Integrations     []freeform.Object `json:"integrations" bson:"integrations"`
 }
 
 // Public is the bot as users and events see it: the provider key masked to its last four
@@ -56,7 +57,7 @@ func (b Bot) Public() Bot {
 		}
 	}
 	if b.Integrations == nil {
-		b.Integrations = []map[string]any{}
+		b.Integrations = []freeform.Object{}
 	}
 	return b
 }

@@ -1,5 +1,31 @@
 package agents
 
+import (
+	"fmt"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/limits"
+)
+
+// Bounds of branding's fields, checked on the merged branding of an update.
+const (
+	MaxSEOTitleLength       = 200
+	MaxSEOKeywordsLength    = 1000
+	MaxSEODescriptionLength = 2000
+	MaxTaglineLength        = 500
+	MaxDescriptionLength    = 2000
+	MaxLinks                = 20
+	MaxLinksBytes           = 16 << 10
+	MaxGreetings            = 20
+	MaxGreetingLength       = 1000
+	MaxPrompts              = 20
+	MaxPromptLength         = 500
+	MaxPlaceholderLength    = 200
+	// MaxStyleLength bounds theme, accent_color and background_color.
+	MaxStyleLength = 100
+)
+
 // Branding is how an agent's public pages look. Every sub-object is always present.
 type Branding struct {
 	SEO                  SEO        `json:"seo" bson:"seo"`
@@ -37,8 +63,8 @@ type Text struct {
 
 // Navigation is the page's links.
 type Navigation struct {
-	Links   []map[string]any `json:"links" bson:"links"`
-	Enabled bool             `json:"enabled" bson:"enabled"`
+	Links   []freeform.Object `json:"links" bson:"links"`
+	Enabled bool              `json:"enabled" bson:"enabled"`
 }
 
 // Greetings are the agent's first messages.
@@ -57,7 +83,7 @@ type Starters struct {
 func defaultBranding(name string) Branding {
 	return Branding{
 		SEO:                  SEO{Title: name},
-		Navigation:           Navigation{Links: []map[string]any{}},
+		Navigation:           Navigation{Links: []freeform.Object{}},
 		MessageGreetings:     Greetings{Greetings: []string{}},
 		ConversationStarters: Starters{Prompts: []string{}},
 		Theme:                "light",
@@ -70,12 +96,39 @@ func defaultBranding(name string) Branding {
 // normalize keeps every array present, so clients always see arrays, never null.
 func (b *Branding) normalize() {
 	if b.Navigation.Links == nil {
-		b.Navigation.Links = []map[string]any{}
+		b.Navigation.Links = []freeform.Object{}
 	}
 	if b.MessageGreetings.Greetings == nil {
 		b.MessageGreetings.Greetings = []string{}
 	}
 	if b.ConversationStarters.Prompts == nil {
 		b.ConversationStarters.Prompts = []string{}
+	}
+}
+
+// validate reports every branding field over its bound, named by its path in the agent.
+func (b Branding) validate(p *apperr.Problems) {
+	for field, t := range map[string]struct {
+		v   string
+		max int
+	}{
+		"seo.title": {b.SEO.Title, MaxSEOTitleLength}, "seo.keywords": {b.SEO.Keywords, MaxSEOKeywordsLength},
+		"seo.description": {b.SEO.Description, MaxSEODescriptionLength}, "logo.url": {b.Logo.URL, MaxURLLength},
+		"favicon.url": {b.Favicon.URL, MaxURLLength}, "tagline.content": {b.Tagline.Content, MaxTaglineLength},
+		"description.content": {b.Description.Content, MaxDescriptionLength}, "theme": {b.Theme, MaxStyleLength},
+		"placeholder": {b.Placeholder, MaxPlaceholderLength}, "accent_color": {b.AccentColor, MaxStyleLength},
+		"background_color": {b.BackgroundColor, MaxStyleLength},
+	} {
+		limits.Text(p, "branding."+field, t.v, t.max)
+	}
+	limits.Items(p, "branding.navigation.links", len(b.Navigation.Links), MaxLinks)
+	limits.TotalJSON(p, "branding.navigation.links", b.Navigation.Links, MaxLinksBytes)
+	limits.Items(p, "branding.message_greetings.greetings", len(b.MessageGreetings.Greetings), MaxGreetings)
+	for i, g := range b.MessageGreetings.Greetings {
+		limits.Text(p, fmt.Sprintf("branding.message_greetings.greetings[%d]", i), g, MaxGreetingLength)
+	}
+	limits.Items(p, "branding.conversation_starters.prompts", len(b.ConversationStarters.Prompts), MaxPrompts)
+	for i, s := range b.ConversationStarters.Prompts {
+		limits.Text(p, fmt.Sprintf("branding.conversation_starters.prompts[%d]", i), s, MaxPromptLength)
 	}
 }

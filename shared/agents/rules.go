@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/limits"
 )
 
 // Bounds of an agent's fields, as documented in the OpenAPI document.
@@ -28,6 +29,10 @@ const (
 	MaxRatelimitSeconds  = 86400
 	MaxRatelimitRequests = 100000
 	MaxIntegrations      = 50
+	MaxIntegrationsBytes = 64 << 10
+	MaxProviderKeyLength = 500
+	// MaxBotBytes bounds the whole agent as JSON, after an update's merge.
+	MaxBotBytes = 256 << 10
 )
 
 // ReasoningTypes are the allowed values of reasoning_type; "" means the default, "auto".
@@ -43,29 +48,29 @@ type Create struct {
 
 // Patch is an update: every field present (not absent, not null) replaces the stored one.
 type Patch struct {
-	Name              *string           `json:"name"`
-	Model             *string           `json:"model"`
-	Instruction       *string           `json:"instruction"`
-	ReasoningType     *string           `json:"reasoning_type"`
-	RatelimitMessage  *string           `json:"ratelimit_message"`
-	NoAnswerReply     *string           `json:"no_answer_reply"`
-	Avatar            *string           `json:"avatar"`
-	AvatarLink        *string           `json:"avatar_link"`
-	Domain            *string           `json:"domain"`
-	Subdomain         *string           `json:"subdomain"`
-	ProviderKey       *string           `json:"provider_key"`
-	MaxReplyTokens    flex.OptInt       `json:"max_reply_tokens"`
-	Top               flex.OptInt       `json:"top"`
-	RatelimitSeconds  flex.OptInt       `json:"ratelimit_seconds"`
-	RatelimitRequests flex.OptInt       `json:"ratelimit_requests"`
-	RequireLogin      flex.OptInt       `json:"require_login"`
-	Memory            flex.OptInt       `json:"memory"`
-	Heartbeat         flex.OptInt       `json:"heartbeat"`
-	HideBranding      flex.OptInt       `json:"hide_branding"`
-	AutoApproveTools  flex.OptInt       `json:"auto_approve_tools"`
-	Status            flex.OptInt       `json:"status"`
-	Branding          json.RawMessage   `json:"branding"`
-	Integrations      *[]map[string]any `json:"integrations"`
+	Name              *string            `json:"name"`
+	Model             *string            `json:"model"`
+	Instruction       *string            `json:"instruction"`
+	ReasoningType     *string            `json:"reasoning_type"`
+	RatelimitMessage  *string            `json:"ratelimit_message"`
+	NoAnswerReply     *string            `json:"no_answer_reply"`
+	Avatar            *string            `json:"avatar"`
+	AvatarLink        *string            `json:"avatar_link"`
+	Domain            *string            `json:"domain"`
+	Subdomain         *string            `json:"subdomain"`
+	ProviderKey       *string            `json:"provider_key"`
+	MaxReplyTokens    flex.OptInt        `json:"max_reply_tokens"`
+	Top               flex.OptInt        `json:"top"`
+	RatelimitSeconds  flex.OptInt        `json:"ratelimit_seconds"`
+	RatelimitRequests flex.OptInt        `json:"ratelimit_requests"`
+	RequireLogin      flex.OptInt        `json:"require_login"`
+	Memory            flex.OptInt        `json:"memory"`
+	Heartbeat         flex.OptInt        `json:"heartbeat"`
+	HideBranding      flex.OptInt        `json:"hide_branding"`
+	AutoApproveTools  flex.OptInt        `json:"auto_approve_tools"`
+	Status            flex.OptInt        `json:"status"`
+	Branding          json.RawMessage    `json:"branding"`
+	Integrations      *[]freeform.Object `json:"integrations"`
 }
 
 // apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
@@ -97,7 +102,10 @@ func (p Patch) apply(b *Bot) error {
 	}
 	if len(p.Branding) > 0 && string(p.Branding) != "null" {
 		if err := json.Unmarshal(p.Branding, &b.Branding); err != nil {
-			return apperr.Invalidf("branding", "must be an object of the Branding shape: %v", err)
+			if ferr := apperr.JSONField("branding", err); ferr != nil {
+				return ferr
+			}
+			return apperr.Invalidf("branding", "must be an object")
 		}
 		b.Branding.normalize()
 	}
@@ -106,23 +114,21 @@ func (p Patch) apply(b *Bot) error {
 
 var subdomainPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$`)
 
-// validate checks every field of b and reports every problem at once.
+// validate checks every field of b, reporting every problem at once (Invalid), then the size
+// of the whole agent (TooLarge).
 func validate(b Bot) error {
 	var p apperr.Problems
-	text := func(field, v string, required bool, max int) {
-		switch {
-		case required && v == "":
+	for field, v := range map[string]string{"name": b.Name, "model": b.Model} {
+		if v == "" {
 			p.Add(field, "is required")
-		case utf8.RuneCountInString(v) > max:
-			p.Add(field, "must be at most %d characters", max)
 		}
 	}
-	text("name", b.Name, true, MaxNameLength)
-	text("model", b.Model, true, MaxModelLength)
-	text("instruction", b.Instruction, false, MaxInstructionLength)
-	text("ratelimit_message", b.RatelimitMessage, false, MaxMessageLength)
-	text("no_answer_reply", b.NoAnswerReply, false, MaxMessageLength)
-	text("provider_key", b.ProviderKey, false, 500)
+	limits.Text(&p, "name", b.Name, MaxNameLength)
+	limits.Text(&p, "model", b.Model, MaxModelLength)
+	limits.Text(&p, "instruction", b.Instruction, MaxInstructionLength)
+	limits.Text(&p, "ratelimit_message", b.RatelimitMessage, MaxMessageLength)
+	limits.Text(&p, "no_answer_reply", b.NoAnswerReply, MaxMessageLength)
+	limits.Text(&p, "provider_key", b.ProviderKey, MaxProviderKeyLength)
 	for field, v := range map[string]string{"avatar": b.Avatar, "avatar_link": b.AvatarLink} {
 		checkURL(&p, field, v)
 	}
@@ -152,10 +158,13 @@ func validate(b Bot) error {
 	if n, err := strconv.Atoi(b.MaxReplyTokens); err != nil || n < 1 || n > MaxReplyTokensLimit {
 		p.Add("max_reply_tokens", "must be an integer between 1 and %d", MaxReplyTokensLimit)
 	}
-	if len(b.Integrations) > MaxIntegrations {
-		p.Add("integrations", "must have at most %d items", MaxIntegrations)
+	limits.Items(&p, "integrations", len(b.Integrations), MaxIntegrations)
+	limits.TotalJSON(&p, "integrations", b.Integrations, MaxIntegrationsBytes)
+	b.Branding.validate(&p)
+	if err := p.Err(); err != nil {
+		return err
 	}
-	return p.Err()
+	return limits.Document(Resource, b, MaxBotBytes)
 }
 
 func checkURL(p *apperr.Problems, field, v string) {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/freeform"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -50,7 +51,7 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 		UpdatedAt:      now,
 		CreatedAt:      now,
 		Branding:       defaultBranding(name),
-		Integrations:   []map[string]any{},
+		Integrations:   []freeform.Object{},
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)
@@ -82,7 +83,7 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 // Update applies p to the agent idOrUUID and returns the result. When another request changed
 // the agent first, p is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
-	return apperr.Reapply(Resource, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
+	return apperr.Reapply(ctx, Resource, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
 }
 
 func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
@@ -91,7 +92,7 @@ func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patc
 		return Bot{}, err
 	}
 	next := cur
-	next.Integrations = append([]map[string]any(nil), cur.Integrations...)
+	next.Integrations = append([]freeform.Object(nil), cur.Integrations...)
 	if err := p.apply(&next); err != nil {
 		return Bot{}, err
 	}

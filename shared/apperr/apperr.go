@@ -3,9 +3,12 @@
 package apperr
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"time"
 )
 
 // Kind is the class of an error; the API maps each kind to one HTTP status.
@@ -27,6 +30,10 @@ const (
 	BadGateway
 	Unavailable
 	GatewayTimeout
+	// Timeout is a request that did not arrive in time (its body).
+	Timeout
+	// URITooLong is a request whose URL is longer than the API reads.
+	URITooLong
 )
 
 // statuses is the one table from error kind to HTTP status.
@@ -45,6 +52,8 @@ var statuses = map[Kind]int{
 	BadGateway:       http.StatusBadGateway,
 	Unavailable:      http.StatusServiceUnavailable,
 	GatewayTimeout:   http.StatusGatewayTimeout,
+	Timeout:          http.StatusRequestTimeout,
+	URITooLong:       http.StatusRequestURITooLong,
 }
 
 // Status is the HTTP status of errors of kind k.
@@ -139,18 +148,30 @@ func (p Problems) Err() error {
 	return &Error{Kind: Invalid, Code: "invalid_field", Message: msg, Details: p}
 }
 
-// reapplyAttempts bounds how often Reapply applies a change again.
-const reapplyAttempts = 8
+// Reapply's bounds: how often it applies a change again, and the most it waits before one. The
+// wait is random up to a bound that doubles from a millisecond, so writers that crossed spread
+// out instead of crossing again: 32 concurrent updates of one document all land.
+const (
+	reapplyAttempts = 50
+	reapplyMaxWait  = 64 * time.Millisecond
+)
 
 // Reapply runs apply, a read-modify-write of the resource whose writes are conditional on its
 // revision, again while another request's write came between its read and its write (a
-// Conflict coded resource + "_changed"), at most a few times. It is for changes that name only
-// what they change, which hold as well on what the other request left: concurrent ones all land.
-func Reapply[T any](resource string, apply func() (T, error)) (T, error) {
+// Conflict coded resource + "_changed"), up to reapplyAttempts times with a jittered wait in
+// between. It is for changes that name only what they change, which hold as well on what the
+// other request left: concurrent ones all land.
+func Reapply[T any](ctx context.Context, resource string, apply func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := apply()
 		if e := As(err); err == nil || e.Kind != Conflict || e.Code != resource+"_changed" || attempt == reapplyAttempts {
 			return v, err
+		}
+		bound := min(time.Millisecond<<min(attempt, 10), reapplyMaxWait)
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(rand.N(bound)):
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/freeform"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -46,31 +47,31 @@ type Preference struct {
 // Message is a message record (2.1). Numeric-named fields are strings, as the interface types
 // them.
 type Message struct {
-	UUID            string         `json:"uuid" bson:"uuid"`
-	ChatID          string         `json:"chat_id" bson:"chat_id"`
-	Seq             int            `json:"-" bson:"seq"`
-	Role            string         `json:"role" bson:"role"`
-	Content         string         `json:"content" bson:"content"`
-	Model           string         `json:"model" bson:"model"`
-	Complexity      string         `json:"complexity" bson:"complexity"`
-	ReasoningType   string         `json:"reasoning_type" bson:"reasoning_type"`
-	EstimatedTimeMS string         `json:"estimated_time_ms" bson:"estimated_time_ms"`
-	EstimatedCost   string         `json:"estimated_cost" bson:"estimated_cost"`
-	Confidence      string         `json:"confidence" bson:"confidence"`
-	ConfidenceScore string         `json:"confidence_score" bson:"confidence_score"`
-	Channel         string         `json:"channel" bson:"channel"`
-	CreditUsed      string         `json:"credit_used" bson:"credit_used"`
-	Tokens          int            `json:"tokens" bson:"tokens"`
-	Upvotes         int            `json:"upvotes" bson:"upvotes"`
-	Downvotes       int            `json:"downvotes" bson:"downvotes"`
-	Reasoning       map[string]any `json:"reasoning" bson:"reasoning"`
-	Preference      Preference     `json:"preference" bson:"preference"`
-	Sources         []memory.Ref   `json:"sources" bson:"sources"`
-	Interrupted     bool           `json:"interrupted" bson:"interrupted"`
-	IsToolExecuting bool           `json:"isToolExecuting" bson:"is_tool_executing"`
-	User            User           `json:"user" bson:"user"`
-	CreatedAt       time.Time      `json:"created_at" bson:"created_at"`
-	UpdatedAt       time.Time      `json:"updated_at" bson:"updated_at"`
+	UUID            string          `json:"uuid" bson:"uuid"`
+	ChatID          string          `json:"chat_id" bson:"chat_id"`
+	Seq             int             `json:"-" bson:"seq"`
+	Role            string          `json:"role" bson:"role"`
+	Content         string          `json:"content" bson:"content"`
+	Model           string          `json:"model" bson:"model"`
+	Complexity      string          `json:"complexity" bson:"complexity"`
+	ReasoningType   string          `json:"reasoning_type" bson:"reasoning_type"`
+	EstimatedTimeMS string          `json:"estimated_time_ms" bson:"estimated_time_ms"`
+	EstimatedCost   string          `json:"estimated_cost" bson:"estimated_cost"`
+	Confidence      string          `json:"confidence" bson:"confidence"`
+	ConfidenceScore string          `json:"confidence_score" bson:"confidence_score"`
+	Channel         string          `json:"channel" bson:"channel"`
+	CreditUsed      string          `json:"credit_used" bson:"credit_used"`
+	Tokens          int             `json:"tokens" bson:"tokens"`
+	Upvotes         int             `json:"upvotes" bson:"upvotes"`
+	Downvotes       int             `json:"downvotes" bson:"downvotes"`
+	Reasoning       freeform.Object `json:"reasoning" bson:"reasoning"`
+	Preference      Preference      `json:"preference" bson:"preference"`
+	Sources         []memory.Ref    `json:"sources" bson:"sources"`
+	Interrupted     bool            `json:"interrupted" bson:"interrupted"`
+	IsToolExecuting bool            `json:"isToolExecuting" bson:"is_tool_executing"`
+	User            User            `json:"user" bson:"user"`
+	CreatedAt       time.Time       `json:"created_at" bson:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at" bson:"updated_at"`
 }
 
 // Tool is a tool call waiting for approval, as a reply shows it (2.7).

@@ -30,6 +30,7 @@ var Vars = []Var{
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
+	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
 	{"AGENTPLANE_DEFAULT_CURRENCY", "`USD`", "ISO 4217 currency of deals created without one."},
 	{"AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "`false`", "Lets outbound fetches (web pages, documents, provider hosts, webhooks) reach loopback, private and other special-purpose addresses and any port. Only for local setups."},
@@ -43,7 +44,7 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
-	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler (one whose task could not be queued is queued again after a minute)."},
+	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler, unless its task is still queued, running or retrying (one whose task could not be queued is queued again after a minute)."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
 	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
 	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` and their probes at `/healthz` and `/readyz` (e.g. `:9090`); the `api` and `dev` roles serve all three on `AGENTPLANE_HTTP_ADDR`."},
@@ -70,6 +71,7 @@ type Config struct {
 	DevAPIKey         string
 	DefaultCurrency   string
 	MaxBodyBytes      int64
+	BodyTimeout       time.Duration
 	RateLimit         int
 	WorkerConcurrency int
 	AllowPrivate      bool
@@ -155,6 +157,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		name, def string
 	}{
 		{&c.ShutdownTimeout, "AGENTPLANE_SHUTDOWN_TIMEOUT", "30s"},
+		{&c.BodyTimeout, "AGENTPLANE_BODY_TIMEOUT", "30s"},
 		{&c.FetchTimeout, "AGENTPLANE_FETCH_TIMEOUT", "20s"},
 		{&c.ProviderTimeout, "AGENTPLANE_PROVIDER_TIMEOUT", "60s"},
 		{&c.SourceStuckAfter, "AGENTPLANE_SOURCE_STUCK_AFTER", "15m"},

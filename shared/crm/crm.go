@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/freeform"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -58,18 +59,18 @@ type EventData struct {
 
 // Contact is a person deals are made with. Its timestamps are strings, as the interface has them.
 type Contact struct {
-	UUID        string         `json:"uuid" bson:"_id"`
-	ProjectID   string         `json:"-" bson:"project_id"`
-	Name        string         `json:"name" bson:"name"`
-	Email       string         `json:"email" bson:"email"`
-	Phone       string         `json:"phone" bson:"phone"`
-	Company     string         `json:"company" bson:"company"`
-	Status      string         `json:"status" bson:"status"`
-	StatusLabel string         `json:"status_label" bson:"status_label"`
-	Summary     string         `json:"summary" bson:"summary"`
-	CreatedAt   string         `json:"created_at" bson:"created_at"`
-	UpdatedAt   string         `json:"updated_at" bson:"updated_at"`
-	Fields      map[string]any `json:"fields" bson:"fields"`
+	UUID        string          `json:"uuid" bson:"_id"`
+	ProjectID   string          `json:"-" bson:"project_id"`
+	Name        string          `json:"name" bson:"name"`
+	Email       string          `json:"email" bson:"email"`
+	Phone       string          `json:"phone" bson:"phone"`
+	Company     string          `json:"company" bson:"company"`
+	Status      string          `json:"status" bson:"status"`
+	StatusLabel string          `json:"status_label" bson:"status_label"`
+	Summary     string          `json:"summary" bson:"summary"`
+	CreatedAt   string          `json:"created_at" bson:"created_at"`
+	UpdatedAt   string          `json:"updated_at" bson:"updated_at"`
+	Fields      freeform.Object `json:"fields" bson:"fields"`
 }
 
 // Stage is a step of a project's pipeline.

@@ -1,9 +1,12 @@
 package crm
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/agentplane/agentplane/shared/apperr"
 )
 
 // stageNamespace makes stage ids deterministic: the same project and name always give the same
@@ -40,6 +43,23 @@ func (p pipeline) find(ref string) (Stage, bool) {
 		}
 	}
 	return Stage{}, false
+}
+
+// named returns the stage whose name is name, case-insensitively, other than the stage except
+// (none when empty).
+func (p pipeline) named(name, except string) (Stage, bool) {
+	for _, s := range p {
+		if (except == "" || s.UUID != except) && strings.EqualFold(s.Name, strings.TrimSpace(name)) {
+			return s, true
+		}
+	}
+	return Stage{}, false
+}
+
+// stageExists is the answer to a stage name a pipeline has already (Won and Lost included).
+func stageExists(field, name string) error {
+	return &apperr.Error{Kind: apperr.Conflict, Code: "stage_exists", Message: "The pipeline has a stage of that name.",
+		Details: []apperr.Detail{{Field: field, Problem: "the pipeline already has a stage named " + strconv.Quote(name) + " (names are compared case-insensitively; Won and Lost are its closing stages)"}}}
 }
 
 // byID returns the stage with id.

@@ -148,17 +148,22 @@ func (s *Service) CreatePipeline(ctx context.Context, projectID, botID string, i
 		first := "New"
 		open = []StageInput{{Name: &first}}
 	}
+	closing := []Stage{{Name: "Won", Probability: 100, Outcome: StatusWon}, {Name: "Lost", Outcome: StatusLost}}
 	var stages []Stage
 	for i, st := range open {
-		n := checkName(&p, "stages["+strconv.Itoa(i)+"].name", st.Name, true)
-		checkProbability(&p, "stages["+strconv.Itoa(i)+"].probability", st.Probability)
+		field := "stages[" + strconv.Itoa(i) + "]"
+		n := checkName(&p, field+".name", st.Name, true)
+		checkProbability(&p, field+".probability", st.Probability)
+		if _, dup := pipeline(append(slices.Clone(stages), closing...)).named(n, ""); dup && n != "" {
+			return Pipeline{}, stageExists(field+".name", n)
+		}
 		stages = append(stages, Stage{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, PipelineID: pl.UUID, Name: n,
 			Probability: orInt(st.Probability, 10), SortOrder: i + 1, Outcome: StatusOpen})
 	}
 	if err := p.Err(); err != nil {
 		return Pipeline{}, err
 	}
-	for i, closed := range []Stage{{Name: "Won", Probability: 100, Outcome: StatusWon}, {Name: "Lost", Outcome: StatusLost}} {
+	for i, closed := range closing {
 		closed.UUID, closed.ProjectID, closed.PipelineID, closed.SortOrder = uuid.Must(uuid.NewV7()).String(), projectID, pl.UUID, len(open)+i+1
 		stages = append(stages, closed)
 	}
@@ -251,8 +256,8 @@ func (s *Service) CreateStage(ctx context.Context, projectID, botID string, in S
 	if err != nil {
 		return Stage{}, err
 	}
-	if _, dup := pipeline(pl.Stages).find(name); dup {
-		return Stage{}, apperr.New(apperr.Conflict, "stage_exists", "The pipeline has a stage of that name.")
+	if _, dup := pipeline(pl.Stages).named(name, ""); dup {
+		return Stage{}, stageExists("name", name)
 	}
 	order := 0
 	for _, st := range pl.Stages {
@@ -291,6 +296,9 @@ func (s *Service) UpdateStage(ctx context.Context, projectID, botID, id string, 
 		return Stage{}, apperr.NotFoundf("stage")
 	}
 	if name != "" {
+		if _, dup := pipelineFor(stages, st.PipelineID, nil).named(name, st.UUID); dup {
+			return Stage{}, stageExists("name", name)
+		}
 		st.Name = name
 	}
 	st.Probability, st.SortOrder = orInt(in.Probability, st.Probability), orInt(in.SortOrder, st.SortOrder)

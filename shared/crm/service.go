@@ -215,7 +215,7 @@ func (s *Service) UpdateDealOnce(ctx context.Context, projectID, botID, dealID s
 	if err := in.check(false); err != nil {
 		return View{}, err
 	}
-	return apperr.Reapply(Resource, func() (View, error) { return s.updateDeal(ctx, projectID, botID, dealID, in, key) })
+	return apperr.Reapply(ctx, Resource, func() (View, error) { return s.updateDeal(ctx, projectID, botID, dealID, in, key) })
 }
 
 func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID string, in DealInput, key string) (View, error) {

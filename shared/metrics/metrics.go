@@ -28,6 +28,7 @@ type Metrics struct {
 	events       *prometheus.CounterVec
 	eventLag     prometheus.Histogram
 	outbox       prometheus.Gauge
+	outboxAside  *prometheus.CounterVec
 	ingested     *prometheus.CounterVec
 }
 
@@ -56,10 +57,12 @@ func New() *Metrics {
 			Help: "Time from a domain event's change to its consumption by the workflow triggers.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 14)}),
 		outbox: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentplane_outbox_backlog",
 			Help: "Events the outbox relay found still unpublished in their documents at its last pass (after publishing what it could)."}),
+		outboxAside: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_outbox_set_aside_total",
+			Help: "Events set aside (collection outbox_aside) because the stream refused them for good, by type."}, []string{"type"}),
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.ingested,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
@@ -102,6 +105,9 @@ func (m *Metrics) Ingested(typ string, n int) { m.ingested.WithLabelValues(typ).
 
 // OutboxBacklog records how many events the outbox relay left unpublished.
 func (m *Metrics) OutboxBacklog(n int) { m.outbox.Set(float64(n)) }
+
+// OutboxSetAside records an event of type typ set aside because it cannot be published.
+func (m *Metrics) OutboxSetAside(typ string) { m.outboxAside.WithLabelValues(typ).Inc() }
 
 // Provider wraps the transport of a model provider's client so that its requests are counted
 // and timed (to the response headers; a stream's body is the caller's).

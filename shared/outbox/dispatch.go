@@ -2,8 +2,12 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Ref names the document an event rides in: the resource ("bot", "deal", ...) and its id.
@@ -16,6 +20,8 @@ type Ref struct {
 type Pending struct {
 	Ref   Ref
 	Event Event
+	// Marked is set on events the relay was told of (Store.Mark), not found by a scan.
+	Marked bool
 }
 
 // Publisher sends an event to the stream and returns once the stream has stored it.
@@ -23,29 +29,66 @@ type Publisher interface {
 	Publish(ctx context.Context, e Event) error
 }
 
-// Store finds and removes events in documents.
+// ErrUnpublishable wraps a publish error that no retry can cure (the event is larger than the
+// stream accepts): the event is set aside instead of being retried.
+var ErrUnpublishable = errors.New("outbox: the event cannot be published")
+
+// Store finds and removes events in documents. Nothing the relay does every pass reads in
+// proportion to the data: it reads the marks of events whose inline publish failed and the
+// records of the processes that write events; it scans the documents themselves only when a
+// process may have left events unmarked (it stopped between a write and its publish, or could
+// not mark a failed publish).
 type Store interface {
-	// Pending returns up to limit events still in documents, oldest first.
+	// Pending scans every document that carries events and returns up to limit events still
+	// in them, oldest first. It costs in proportion to the data: the relay runs it only when
+	// a scan is due.
 	Pending(ctx context.Context, limit int) ([]Pending, error)
-	// Ack removes a published event from its document.
-	Ack(ctx context.Context, ref Ref, eventID string) error
+	// Marked returns up to limit of the events marked for the relay, oldest first, reading the
+	// marks and their documents (by id). Marks of events no longer in their document are removed.
+	Marked(ctx context.Context, limit int) ([]Pending, error)
+	// Mark tells the relay that the event eventID in ref is still to be published.
+	Mark(ctx context.Context, ref Ref, eventID string) error
+	// Ack removes a published event from its document, and its mark when it has one.
+	Ack(ctx context.Context, p Pending) error
+	// SetAside removes an event that cannot be published from its document (and its mark) and
+	// keeps it (its data bounded as New bounds it), with the reason, where an operator can see it.
+	SetAside(ctx context.Context, p Pending, reason string) error
+	// Beat records that writer is alive; scan asks the relay for a scan.
+	Beat(ctx context.Context, writer string, scan bool) error
+	// Leave removes the record of writer, which stopped cleanly.
+	Leave(ctx context.Context, writer string) error
+	// ScanDue removes the records of writers last seen before staleBefore and of writers that
+	// asked for a scan, and reports whether there were any.
+	ScanDue(ctx context.Context, staleBefore time.Time) (bool, error)
 }
 
 // Dispatcher publishes events once their change is committed. A failed publish is not an error
-// for the caller: the event stays in its document and the relay delivers it later.
+// for the caller: the event stays in its document, marked, and the relay delivers it later.
 type Dispatcher struct {
 	pub   Publisher
 	store Store
 	log   *slog.Logger
+	// writer is this process's name among the processes that write events.
+	writer string
+	// unmarked is set when a failed publish could not be marked: the next beat asks for a scan.
+	unmarked atomic.Bool
+	// setAside counts the events set aside by type.
+	setAside func(typ string)
 }
 
-// NewDispatcher returns a dispatcher publishing to pub.
-func NewDispatcher(pub Publisher, store Store, log *slog.Logger) *Dispatcher {
-	return &Dispatcher{pub: pub, store: store, log: log}
+// NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
+// aside because it cannot be published.
+func NewDispatcher(pub Publisher, store Store, log *slog.Logger, setAside func(typ string)) *Dispatcher {
+	return &Dispatcher{pub: pub, store: store, log: log, writer: uuid.Must(uuid.NewV7()).String(), setAside: setAside}
 }
 
 // publishTimeout bounds the inline publish of a request: past it the relay takes over.
-const publishTimeout = 2 * time.Second
+// recordTimeout bounds what follows a failed publish (marking the event, or setting it aside),
+// which must not fail because the publish used up its time.
+const (
+	publishTimeout = 2 * time.Second
+	recordTimeout  = 10 * time.Second
+)
 
 // Dispatch publishes ev, committed in the document ref, and removes it from there.
 func (d *Dispatcher) Dispatch(ctx context.Context, ref Ref, ev Event) {
@@ -54,41 +97,150 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ref Ref, ev Event) {
 	d.deliver(ctx, Pending{Ref: ref, Event: ev})
 }
 
+// deliver publishes p and removes it from its document. An event that failed is marked for the
+// relay (unless it is already); one that can never be published is set aside.
 func (d *Dispatcher) deliver(ctx context.Context, p Pending) bool {
-	if err := d.pub.Publish(ctx, p.Event); err != nil {
+	err := d.pub.Publish(ctx, p.Event)
+	switch {
+	case errors.Is(err, ErrUnpublishable):
+		d.setAsideEvent(ctx, p, err)
+		return true
+	case err != nil:
 		d.log.Warn("event not published yet; the relay will retry", "event_id", p.Event.ID, "type", p.Event.Type, "error", err)
+		d.mark(ctx, p)
 		return false
 	}
-	if err := d.store.Ack(ctx, p.Ref, p.Event.ID); err != nil {
+	if err := d.store.Ack(ctx, p); err != nil {
 		d.log.Warn("published event not yet removed from its document; it will be published again and deduplicated", "event_id", p.Event.ID, "error", err)
 	}
 	return true
 }
 
-// RelayOnce publishes the events left in documents; it returns how many it delivered and how
-// many of those it found it left unpublished (it reads at most a few hundred a pass).
-func (d *Dispatcher) RelayOnce(ctx context.Context) (delivered, left int, err error) {
-	pending, err := d.store.Pending(ctx, 500)
-	if err != nil {
-		return 0, 0, err
+func (d *Dispatcher) mark(ctx context.Context, p Pending) {
+	if p.Marked {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := d.store.Mark(ctx, p.Ref, p.Event.ID); err != nil {
+		d.unmarked.Store(true)
+		d.log.Warn("unpublished event not marked; a scan will find it", "event_id", p.Event.ID, "error", err)
+	}
+}
+
+func (d *Dispatcher) setAsideEvent(ctx context.Context, p Pending, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	kept := p
+	kept.Event.Data, kept.Event.Omitted = bound(p.Event.Data)
+	if err := d.store.SetAside(ctx, kept, cause.Error()); err != nil {
+		d.log.Warn("event that cannot be published not yet set aside", "event_id", p.Event.ID, "error", err)
+		d.mark(ctx, p)
+		return
+	}
+	d.setAside(p.Event.Type)
+	d.log.Error("event set aside: it cannot be published", "event_id", p.Event.ID, "type", p.Event.Type, "error", cause)
+}
+
+// relayBatch is how many events a relay pass reads at most.
+const relayBatch = 500
+
+// RelayOnce publishes the events marked for the relay and, when scan is set, those a scan of
+// the documents finds; it returns how many it delivered, how many it left unpublished, and
+// whether the scan (if any) saw everything (it reads at most a few hundred events).
+//
+// After the first failed publish of a pass, the events left are marked without trying them.
+func (d *Dispatcher) RelayOnce(ctx context.Context, scan bool) (delivered, left int, complete bool, err error) {
+	pending, err := d.store.Marked(ctx, relayBatch)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	complete = true
+	if scan {
+		found, err := d.store.Pending(ctx, relayBatch)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		complete = len(found) < relayBatch
+		pending = append(pending, found...)
+	}
+	failed := false
 	for _, p := range pending {
+		if failed {
+			d.mark(ctx, p)
+			continue
+		}
 		if !d.deliver(ctx, p) {
-			break
+			failed = true
+			continue
 		}
 		delivered++
 	}
-	return delivered, len(pending) - delivered, nil
+	return delivered, len(pending) - delivered, complete, nil
 }
 
-// Relay runs RelayOnce every interval until ctx ends, telling backlog what each pass left.
+// Timing of the writers' records: each process that writes events beats every beatInterval;
+// one not seen for staleAfter has stopped without leaving (or cannot reach the store), and the
+// relay scans for the events it may have left unmarked.
+const (
+	beatInterval = 10 * time.Second
+	staleAfter   = time.Minute
+)
+
+// Beat records this process among the writers of events every beatInterval until ctx ends,
+// asking for a scan when a failed publish could not be marked. Call Leave once the process has
+// stopped writing.
+func (d *Dispatcher) Beat(ctx context.Context) {
+	t := time.NewTicker(beatInterval)
+	defer t.Stop()
+	for {
+		scan := d.unmarked.Swap(false)
+		if err := d.store.Beat(ctx, d.writer, scan); err != nil {
+			if scan {
+				d.unmarked.Store(true)
+			}
+			if ctx.Err() == nil {
+				d.log.Warn("outbox writer heartbeat", "error", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Leave removes this process from the writers of events; a process that could not mark a failed
+// publish asks for a scan instead.
+func (d *Dispatcher) Leave(ctx context.Context) error {
+	if d.unmarked.Load() {
+		return d.store.Beat(ctx, d.writer, true)
+	}
+	return d.store.Leave(ctx, d.writer)
+}
+
+// Relay runs RelayOnce every interval until ctx ends, telling backlog what each pass left. It
+// scans the documents when it starts (events of processes that stopped before any relay ran)
+// and whenever a writer stopped without leaving or asked for it, until a scan saw everything.
 func (d *Dispatcher) Relay(ctx context.Context, interval time.Duration, backlog func(left int)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	scan := true
 	for {
-		if n, left, err := d.RelayOnce(ctx); err != nil && ctx.Err() == nil {
+		if !scan {
+			due, err := d.store.ScanDue(ctx, time.Now().Add(-staleAfter))
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("outbox relay: writers", "error", err)
+			}
+			scan = due
+		}
+		n, left, complete, err := d.RelayOnce(ctx, scan)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			d.log.Warn("outbox relay", "error", err)
-		} else if err == nil {
+		case err == nil:
+			scan = scan && !complete
 			backlog(left)
 			if n > 0 {
 				d.log.Info("outbox relay delivered events", "count", n)

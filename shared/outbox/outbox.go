@@ -5,8 +5,12 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +34,9 @@ type Event struct {
 	// Cause lists the workflows whose runs led to the change, oldest first; empty for changes
 	// made by requests.
 	Cause []string `json:"cause,omitempty" bson:"cause,omitempty"`
+	// Omitted names the fields of data left out to keep the event under MaxData, largest
+	// first: a consumer that needs them reads the resource by its id.
+	Omitted []string `json:"omitted,omitempty" bson:"omitted,omitempty"`
 	// Trace is the trace context of the change (W3C traceparent, tracestate, baggage), kept
 	// with the event in its document and sent in the headers of its message, so that what the
 	// event starts joins the change's trace. It is not part of the envelope users see.
@@ -44,13 +51,19 @@ func WithCause(ctx context.Context, chain []string) context.Context {
 	return context.WithValue(ctx, causeKey{}, chain)
 }
 
-// New returns an event of type typ about data (the changed resource as users see it), caused
-// by what ctx says (WithCause), in the trace of ctx.
+// MaxData bounds the JSON of an event's data: events carry ids and small fields, so that every
+// event fits a message of the stream (NATS allows 1 MiB by default) whatever the resource holds.
+const MaxData = 32 << 10
+
+// New returns an event of type typ about data (the changed resource as users see it, a JSON
+// object), caused by what ctx says (WithCause), in the trace of ctx. When data is larger than
+// MaxData, its largest fields are left out and named in Omitted.
 func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		panic("outbox: event data must marshal to JSON: " + err.Error())
 	}
+	raw, omitted := bound(raw)
 	cause, _ := ctx.Value(causeKey{}).([]string)
 	trace := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, trace)
@@ -62,11 +75,41 @@ func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond),
 		Data:       raw,
 		Cause:      cause,
+		Omitted:    omitted,
 	}
 	if len(trace) > 0 {
 		ev.Trace = trace
 	}
 	return ev
+}
+
+// bound returns raw, a JSON object, without its largest fields while it is larger than MaxData,
+// and the names of the fields it left out, largest first.
+func bound(raw json.RawMessage) (json.RawMessage, []string) {
+	if len(raw) <= MaxData {
+		return raw, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		panic("outbox: event data must be a JSON object: " + err.Error())
+	}
+	names := slices.Collect(maps.Keys(fields))
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(fields[b]), len(fields[a])), strings.Compare(a, b))
+	})
+	var omitted []string
+	for _, name := range names {
+		if len(raw) <= MaxData {
+			break
+		}
+		delete(fields, name)
+		omitted = append(omitted, name)
+		var err error
+		if raw, err = json.Marshal(fields); err != nil {
+			panic("outbox: event data must marshal to JSON: " + err.Error())
+		}
+	}
+	return raw, omitted
 }
 
 // The event types the platform emits. Workflows may trigger on any of them.

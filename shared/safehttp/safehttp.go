@@ -68,6 +68,11 @@ var (
 	// http or https, credentials in the URL, a port other than 80 or 443, a blocked address
 	// (found in the URL or when dialling) and too many redirects.
 	ErrBlocked = errors.New("blocked by the outbound request policy")
+	// ErrNoSuchHost is a host name that does not resolve: permanent, as a 404 is.
+	ErrNoSuchHost = errors.New("the host does not exist")
+	// ErrUnreachable is a host that could not be reached (its name did not resolve for now, or
+	// no connection could be made).
+	ErrUnreachable = errors.New("the host could not be reached")
 	// ErrTooLarge is returned when a response body is larger than [Options.MaxBytes].
 	ErrTooLarge = errors.New("response body too large")
 
@@ -251,7 +256,7 @@ func (e *StatusError) Error() string {
 // ([ErrBlocked]), the body is too large ([ErrTooLarge]), the URL is malformed, or the server
 // answered with a 4xx status ([*StatusError]) other than 408, 425 and 429.
 func Permanent(err error) bool {
-	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformedURL) {
+	if errors.Is(err, ErrBlocked) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformedURL) || errors.Is(err, ErrNoSuchHost) {
 		return true
 	}
 	var se *StatusError
@@ -521,10 +526,25 @@ func innerError(err error) error {
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && errors.Is(oe.Err, ErrBlocked) {
-		err = oe.Err
+		return oe.Err
+	}
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &de) && de.IsNotFound:
+		return &reachError{kind: ErrNoSuchHost, cause: err}
+	case de != nil, oe != nil && oe.Op == "dial":
+		return &reachError{kind: ErrUnreachable, cause: err}
 	}
 	return err
 }
+
+// reachError is a host that could not be reached, said without the resolver's address or what
+// the name resolved to (an error message may reach a user); the cause stays in the chain, so a
+// timeout is still a [net.Error] that says so.
+type reachError struct{ kind, cause error }
+
+func (e *reachError) Error() string   { return e.kind.Error() }
+func (e *reachError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // mediaType returns the lowercased media type of a Content-Type header, without parameters.
 func mediaType(header string) string {

@@ -828,3 +828,40 @@ func TestTraceContext(t *testing.T) {
 		t.Fatalf("a traced request to loopback: %v, want ErrBlocked", err)
 	}
 }
+
+// A host that does not exist fails for good, as a 404 does; one that cannot be reached is worth
+// another try. Neither message says what the resolver is or what a name resolved to.
+func TestUnreachableHosts(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
+	tests := []struct {
+		name      string
+		opts      Options
+		url       string
+		kind      error
+		permanent bool
+	}{
+		{"no such host", Options{}, "http://agentplane-test.invalid/x", ErrNoSuchHost, true},
+		{"no such host, private networks allowed", Options{AllowPrivate: true}, "http://localhost./x", ErrNoSuchHost, true},
+		{"nothing listening", Options{AllowPrivate: true}, "http://" + closed + "/x", ErrUnreachable, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(tt.opts).Fetch(context.Background(), tt.url)
+			if !errors.Is(err, tt.kind) || Permanent(err) != tt.permanent {
+				t.Fatalf("error %v (permanent %t), want %v (permanent %t)", err, Permanent(err), tt.kind, tt.permanent)
+			}
+			for _, leak := range []string{"lookup", ":53", "dial tcp", "connect:", "10.255."} {
+				if strings.Contains(err.Error(), leak) {
+					t.Fatalf("error %q says %q", err, leak)
+				}
+			}
+		})
+	}
+}

@@ -58,7 +58,7 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
 		repo := store.NewSources(db)
-		ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log)
+		ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})
 		svc := sources.NewService(repo, ev, queue{}, 1<<20, log)
 		ing := sources.NewIngester(repo, ev, safehttp.New(safehttp.Options{}), nil, 1, log, func(string, int) {})
 		b.SetBytes(int64(len(content)))

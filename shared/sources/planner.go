@@ -16,13 +16,13 @@ import (
 // queue each piece once.
 type Planner struct {
 	repo       Repo
-	queue      Enqueuer
+	queue      Scheduler
 	stuckAfter time.Duration
 	log        *slog.Logger
 }
 
 // NewPlanner returns the planner; a source pending longer than stuckAfter is ingested anew.
-func NewPlanner(repo Repo, queue Enqueuer, stuckAfter time.Duration, log *slog.Logger) *Planner {
+func NewPlanner(repo Repo, queue Scheduler, stuckAfter time.Duration, log *slog.Logger) *Planner {
 	return &Planner{repo: repo, queue: queue, stuckAfter: stuckAfter, log: log}
 }
 
@@ -77,6 +77,11 @@ func (p *Planner) reconcile(ctx context.Context, now time.Time) error {
 				return err
 			}
 			continue
+		}
+		if live, err := p.queue.Live(ctx, tasks.IngestSource, s.ID+":"+s.Pending); err != nil {
+			return err
+		} else if live {
+			continue // its task is still under way (retrying, say): a second generation would race it
 		}
 		gen := uuid.NewSHA1(uuid.NameSpaceURL, []byte(s.ID+"@"+s.Pending)).String()
 		next, err := p.repo.Pend(ctx, s.ID, s.Pending, gen, now)

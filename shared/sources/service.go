@@ -72,6 +72,12 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, typ, id string, payload any) error
 }
 
+// Scheduler is the queue of the planner: it also tells whether a task is still under way.
+type Scheduler interface {
+	Enqueuer
+	Live(ctx context.Context, typ, id string) (bool, error)
+}
+
 // IngestTask is the payload of tasks.IngestSource.
 type IngestTask struct {
 	SourceID string `json:"source_id"`

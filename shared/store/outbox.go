@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -42,7 +44,8 @@ var _ outbox.Store = Outbox{}
 // NewOutbox returns the outbox store of db.
 func NewOutbox(db *mongo.Database) Outbox { return Outbox{db: db} }
 
-// Pending returns up to limit events still in documents.
+// Pending scans every collection that carries events and returns up to limit events still in
+// documents (up to limit of each collection), oldest first.
 func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error) {
 	var out []outbox.Pending
 	for resource, coll := range outboxCollections {
@@ -52,10 +55,7 @@ func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error
 		if err != nil {
 			return nil, wrap(err, resource)
 		}
-		var docs []struct {
-			ID     string                  `bson:"_id"`
-			Events map[string]outbox.Event `bson:"_outbox"`
-		}
+		var docs []outboxDoc
 		if err := cur.All(ctx, &docs); err != nil {
 			return nil, wrap(err, resource)
 		}
@@ -65,9 +65,143 @@ func (o Outbox) Pending(ctx context.Context, limit int) ([]outbox.Pending, error
 			}
 		}
 	}
-	// Event ids are UUIDv7: their order is the order of the changes.
-	slices.SortFunc(out, func(a, b outbox.Pending) int { return strings.Compare(a.Event.ID, b.Event.ID) })
+	sortPending(out)
 	return out, nil
+}
+
+// sortPending puts events in the order of their changes: event ids are UUIDv7.
+func sortPending(out []outbox.Pending) {
+	slices.SortFunc(out, func(a, b outbox.Pending) int { return strings.Compare(a.Event.ID, b.Event.ID) })
+}
+
+type outboxDoc struct {
+	ID     string                  `bson:"_id"`
+	Events map[string]outbox.Event `bson:"_outbox"`
+}
+
+// The collections of the relay's own records, small whatever the data: marksColl holds a mark
+// (keyed by event id) for each event whose inline publish failed, writersColl a record of each
+// process that writes events (keyed by its name), asideColl the events that cannot be published.
+const (
+	marksColl   = "outbox_marks"
+	writersColl = "outbox_writers"
+	asideColl   = "outbox_aside"
+)
+
+type mark struct {
+	EventID  string `bson:"_id"`
+	Resource string `bson:"resource"`
+	Doc      string `bson:"doc"`
+}
+
+// Mark tells the relay that eventID in ref is still to be published.
+func (o Outbox) Mark(ctx context.Context, ref outbox.Ref, eventID string) error {
+	_, err := o.db.Collection(marksColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: eventID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "resource", Value: ref.Resource}, {Key: "doc", Value: ref.ID}}}},
+		options.UpdateOne().SetUpsert(true))
+	return wrap(err, "outbox")
+}
+
+// Marked returns up to limit marked events, reading each one's document by id. A mark whose
+// event is no longer in its document (published since) is removed.
+func (o Outbox) Marked(ctx context.Context, limit int) ([]outbox.Pending, error) {
+	cur, err := o.db.Collection(marksColl).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, wrap(err, "outbox")
+	}
+	var marks []mark
+	if err := cur.All(ctx, &marks); err != nil {
+		return nil, wrap(err, "outbox")
+	}
+	var out []outbox.Pending
+	for _, m := range marks {
+		coll, ok := outboxCollections[m.Resource]
+		if !ok {
+			return nil, fmt.Errorf("outbox: unknown resource %q", m.Resource)
+		}
+		var d outboxDoc
+		err := o.db.Collection(coll).FindOne(ctx, bson.D{{Key: "_id", Value: m.Doc}},
+			options.FindOne().SetProjection(bson.D{{Key: outbox.Field, Value: 1}})).Decode(&d)
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, wrap(err, m.Resource)
+		}
+		ev, ok := d.Events[m.EventID]
+		if !ok {
+			if err := o.unmark(ctx, m.EventID); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, outbox.Pending{Ref: outbox.Ref{Resource: m.Resource, ID: m.Doc}, Event: ev, Marked: true})
+	}
+	sortPending(out)
+	return out, nil
+}
+
+func (o Outbox) unmark(ctx context.Context, eventID string) error {
+	_, err := o.db.Collection(marksColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: eventID}})
+	return wrap(err, "outbox")
+}
+
+// SetAside keeps an event that cannot be published, with the reason, in the collection
+// outbox_aside, and removes it from its document.
+func (o Outbox) SetAside(ctx context.Context, p outbox.Pending, reason string) error {
+	_, err := o.db.Collection(asideColl).InsertOne(ctx, bson.D{{Key: "_id", Value: p.Event.ID},
+		{Key: "resource", Value: p.Ref.Resource}, {Key: "doc", Value: p.Ref.ID}, {Key: "event", Value: p.Event},
+		{Key: "reason", Value: reason}, {Key: "at", Value: time.Now().UTC()}})
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return wrap(err, "outbox")
+	}
+	return o.Ack(ctx, outbox.Pending{Ref: p.Ref, Event: p.Event, Marked: true})
+}
+
+type writer struct {
+	ID     string    `bson:"_id"`
+	SeenAt time.Time `bson:"seen_at"`
+	Scan   bool      `bson:"scan"`
+}
+
+// Beat records that writer is alive; scan asks the relay for a scan.
+func (o Outbox) Beat(ctx context.Context, name string, scan bool) error {
+	set := bson.D{{Key: "seen_at", Value: time.Now().UTC()}}
+	if scan {
+		set = append(set, bson.E{Key: "scan", Value: true})
+	}
+	_, err := o.db.Collection(writersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: name}},
+		bson.D{{Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true))
+	return wrap(err, "outbox")
+}
+
+// Leave removes the record of a writer that stopped cleanly.
+func (o Outbox) Leave(ctx context.Context, name string) error {
+	_, err := o.db.Collection(writersColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: name}})
+	return wrap(err, "outbox")
+}
+
+// ScanDue removes the records of writers last seen before staleBefore or asking for a scan, and
+// reports whether it removed any. A record is removed only as it was read, so a writer's beat
+// in between keeps it.
+func (o Outbox) ScanDue(ctx context.Context, staleBefore time.Time) (bool, error) {
+	cur, err := o.db.Collection(writersColl).Find(ctx, bson.D{})
+	if err != nil {
+		return false, wrap(err, "outbox")
+	}
+	var ws []writer
+	if err := cur.All(ctx, &ws); err != nil {
+		return false, wrap(err, "outbox")
+	}
+	due := false
+	for _, w := range ws {
+		if !w.Scan && !w.SeenAt.Before(staleBefore) {
+			continue
+		}
+		res, err := o.db.Collection(writersColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: w.ID}, {Key: "seen_at", Value: w.SeenAt}})
+		if err != nil {
+			return false, wrap(err, "outbox")
+		}
+		due = due || res.DeletedCount == 1
+	}
+	return due, nil
 }
 
 // deletedResource and deletedEventsColl keep the events of hard deletions, whose documents are
@@ -90,19 +224,24 @@ func deleteWithEvent(ctx context.Context, db *mongo.Database, coll *mongo.Collec
 	return ref, wrap(err, deletedResource)
 }
 
-// Ack removes a published event from its document (and a deletion's event document).
-func (o Outbox) Ack(ctx context.Context, ref outbox.Ref, eventID string) error {
-	coll, ok := outboxCollections[ref.Resource]
+// Ack removes a published event from its document (and a deletion's event document), and its
+// mark when it has one.
+func (o Outbox) Ack(ctx context.Context, p outbox.Pending) error {
+	coll, ok := outboxCollections[p.Ref.Resource]
 	if !ok {
-		return fmt.Errorf("outbox: unknown resource %q", ref.Resource)
+		return fmt.Errorf("outbox: unknown resource %q", p.Ref.Resource)
 	}
-	if ref.Resource == deletedResource {
-		_, err := o.db.Collection(coll).DeleteOne(ctx, bson.D{{Key: "_id", Value: ref.ID}})
-		return wrap(err, ref.Resource)
+	var err error
+	if p.Ref.Resource == deletedResource {
+		_, err = o.db.Collection(coll).DeleteOne(ctx, bson.D{{Key: "_id", Value: p.Ref.ID}})
+	} else {
+		_, err = o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: p.Ref.ID}},
+			bson.D{{Key: "$unset", Value: bson.D{{Key: slot(p.Event.ID), Value: ""}}}})
 	}
-	_, err := o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
-		bson.D{{Key: "$unset", Value: bson.D{{Key: slot(eventID), Value: ""}}}})
-	return wrap(err, ref.Resource)
+	if err != nil || !p.Marked {
+		return wrap(err, p.Ref.Resource)
+	}
+	return o.unmark(ctx, p.Event.ID)
 }
 
 // withEvent returns doc as a BSON document carrying ev in its outbox.

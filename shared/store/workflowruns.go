@@ -38,7 +38,6 @@ func (r WorkflowRuns) InsertRun(ctx context.Context, run workflows.Run) error {
 func (r WorkflowRuns) LoadRun(ctx context.Context, id string) (workflows.Run, error) {
 	var run workflows.Run
 	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&run)
-	run.Steps = plainActions(run.Steps)
 	return run, wrap(err, workflows.RunResource)
 }
 

@@ -28,7 +28,6 @@ func (r Workflows) Get(ctx context.Context, projectID, botID, id string) (workfl
 	var w workflows.Workflow
 	err := r.db.Collection(workflowsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID},
 		{Key: "bot_id", Value: botID}, notDeleted}).Decode(&w)
-	plainDefinition(&w.Definition)
 	return w, wrap(err, "workflow")
 }
 
@@ -36,62 +35,7 @@ func (r Workflows) List(ctx context.Context, projectID, botID string, page pagin
 	list := []workflows.Workflow{}
 	total, err := findPage(ctx, r.db.Collection(workflowsColl),
 		bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted}, page, &list)
-	for i := range list {
-		plainDefinition(&list[i].Definition)
-	}
 	return list, total, wrap(err, "workflow")
-}
-
-// plainDefinition turns the values the driver decodes into the definition's free-form fields
-// (bson.D, bson.M, bson.A) into the map[string]any and []any that JSON and the engine read.
-func plainDefinition(d *workflows.Definition) {
-	d.TriggerConfig = plainMap(d.TriggerConfig)
-	for i := range d.Conditions {
-		d.Conditions[i].Value = plain(d.Conditions[i].Value)
-	}
-	d.Actions = plainActions(d.Actions)
-}
-
-func plainActions(actions []workflows.Action) []workflows.Action {
-	for i := range actions {
-		actions[i].Params = plainMap(actions[i].Params)
-	}
-	return actions
-}
-
-func plainMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	return plain(m).(map[string]any)
-}
-
-func plain(v any) any {
-	switch v := v.(type) {
-	case bson.D:
-		m := make(map[string]any, len(v))
-		for _, e := range v {
-			m[e.Key] = plain(e.Value)
-		}
-		return m
-	case bson.M:
-		return plain(map[string]any(v))
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[k] = plain(e)
-		}
-		return m
-	case bson.A:
-		return plain([]any(v))
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = plain(e)
-		}
-		return out
-	}
-	return v
 }
 
 func (r Workflows) Replace(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
@@ -119,9 +63,6 @@ func (r Workflows) find(ctx context.Context, filter bson.D) ([]workflows.Workflo
 	var list []workflows.Workflow
 	if err := cur.All(ctx, &list); err != nil {
 		return nil, wrap(err, "workflow")
-	}
-	for i := range list {
-		plainDefinition(&list[i].Definition)
 	}
 	return list, nil
 }

@@ -41,14 +41,33 @@ var options = map[string][]asynq.Option{
 	RunWorkflow:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
 }
 
-// Queue enqueues tasks on one asynq queue.
+// Queue enqueues tasks on one asynq queue, and tells which are under way.
 type Queue struct {
 	client *asynq.Client
+	insp   *asynq.Inspector
 	name   string
 }
 
-// NewQueue returns a queue named name of client's Redis.
-func NewQueue(client *asynq.Client, name string) *Queue { return &Queue{client: client, name: name} }
+// NewQueue returns a queue named name of the Redis of client and insp.
+func NewQueue(client *asynq.Client, insp *asynq.Inspector, name string) *Queue {
+	return &Queue{client: client, insp: insp, name: name}
+}
+
+// Live reports whether the task of type typ and id is queued, scheduled, running or waiting to
+// be retried (not archived, done or unknown).
+func (q *Queue) Live(ctx context.Context, typ, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	info, err := q.insp.GetTaskInfo(q.name, typ+":"+id)
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return false, nil
+	case err != nil:
+		return false, apperr.Unavailablef("redis", err)
+	}
+	return info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted, nil
+}
 
 // Enqueue adds a task of type typ with payload, identified by id. A task of the same id that
 // is still queued, running or retrying makes this a no-op. A Redis failure is Unavailable. The

@@ -106,8 +106,8 @@ func (ps params) templates(key string, v any) {
 }
 
 func checkWebhook(ps params) {
-	if u, ok := ps.required("url"); ok && !webhookURL(u) {
-		ps.add("url", "must be an absolute http or https URL with a host")
+	if u, ok := ps.required("url"); ok && (len(u) > MaxURLLength || !webhookURL(u)) {
+		ps.add("url", "must be an absolute http or https URL with a host, at most %d characters", MaxURLLength)
 	}
 	if v, ok := ps.value("headers"); ok {
 		checkHeaders(ps, v)

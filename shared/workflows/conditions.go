@@ -53,8 +53,8 @@ func matchCondition(c Condition, envelope map[string]any) bool {
 	field, found := Lookup(envelope, c.Field)
 	if c.Operator == OpExists {
 		want, ok := true, true
-		if c.Value != nil {
-			want, ok = c.Value.(bool)
+		if c.Value.V != nil {
+			want, ok = c.Value.V.(bool)
 		}
 		return ok && found == want
 	}
@@ -63,15 +63,15 @@ func matchCondition(c Condition, envelope map[string]any) bool {
 	}
 	switch c.Operator {
 	case OpEq:
-		return jsonEqual(field, c.Value)
+		return jsonEqual(field, c.Value.V)
 	case OpNe:
-		return !jsonEqual(field, c.Value)
+		return !jsonEqual(field, c.Value.V)
 	case OpGt, OpGte, OpLt, OpLte:
-		return compareNumbers(c.Operator, field, c.Value)
+		return compareNumbers(c.Operator, field, c.Value.V)
 	case OpContains:
-		return containsOperand(field, c.Value)
+		return containsOperand(field, c.Value.V)
 	case OpIn:
-		list, ok := asList(c.Value)
+		list, ok := asList(c.Value.V)
 		if !ok {
 			return false
 		}

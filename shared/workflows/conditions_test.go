@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentplane/agentplane/shared/freeform"
 )
 
 // testEnvelope is an event envelope as the engine decodes it.
@@ -228,7 +230,7 @@ func TestMatches(t *testing.T) {
 			if tc.want != "" {
 				value = operand(t, tc.want)
 			}
-			c := Condition{Field: tc.field, Operator: tc.op, Value: value}
+			c := Condition{Field: tc.field, Operator: tc.op, Value: freeform.Value{V: value}}
 			if got := Matches([]Condition{c}, env); got != tc.holds {
 				t.Fatalf("Matches(%s %s %s) = %v, want %v", tc.field, tc.op, tc.want, got, tc.holds)
 			}
@@ -245,24 +247,24 @@ func TestMatchesGoOperands(t *testing.T) {
 		c     Condition
 		holds bool
 	}{
-		{"EqInt", Condition{"data.deal.value", OpEq, 40000}, true},
-		{"EqInt64", Condition{"data.deal.value", OpEq, int64(40000)}, true},
-		{"EqInt32", Condition{"data.count", OpEq, int32(12)}, true},
-		{"EqFloat64", Condition{"data.deal.value", OpEq, 40000.0}, true},
-		{"EqUint", Condition{"data.count", OpEq, uint(12)}, true},
-		{"NeInt", Condition{"data.deal.value", OpNe, 40000}, false},
-		{"GtInt", Condition{"data.value_text", OpGt, 39999}, true},
-		{"LteInt64", Condition{"data.deal.value", OpLte, int64(40000)}, true},
-		{"ContainsInt", Condition{"data.ticket", OpContains, 12}, true},
-		{"ContainsFloat", Condition{"data.ticket", OpContains, 12.5}, true},
-		{"InStrings", Condition{"data.status", OpIn, []string{"won"}}, true},
-		{"InInts", Condition{"data.count", OpIn, []int{1, 12}}, true},
-		{"InNamedSlice", Condition{"data.status", OpIn, namedList{"open", "won"}}, true},
-		{"EqNamedMap", Condition{"data.contact", OpEq, namedObject{"name": "Ada", "email": "ada@example.com"}}, true},
-		{"EqNil", Condition{"data.note", OpEq, nil}, true},
-		{"NeNil", Condition{"data.note", OpNe, nil}, false},
-		{"EqNilOnValue", Condition{"data.status", OpEq, nil}, false},
-		{"EqGoString", Condition{"data.items.0.name", OpEq, "seat"}, true},
+		{"EqInt", Condition{"data.deal.value", OpEq, freeform.Value{V: 40000}}, true},
+		{"EqInt64", Condition{"data.deal.value", OpEq, freeform.Value{V: int64(40000)}}, true},
+		{"EqInt32", Condition{"data.count", OpEq, freeform.Value{V: int32(12)}}, true},
+		{"EqFloat64", Condition{"data.deal.value", OpEq, freeform.Value{V: 40000.0}}, true},
+		{"EqUint", Condition{"data.count", OpEq, freeform.Value{V: uint(12)}}, true},
+		{"NeInt", Condition{"data.deal.value", OpNe, freeform.Value{V: 40000}}, false},
+		{"GtInt", Condition{"data.value_text", OpGt, freeform.Value{V: 39999}}, true},
+		{"LteInt64", Condition{"data.deal.value", OpLte, freeform.Value{V: int64(40000)}}, true},
+		{"ContainsInt", Condition{"data.ticket", OpContains, freeform.Value{V: 12}}, true},
+		{"ContainsFloat", Condition{"data.ticket", OpContains, freeform.Value{V: 12.5}}, true},
+		{"InStrings", Condition{"data.status", OpIn, freeform.Value{V: []string{"won"}}}, true},
+		{"InInts", Condition{"data.count", OpIn, freeform.Value{V: []int{1, 12}}}, true},
+		{"InNamedSlice", Condition{"data.status", OpIn, freeform.Value{V: namedList{"open", "won"}}}, true},
+		{"EqNamedMap", Condition{"data.contact", OpEq, freeform.Value{V: namedObject{"name": "Ada", "email": "ada@example.com"}}}, true},
+		{"EqNil", Condition{"data.note", OpEq, freeform.Value{V: nil}}, true},
+		{"NeNil", Condition{"data.note", OpNe, freeform.Value{V: nil}}, false},
+		{"EqNilOnValue", Condition{"data.status", OpEq, freeform.Value{V: nil}}, false},
+		{"EqGoString", Condition{"data.items.0.name", OpEq, freeform.Value{V: "seat"}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Matches([]Condition{tc.c}, env); got != tc.holds {
@@ -280,9 +282,9 @@ type (
 
 func TestMatchesAll(t *testing.T) {
 	env := envelopeOf(t, testEnvelope)
-	won := Condition{Field: "data.status", Operator: OpEq, Value: "won"}
-	big := Condition{Field: "data.deal.value", Operator: OpGte, Value: json.Number("10000")}
-	lost := Condition{Field: "data.status", Operator: OpEq, Value: "lost"}
+	won := Condition{Field: "data.status", Operator: OpEq, Value: freeform.Value{V: "won"}}
+	big := Condition{Field: "data.deal.value", Operator: OpGte, Value: freeform.Value{V: json.Number("10000")}}
+	lost := Condition{Field: "data.status", Operator: OpEq, Value: freeform.Value{V: "lost"}}
 	for _, tc := range []struct {
 		name  string
 		conds []Condition
@@ -311,10 +313,10 @@ func TestMatchesAll(t *testing.T) {
 func TestMatchesManualRun(t *testing.T) {
 	env := envelopeOf(t, `{"type":"manual","input":{"email":"ada@example.com","amount":"250"}}`)
 	conds := []Condition{
-		{Field: "type", Operator: OpEq, Value: "manual"},
-		{Field: "input.email", Operator: OpContains, Value: "@example.com"},
-		{Field: "input.amount", Operator: OpGt, Value: json.Number("100")},
-		{Field: "data", Operator: OpExists, Value: false},
+		{Field: "type", Operator: OpEq, Value: freeform.Value{V: "manual"}},
+		{Field: "input.email", Operator: OpContains, Value: freeform.Value{V: "@example.com"}},
+		{Field: "input.amount", Operator: OpGt, Value: freeform.Value{V: json.Number("100")}},
+		{Field: "data", Operator: OpExists, Value: freeform.Value{V: false}},
 	}
 	if !Matches(conds, env) {
 		t.Fatal("manual run conditions do not hold")
@@ -330,12 +332,12 @@ func TestMatchesDoesNotEvaluate(t *testing.T) {
 		c     Condition
 		holds bool
 	}{
-		{"ExpressionNotComputed", Condition{"data.expr", OpEq, "1+1"}, true},
-		{"ExpressionNotEqualResult", Condition{"data.expr", OpEq, json.Number("2")}, false},
-		{"ExpressionStringNotNumber", Condition{"data.expr", OpGt, json.Number("1")}, false},
-		{"TemplateNotRendered", Condition{"data.tpl", OpEq, "{{data.expr}}"}, true},
-		{"OperandTemplateNotRendered", Condition{"data.expr", OpEq, "{{data.expr}}"}, false},
-		{"OperandExpressionNotComputed", Condition{"data.n", OpEq, "1+1"}, false},
+		{"ExpressionNotComputed", Condition{"data.expr", OpEq, freeform.Value{V: "1+1"}}, true},
+		{"ExpressionNotEqualResult", Condition{"data.expr", OpEq, freeform.Value{V: json.Number("2")}}, false},
+		{"ExpressionStringNotNumber", Condition{"data.expr", OpGt, freeform.Value{V: json.Number("1")}}, false},
+		{"TemplateNotRendered", Condition{"data.tpl", OpEq, freeform.Value{V: "{{data.expr}}"}}, true},
+		{"OperandTemplateNotRendered", Condition{"data.expr", OpEq, freeform.Value{V: "{{data.expr}}"}}, false},
+		{"OperandExpressionNotComputed", Condition{"data.n", OpEq, freeform.Value{V: "1+1"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Matches([]Condition{tc.c}, env); got != tc.holds {
@@ -365,7 +367,7 @@ func FuzzMatches(f *testing.F) {
 		if dec.Decode(&operand) != nil {
 			operand = value
 		}
-		c := Condition{Field: field, Operator: op, Value: operand}
+		c := Condition{Field: field, Operator: op, Value: freeform.Value{V: operand}}
 		Matches([]Condition{c}, env)
 		if _, found := Lookup(env, field); !found && op != OpExists && Matches([]Condition{c}, env) {
 			t.Fatalf("condition %+v held on a missing field", c)

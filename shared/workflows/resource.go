@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/limits"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -21,6 +22,8 @@ const (
 	MaxNameLength        = 200
 	MaxDescriptionLength = 2000
 	MaxStatusLength      = 50
+	// MaxWorkflowBytes bounds the whole workflow as JSON, after an update's merge.
+	MaxWorkflowBytes = 256 << 10
 )
 
 // Workflow is a stored workflow definition of an agent.
@@ -90,7 +93,10 @@ func (w *Workflow) validate() error {
 	if err := w.Definition.Validate(outbox.Types); err != nil {
 		p = append(p, apperr.As(err).Details...)
 	}
-	return p.Err()
+	if err := p.Err(); err != nil {
+		return err
+	}
+	return limits.Document(Resource, w, MaxWorkflowBytes)
 }
 
 // Repo persists workflows; lookups exclude deleted ones.
@@ -155,7 +161,7 @@ func (s *Service) List(ctx context.Context, projectID, botID string, page paging
 // Update applies in to the workflow id; the next event sees the change. When another request
 // changed the workflow first, in is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {
-	return apperr.Reapply(Resource, func() (Workflow, error) { return s.update(ctx, projectID, botID, id, in) })
+	return apperr.Reapply(ctx, Resource, func() (Workflow, error) { return s.update(ctx, projectID, botID, id, in) })
 }
 
 func (s *Service) update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {

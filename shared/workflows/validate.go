@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/limits"
 )
 
 var fieldPathRE = regexp.MustCompile(FieldPathPattern)
@@ -178,6 +179,7 @@ func validateCondition(p *apperr.Problems, path string, c *Condition) {
 	if problem := operandProblem(c); problem != "" {
 		p.Add(path+".value", "%s", problem)
 	}
+	limits.JSON(p, path+".value", c.Value, MaxValueBytes)
 }
 
 // operandProblem returns what is wrong with c's value for its operator, or "". It sets the
@@ -185,26 +187,26 @@ func validateCondition(p *apperr.Problems, path string, c *Condition) {
 func operandProblem(c *Condition) string {
 	switch c.Operator {
 	case OpExists:
-		if c.Value == nil {
-			c.Value = true
+		if c.Value.V == nil {
+			c.Value.V = true
 		}
-		if _, ok := c.Value.(bool); !ok {
+		if _, ok := c.Value.V.(bool); !ok {
 			return "must be true or false for exists"
 		}
 	case OpGt, OpGte, OpLt, OpLte:
-		if _, ok := number(c.Value); !ok {
+		if _, ok := number(c.Value.V); !ok {
 			return "must be a number for " + c.Operator
 		}
 	case OpIn:
-		if list, ok := c.Value.([]any); !ok || len(list) == 0 {
+		if list, ok := c.Value.V.([]any); !ok || len(list) == 0 {
 			return "must be a non-empty array for in"
 		}
 	case OpContains:
-		if _, ok := number(c.Value); !ok && !isString(c.Value) {
+		if _, ok := number(c.Value.V); !ok && !isString(c.Value.V) {
 			return "must be a string or a number for contains"
 		}
 	default:
-		if c.Value == nil {
+		if c.Value.V == nil {
 			return "is required"
 		}
 	}
@@ -234,6 +236,7 @@ func validateAction(p *apperr.Problems, path string, a *Action) {
 		p.Add(path+".params", "is required")
 		return
 	}
+	limits.JSON(p, path+".params", a.Params, MaxParamsBytes)
 	if !known {
 		return
 	}

@@ -123,7 +123,7 @@ func TestValidateAppliesDefaults(t *testing.T) {
 		if err := d.Validate(eventTypes); err != nil {
 			t.Fatal(err)
 		}
-		if d.Conditions[0].Value != true {
+		if d.Conditions[0].Value.V != true {
 			t.Fatalf("value %v", d.Conditions[0].Value)
 		}
 	})

@@ -2,7 +2,11 @@
 // hold, do these actions") and their validation. Running definitions is the engine's job.
 package workflows
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentplane/agentplane/shared/freeform"
+)
 
 // Definition is a stored workflow: a trigger, conditions on the triggering event and the
 // actions to run when they all hold.
@@ -12,7 +16,7 @@ type Definition struct {
 	// TriggerEvent is the event type that starts an event-triggered workflow.
 	TriggerEvent string `json:"trigger_event" bson:"trigger_event"`
 	// TriggerConfig configures the trigger; schedule triggers take "cron" and "timezone".
-	TriggerConfig map[string]any `json:"trigger_config" bson:"trigger_config"`
+	TriggerConfig freeform.Object `json:"trigger_config" bson:"trigger_config"`
 	// Conditions must all hold for the actions to run.
 	Conditions []Condition `json:"conditions" bson:"conditions"`
 	// Actions run in order.
@@ -26,7 +30,7 @@ type Condition struct {
 	// Operator is one of Operators.
 	Operator string `json:"operator" bson:"operator"`
 	// Value is the operand; its type depends on Operator.
-	Value any `json:"value" bson:"value"`
+	Value freeform.Value `json:"value" bson:"value"`
 }
 
 // Action is one step of a workflow.
@@ -34,7 +38,7 @@ type Action struct {
 	// Type is one of ActionTypes.
 	Type string `json:"type" bson:"type"`
 	// Params are the settings of the action; ActionParams lists the keys of each type.
-	Params map[string]any `json:"params" bson:"params"`
+	Params freeform.Object `json:"params" bson:"params"`
 	// ContinueOnError lets the workflow go on when this action fails.
 	ContinueOnError bool `json:"continue_on_error" bson:"continue_on_error"`
 }
@@ -138,12 +142,17 @@ const FieldPathPattern = `^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$`
 
 // Limits and defaults of definitions.
 const (
-	MaxConditions            = 20
-	MaxActions               = 20
-	MaxFieldPathLen          = 200
-	MaxMessageLen            = 8000
-	MaxTags                  = 20
-	MaxTagLen                = 50
+	MaxConditions   = 20
+	MaxActions      = 20
+	MaxFieldPathLen = 200
+	MaxMessageLen   = 8000
+	MaxTags         = 20
+	MaxTagLen       = 50
+	// MaxValueBytes bounds a condition's value, MaxParamsBytes an action's params (webhook
+	// headers and body included), as JSON.
+	MaxValueBytes            = 8 << 10
+	MaxParamsBytes           = 32 << 10
+	MaxURLLength             = 2048
 	MinWebhookTimeoutSeconds = 1
 	MaxWebhookTimeoutSeconds = 30
 	// MinScheduleInterval bounds how often an "@every" schedule may run.

@@ -180,7 +180,7 @@ func (s *server) agentLimit(c *gin.Context, bot agents.Bot) error {
 		return apperr.Unavailablef("redis", err)
 	}
 	c.Header("X-RateLimit-Limit", strconv.Itoa(bot.RatelimitRequests))
-	c.Header("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining(limit, res)))
 	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(time.Now().Add(res.ResetAfter).UnixMilli())/1000)), 10))
 	if res.Allowed > 0 {
 		return nil

@@ -452,7 +452,9 @@ func TestChatStreamDisconnect(t *testing.T) {
 func TestAgentRateLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a := b.chatBot(t, map[string]any{"ratelimit_requests": 2, "ratelimit_seconds": 2, "ratelimit_message": "Easy there, one moment please."})
+	// Two messages every 8 s: a message is owed back every 4 s, far longer than three chats take
+	// on a loaded machine.
+	a := b.chatBot(t, map[string]any{"ratelimit_requests": 2, "ratelimit_seconds": 8, "ratelimit_message": "Easy there, one moment please."})
 	for i := range 2 {
 		if res, chat := a.chat(t, map[string]any{"message": "hi"}); chat == nil {
 			t.Fatalf("message %d: %d %s", i, res.Status, res.Body)
@@ -468,7 +470,11 @@ func TestAgentRateLimit(t *testing.T) {
 	if res, chat := other.chat(t, map[string]any{"message": "hi"}); chat == nil {
 		t.Fatalf("another agent was limited too: %d", res.Status)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	retry, err := strconv.Atoi(res.Header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 4 {
+		t.Fatalf("Retry-After %q: want 1-4 s", res.Header.Get("Retry-After"))
+	}
+	time.Sleep(time.Duration(retry) * time.Second)
 	if res, chat := a.chat(t, map[string]any{"message": "hi"}); chat == nil {
 		t.Fatalf("the window did not move on: %d %s", res.Status, res.Body)
 	}

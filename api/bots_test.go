@@ -9,7 +9,7 @@ import (
 )
 
 // createBot creates an agent in the bundle's project and returns its body.
-func (b *bundle) createBot(t *testing.T, body map[string]any) map[string]any {
+func (b *bundle) createBot(t testing.TB, body map[string]any) map[string]any {
 	t.Helper()
 	req := map[string]any{"project_id": b.project.ID, "name": "Support", "model": "gpt-4o-mini"}
 	for k, v := range body {

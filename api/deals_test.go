@@ -24,7 +24,7 @@ type dealBody struct {
 	}
 }
 
-func (b *bundle) deal(t *testing.T, method, path string, body map[string]any) dealBody {
+func (b *bundle) deal(t testing.TB, method, path string, body map[string]any) dealBody {
 	t.Helper()
 	res := b.client.Do(apitest.Request{Method: method, Path: path, Key: b.key, Body: body})
 	expect(t, res, http.StatusOK, "")

@@ -65,6 +65,7 @@ const adminToken = "test-admin-token"
 // options are what a test may change of the server setup gives it.
 type options struct {
 	rateLimit   int
+	budget      int
 	bodyTimeout time.Duration
 	adminToken  string
 	redis       *redis.Client
@@ -79,6 +80,7 @@ type options struct {
 type option func(*options)
 
 func withRateLimit(n int) option             { return func(o *options) { o.rateLimit = n } }
+func withAccountBudget(n int) option         { return func(o *options) { o.budget = n } }
 func withBodyTimeout(d time.Duration) option { return func(o *options) { o.bodyTimeout = d } }
 func withAdminToken(t string) option         { return func(o *options) { o.adminToken = t } }
 func withRedis(r *redis.Client) option       { return func(o *options) { o.redis = r } }
@@ -135,26 +137,28 @@ func setup(t testing.TB, opts ...option) *bundle {
 	met := metrics.New()
 	rs := runs.NewService(store.NewExecutions(db), cs, tools, q, relay, log, 200*time.Millisecond)
 	deps := api.Deps{
-		Logger:       log,
-		Tenancy:      ten,
-		Agents:       bots,
-		CRM:          deals,
-		Calendar:     cal,
-		Workflows:    flows,
-		WorkflowRuns: flowRuns,
-		Sources:      srcs,
-		Memory:       mem,
-		Chats:        cs,
-		Runs:         rs,
-		RunWait:      o.runWait,
-		Metrics:      met,
-		Heartbeat:    o.heartbeat,
-		Redis:        o.redis,
-		Checks:       o.checks,
-		AdminToken:   o.adminToken,
-		MaxBodyBytes: 1 << 20,
-		BodyTimeout:  o.bodyTimeout,
-		RateLimit:    o.rateLimit,
+		Logger:        log,
+		Tenancy:       ten,
+		Agents:        bots,
+		CRM:           deals,
+		Calendar:      cal,
+		Workflows:     flows,
+		WorkflowRuns:  flowRuns,
+		Sources:       srcs,
+		Memory:        mem,
+		Chats:         cs,
+		Runs:          rs,
+		RunWait:       o.runWait,
+		Metrics:       met,
+		Heartbeat:     o.heartbeat,
+		Redis:         o.redis,
+		Checks:        o.checks,
+		AdminToken:    o.adminToken,
+		MaxBodyBytes:  1 << 20,
+		BodyTimeout:   o.bodyTimeout,
+		RateLimit:     o.rateLimit,
+		AccountBudget: o.budget,
+		BudgetWait:    time.Second,
 	}
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
 		chats: cs, agents: bots, tools: tools, relay: relay, runs: rs, deals: deals, srcs: srcs, flows: flowRuns, metrics: met, nats: o.nats, queue: queue, redisURL: testenv.RedisURL(), log: log}
@@ -194,7 +198,7 @@ func (b *bundle) newTenant(t testing.TB) (string, tenancy.Project) {
 }
 
 // expect fails the test unless res has status and, for errors, code.
-func expect(t *testing.T, res *apitest.Response, status int, code string) {
+func expect(t testing.TB, res *apitest.Response, status int, code string) {
 	t.Helper()
 	if res.Status != status {
 		t.Fatalf("status %d, want %d; body: %s", res.Status, status, res.Body)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -256,6 +257,27 @@ func remaining(limit redis_rate.Limit, res *redis_rate.Result) int {
 	}
 	interval := limit.Period.Seconds() / float64(limit.Rate)
 	return max(0, int(math.Floor(float64(limit.Burst)-res.ResetAfter.Seconds()/interval+1e-6)))
+}
+
+// accountBudget bounds the requests of one account this process works on at once, so that a
+// tenant flooding the service takes at most its budget of it and leaves the rest to the others;
+// requests beyond it wait their turn in the order they came, up to s.budgetWait, then answer 429
+// account_busy.
+func (s *server) accountBudget(c *gin.Context) {
+	if s.budget == nil {
+		c.Next()
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.budgetWait)
+	release, err := s.budget.Lock(ctx, principal(c).AccountID)
+	cancel()
+	if err != nil {
+		fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "account_busy", RetryAfter: 1,
+			Message: "This account already has as many requests in progress as it may; retry when one has been answered."})
+		return
+	}
+	defer release()
+	c.Next()
 }
 
 // rateLimited applies the per-key request limit (GCRA in Redis, shared by every API replica)

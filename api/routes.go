@@ -13,7 +13,7 @@ func (s *server) routes(r *gin.Engine) {
 		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
 	}
 
-	v1 := r.Group("/v1", s.authenticate, s.rateLimited)
+	v1 := r.Group("/v1", s.authenticate, s.rateLimited, s.accountBudget)
 	v1.POST("/projects", handle(s.createProject))
 	v1.GET("/projects", handle(s.listProjects))
 	v1.GET("/projects/:project_id", handle(s.readProject))

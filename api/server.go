@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/runs"
@@ -57,6 +58,10 @@ type Deps struct {
 	BodyTimeout time.Duration
 	// RateLimit is requests per minute per API key; 0 is no limit.
 	RateLimit int
+	// AccountBudget is how many requests of one account the server works on at once; 0 is no
+	// bound. BudgetWait is how long a request waits for its turn (10 s when zero).
+	AccountBudget int
+	BudgetWait    time.Duration
 	// Heartbeat spaces the comment lines of event streams.
 	Heartbeat time.Duration
 	// Metrics are the process's metrics, served at /metrics; nil makes the server's own.
@@ -90,6 +95,8 @@ type server struct {
 	maxBody      int64
 	bodyTimeout  time.Duration
 	rateLimit    int
+	budget       *keylock.Locks // by account, nil without a budget
+	budgetWait   time.Duration
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -125,6 +132,10 @@ func NewServer(d Deps) http.Handler {
 		maxBody:      d.MaxBodyBytes,
 		bodyTimeout:  cmp.Or(d.BodyTimeout, 30*time.Second),
 		rateLimit:    d.RateLimit,
+		budgetWait:   cmp.Or(d.BudgetWait, 10*time.Second),
+	}
+	if d.AccountBudget > 0 {
+		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
 	r := newEngine()
 	s.routes(r)

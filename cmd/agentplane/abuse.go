@@ -56,24 +56,24 @@ func (l *loader) abuse(ctx context.Context, op string) ([]int, error) {
 	switch op {
 	case "abuse_oversized":
 		blob := strings.Repeat("x", 200<<10)
-		st, err := l.status(ctx, "PUT", "/v1/bot/update", l.scope(map[string]any{"integrations": []any{map[string]any{"blob": blob}}}))
+		st, err := l.status(ctx, l.abusive, "PUT", "/v1/bot/update", l.abusive.scope(map[string]any{"integrations": []any{map[string]any{"blob": blob}}}))
 		return []int{st}, err
 	case "abuse_dotted_keys":
-		st, err := l.status(ctx, "PUT", "/v1/bot/update", l.scope(map[string]any{"integrations": []any{
+		st, err := l.status(ctx, l.abusive, "PUT", "/v1/bot/update", l.abusive.scope(map[string]any{"integrations": []any{
 			map[string]any{"a.b": 1, "x$y": map[string]any{"": "empty", "ключ.ü": true}}}}))
 		return []int{st}, err
 	case "abuse_slow_body":
 		st, err := l.slowBody(ctx)
 		return []int{st}, err
 	case "abuse_concurrent_updates":
-		id := l.deals[0]
+		id := l.abusive.deals[0]
 		statuses := make([]int, 8)
 		errs := make([]error, 8)
 		var wg sync.WaitGroup
 		for i := range statuses {
 			wg.Go(func() {
 				value := 1000 + l.values.Add(1)
-				statuses[i], errs[i] = l.status(ctx, "PUT", "/v1/bot/crm/deals/"+id, l.scope(map[string]any{"value": value}))
+				statuses[i], errs[i] = l.status(ctx, l.abusive, "PUT", "/v1/bot/crm/deals/"+id, l.abusive.scope(map[string]any{"value": value}))
 				if statuses[i] == http.StatusOK {
 					l.updates.Store(value, id)
 				}
@@ -90,9 +90,9 @@ func (l *loader) abuse(ctx context.Context, op string) ([]int, error) {
 	return nil, fmt.Errorf("load: unknown abusive operation %q", op)
 }
 
-// status sends one request and returns its status (0 when there was no answer).
-func (l *loader) status(ctx context.Context, method, path string, body any) (int, error) {
-	failure, err := l.call(ctx, method, path, body, nil)
+// status sends one request as t and returns its status (0 when there was no answer).
+func (l *loader) status(ctx context.Context, t *tenant, method, path string, body any) (int, error) {
+	failure, err := l.callAs(ctx, t, method, path, body, nil)
 	switch {
 	case failure == "":
 		return http.StatusOK, nil

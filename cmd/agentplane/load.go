@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,13 +22,14 @@ import (
 
 // loadConfig is what `agentplane load` is told.
 type loadConfig struct {
-	base     string
-	key      string
-	clients  int
-	abusive  int
-	duration time.Duration
-	hookAddr string
-	model    string
+	base       string
+	key        string
+	abusiveKey string
+	clients    int
+	abusive    int
+	duration   time.Duration
+	hookAddr   string
+	model      string
 }
 
 // loadOps are the operations of the mixed workload and their weights: mostly standard chats,
@@ -50,6 +52,7 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.key, "key", "", "an API key of the account to load (required)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients, each sending its next request when the last is answered")
 	fs.IntVar(&c.abusive, "abusive", 0, "abusive clients beside them (oversized fields, dotted keys, bodies that never arrive, concurrent updates of one deal), reported apart")
+	fs.StringVar(&c.abusiveKey, "abusive-key", "", "an API key of the abusive clients' own account (default: --key, the same account)")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to hold the load")
 	fs.StringVar(&c.model, "model", "gpt-4o-mini", "the load agent's model (the service's provider serves it; without one the offline model answers)")
 	fs.StringVar(&c.hookAddr, "hook-addr", "127.0.0.1:0", "where the webhook receiver of the load's workflow listens; the service must reach it")
@@ -68,6 +71,12 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := l.setup(ctx, stdout); err != nil {
 		return err
 	}
+	if c.abusive > 0 {
+		l.abusive = &tenant{key: cmp.Or(c.abusiveKey, c.key)}
+		if err := l.setupTenant(ctx, l.abusive, stdout); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "holding %d clients (and %d abusive) for %s against %s\n", c.clients, c.abusive, c.duration, c.base)
 	runCtx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
@@ -78,7 +87,7 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // newLoader returns a loader of c with its webhook receiver listening.
 func newLoader(c loadConfig) (*loader, error) {
-	l := &loader{cfg: c, http: &http.Client{Timeout: 2 * time.Minute}, stats: map[string]*opStats{}}
+	l := &loader{tenant: &tenant{key: c.key}, cfg: c, http: &http.Client{Timeout: 2 * time.Minute}, stats: map[string]*opStats{}}
 	for _, op := range loadOps {
 		l.stats[op.name] = &opStats{}
 	}
@@ -114,12 +123,11 @@ func (l *loader) close() {
 }
 
 type loader struct {
+	*tenant // the normal clients'
+	abusive *tenant
 	cfg     loadConfig
 	http    *http.Client
 	hook    *http.Server
-	project string
-	bot     string
-	deals   []string
 	stats   map[string]*opStats
 
 	sources    sync.Map     // source id -> struct{}: created under load
@@ -148,8 +156,21 @@ func (s *opStats) add(took time.Duration, failure string) {
 	}
 }
 
-// call sends one request and decodes a 2xx answer into out; a failure names its status.
+// tenant is an account the load runs in: its key, and the project, agent and deals setup made.
+type tenant struct {
+	key     string
+	project string
+	bot     string
+	deals   []string
+}
+
+// call sends one request as the normal clients' tenant.
 func (l *loader) call(ctx context.Context, method, path string, body, out any) (string, error) {
+	return l.callAs(ctx, l.tenant, method, path, body, out)
+}
+
+// callAs sends one request as t and decodes a 2xx answer into out; a failure names its status.
+func (l *loader) callAs(ctx context.Context, t *tenant, method, path string, body, out any) (string, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -162,7 +183,7 @@ func (l *loader) call(ctx context.Context, method, path string, body, out any) (
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Authorization", "Bearer "+l.cfg.key)
+	req.Header.Set("Authorization", "Bearer "+t.key)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := l.http.Do(req)
 	if err != nil {
@@ -184,16 +205,16 @@ func (l *loader) call(ctx context.Context, method, path string, body, out any) (
 	return "", nil
 }
 
-func (l *loader) scope(extra map[string]any) map[string]any {
-	out := map[string]any{"project_id": l.project, "bot_id": l.bot}
+func (t *tenant) scope(extra map[string]any) map[string]any {
+	out := map[string]any{"project_id": t.project, "bot_id": t.bot}
 	for k, v := range extra {
 		out[k] = v
 	}
 	return out
 }
 
-func (l *loader) query(extra url.Values) string {
-	q := url.Values{"project_id": {l.project}, "bot_id": {l.bot}}
+func (t *tenant) query(extra url.Values) string {
+	q := url.Values{"project_id": {t.project}, "bot_id": {t.bot}}
 	for k, v := range extra {
 		q[k] = v
 	}
@@ -222,38 +243,44 @@ func (l *loader) receiver() (*http.Server, error) {
 	return srv, nil
 }
 
-// setup makes the load's project, agent, memory, deals and a workflow that posts every deal
-// update to the receiver.
+// setup makes the normal clients' project, agent, memory, deals and a workflow that posts every
+// deal update to the receiver.
 func (l *loader) setup(ctx context.Context, stdout io.Writer) error {
+	return l.setupTenant(ctx, l.tenant, stdout)
+}
+
+// setupTenant makes t's project, agent, memory, deals and a workflow that posts every deal update
+// to the receiver.
+func (l *loader) setupTenant(ctx context.Context, t *tenant, stdout io.Writer) error {
 	var p struct{ Project struct{ ID string } }
-	if _, err := l.call(ctx, "POST", "/v1/projects", map[string]any{"name": "load " + time.Now().UTC().Format(time.RFC3339)}, &p); err != nil {
+	if _, err := l.callAs(ctx, t, "POST", "/v1/projects", map[string]any{"name": "load " + time.Now().UTC().Format(time.RFC3339)}, &p); err != nil {
 		return fmt.Errorf("load: create project: %w", err)
 	}
-	l.project = p.Project.ID
+	t.project = p.Project.ID
 	var b struct{ Bot struct{ UUID string } }
-	if _, err := l.call(ctx, "POST", "/v1/bot/create", map[string]any{"project_id": l.project, "name": "Load", "model": l.cfg.model,
+	if _, err := l.callAs(ctx, t, "POST", "/v1/bot/create", map[string]any{"project_id": t.project, "name": "Load", "model": l.cfg.model,
 		"instruction": "Answer from the shop's notes."}, &b); err != nil {
 		return fmt.Errorf("load: create agent: %w", err)
 	}
-	l.bot = b.Bot.UUID
+	t.bot = b.Bot.UUID
 	for i := range 5 {
-		if _, err := l.call(ctx, "POST", "/v1/bot/source/create", l.scope(map[string]any{"type": "text", "title": "Notes " + strconv.Itoa(i),
+		if _, err := l.callAs(ctx, t, "POST", "/v1/bot/source/create", t.scope(map[string]any{"type": "text", "title": "Notes " + strconv.Itoa(i),
 			"source": loadText(i)}), nil); err != nil {
 			return fmt.Errorf("load: create source: %w", err)
 		}
 	}
 	for i := range 20 {
 		var d struct{ Deal struct{ UUID string } }
-		if _, err := l.call(ctx, "POST", "/v1/bot/crm/deals", l.scope(map[string]any{"title": "Deal " + strconv.Itoa(i), "value": 100 * (i + 1)}), &d); err != nil {
+		if _, err := l.callAs(ctx, t, "POST", "/v1/bot/crm/deals", t.scope(map[string]any{"title": "Deal " + strconv.Itoa(i), "value": 100 * (i + 1)}), &d); err != nil {
 			return fmt.Errorf("load: create deal: %w", err)
 		}
-		l.deals = append(l.deals, d.Deal.UUID)
+		t.deals = append(t.deals, d.Deal.UUID)
 	}
-	if _, err := l.call(ctx, "POST", "/v1/bot/workflow/create", l.scope(map[string]any{"name": "Deal updates out", "trigger_type": "event",
+	if _, err := l.callAs(ctx, t, "POST", "/v1/bot/workflow/create", t.scope(map[string]any{"name": "Deal updates out", "trigger_type": "event",
 		"trigger_event": "deal.updated", "actions": []any{map[string]any{"type": "webhook", "params": map[string]any{"url": "http://" + l.cfg.hookAddr + "/deal"}}}}), nil); err != nil {
 		return fmt.Errorf("load: create the webhook workflow (the service must reach %s: AGENTPLANE_ALLOW_PRIVATE_NETWORKS=true for loopback): %w", l.cfg.hookAddr, err)
 	}
-	fmt.Fprintf(stdout, "project %s, agent %s, %d deals, webhooks to %s\n", l.project, l.bot, len(l.deals), l.cfg.hookAddr)
+	fmt.Fprintf(stdout, "project %s, agent %s, %d deals, webhooks to %s\n", t.project, t.bot, len(t.deals), l.cfg.hookAddr)
 	return nil
 }
 

@@ -22,7 +22,7 @@ func TestLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	key := createAccount(t, env)
+	key, abusiveKey := createAccount(t, env), createAccount(t, env)
 	api := start(t, env, "api")
 	addr := waitFor(t, api.stderr, listening, api)[1]
 	workerEnv := maps.Clone(env)
@@ -32,7 +32,8 @@ func TestLoad(t *testing.T) {
 	start(t, env, "scheduler")
 
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--abusive", "1", "--duration", "3s"},
+	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--abusive", "1",
+		"--abusive-key", abusiveKey, "--duration", "3s"},
 		getenv, &out, io.Discard); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -23,6 +24,7 @@ type Service struct {
 	repo   Repo
 	events *outbox.Dispatcher
 	now    func() time.Time
+	writes keylock.Locks // agent updates of this process, one at a time per agent
 }
 
 // NewService returns the agent service.
@@ -83,7 +85,7 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 // Update applies p to the agent idOrUUID and returns the result. When another request changed
 // the agent first, p is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
-	return apperr.Reapply(ctx, Resource, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
+	return apperr.Reapply(ctx, &s.writes, Resource, projectID+"/"+idOrUUID, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
 }
 
 func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {

@@ -32,6 +32,7 @@ var Vars = []Var{
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
+	{"AGENTPLANE_ACCOUNT_CONCURRENCY", "`32`", "Requests of one account an API process works on at once, streams included; more wait their turn, up to 10 s, then answer 429 `account_busy` (0 turns the budget off)."},
 	{"AGENTPLANE_DEFAULT_CURRENCY", "`USD`", "ISO 4217 currency of deals created without one."},
 	{"AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "`false`", "Lets outbound fetches (web pages, documents, provider hosts, webhooks) reach loopback, private and other special-purpose addresses and any port. Only for local setups."},
 	{"AGENTPLANE_FETCH_TIMEOUT", "`20s`", "Time limit of one outbound fetch, body included."},
@@ -73,6 +74,7 @@ type Config struct {
 	MaxBodyBytes      int64
 	BodyTimeout       time.Duration
 	RateLimit         int
+	AccountBudget     int
 	WorkerConcurrency int
 	AllowPrivate      bool
 	FetchTimeout      time.Duration
@@ -147,6 +149,11 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.RateLimit = int(rate)
+	budget, err := positiveInt(get("AGENTPLANE_ACCOUNT_CONCURRENCY", "32"), "AGENTPLANE_ACCOUNT_CONCURRENCY", 0)
+	if err != nil {
+		return c, err
+	}
+	c.AccountBudget = int(budget)
 	conc, err := positiveInt(get("AGENTPLANE_WORKER_CONCURRENCY", "10"), "AGENTPLANE_WORKER_CONCURRENCY", 1)
 	if err != nil {
 		return c, err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -28,6 +29,7 @@ type Service struct {
 	events   *outbox.Dispatcher
 	currency string
 	now      func() time.Time
+	writes   keylock.Locks // deal updates of this process, one at a time per deal
 }
 
 // NewService returns the CRM service; currency is the default of new deals.
@@ -215,7 +217,7 @@ func (s *Service) UpdateDealOnce(ctx context.Context, projectID, botID, dealID s
 	if err := in.check(false); err != nil {
 		return View{}, err
 	}
-	return apperr.Reapply(ctx, Resource, func() (View, error) { return s.updateDeal(ctx, projectID, botID, dealID, in, key) })
+	return apperr.Reapply(ctx, &s.writes, Resource, dealID, func() (View, error) { return s.updateDeal(ctx, projectID, botID, dealID, in, key) })
 }
 
 func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID string, in DealInput, key string) (View, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/limits"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -118,6 +119,7 @@ type Service struct {
 	repo   Repo
 	events *outbox.Dispatcher
 	now    func() time.Time
+	writes keylock.Locks // workflow updates of this process, one at a time per workflow
 }
 
 // NewService returns the workflow service.
@@ -161,7 +163,7 @@ func (s *Service) List(ctx context.Context, projectID, botID string, page paging
 // Update applies in to the workflow id; the next event sees the change. When another request
 // changed the workflow first, in is applied again to what it left.
 func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {
-	return apperr.Reapply(ctx, Resource, func() (Workflow, error) { return s.update(ctx, projectID, botID, id, in) })
+	return apperr.Reapply(ctx, &s.writes, Resource, id, func() (Workflow, error) { return s.update(ctx, projectID, botID, id, in) })
 }
 
 func (s *Service) update(ctx context.Context, projectID, botID, id string, in Input) (Workflow, error) {

@@ -4,9 +4,12 @@ package deploy
 
 import (
 	"bufio"
+	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -181,5 +184,66 @@ func TestDockerfile(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
+	}
+}
+
+// The Docker build context (the repository less .dockerignore) holds no executable and no file
+// over 5 MB: `COPY . .` ships the context, and a binary built in the working tree (`go build`
+// makes ./agentplane) would ride along into the image.
+func TestBuildContextHoldsNoBinaries(t *testing.T) {
+	raw, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ignore []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			ignore = append(ignore, strings.Trim(line, "/"))
+		}
+	}
+	ignored := func(rel string) bool {
+		for _, p := range ignore {
+			if ok, _ := filepath.Match(p, rel); ok {
+				return true
+			}
+			if ok, _ := filepath.Match(p, filepath.Base(rel)); ok && !strings.Contains(p, "/") {
+				return true
+			}
+		}
+		return false
+	}
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("..", path)
+		if rel == "." {
+			return nil
+		}
+		if ignored(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		head := make([]byte, 4)
+		if f, err := os.Open(path); err == nil {
+			_, _ = io.ReadFull(f, head)
+			f.Close()
+		}
+		if info.Size() > 5<<20 || string(head) == "\x7fELF" {
+			t.Errorf("%s (%d bytes) is in the Docker build context: remove it or list it in .dockerignore", rel, info.Size())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,11 +29,17 @@ var abuseOps = []struct {
 	{"abuse_concurrent_updates", []int{http.StatusOK}},
 }
 
-// abuser sends the abusive operations in turn until ctx ends.
+// abuser sends the abusive operations in turn, at most l.cfg.pace of them a second, until ctx
+// ends.
 func (l *loader) abuser(ctx context.Context) {
+	var every time.Duration
+	if l.cfg.pace > 0 {
+		every = time.Duration(float64(time.Second) / l.cfg.pace)
+	}
 	for i := 0; ctx.Err() == nil; i++ {
 		op := abuseOps[i%len(abuseOps)]
 		start := time.Now()
+		next := time.NewTimer(every)
 		statuses, err := l.abuse(ctx, op.name)
 		if ctx.Err() != nil && err != nil {
 			return
@@ -48,6 +54,10 @@ func (l *loader) abuser(ctx context.Context) {
 			failure = "transport"
 		}
 		l.stats[op.name].add(time.Since(start), failure)
+		select {
+		case <-ctx.Done():
+		case <-next.C:
+		}
 	}
 }
 

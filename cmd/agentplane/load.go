@@ -27,6 +27,7 @@ type loadConfig struct {
 	abusiveKey string
 	clients    int
 	abusive    int
+	pace       float64
 	duration   time.Duration
 	hookAddr   string
 	model      string
@@ -52,6 +53,7 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.key, "key", "", "an API key of the account to load (required)")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients, each sending its next request when the last is answered")
 	fs.IntVar(&c.abusive, "abusive", 0, "abusive clients beside them (oversized fields, dotted keys, bodies that never arrive, concurrent updates of one deal), reported apart")
+	fs.Float64Var(&c.pace, "abusive-rate", 1, "abusive operations per second per abusive client (an operation of 8 concurrent updates counts once); 0 sends the next as soon as the last is answered")
 	fs.StringVar(&c.abusiveKey, "abusive-key", "", "an API key of the abusive clients' own account (default: --key, the same account)")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long to hold the load")
 	fs.StringVar(&c.model, "model", "gpt-4o-mini", "the load agent's model (the service's provider serves it; without one the offline model answers)")
@@ -59,7 +61,7 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.key == "" || c.clients < 1 || c.abusive < 0 || c.duration <= 0 {
+	if c.key == "" || c.clients < 1 || c.abusive < 0 || c.pace < 0 || c.duration <= 0 {
 		fs.Usage()
 		return errors.New("load: --key, a positive --clients and --duration are required")
 	}

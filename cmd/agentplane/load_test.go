@@ -33,7 +33,7 @@ func TestLoad(t *testing.T) {
 
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"load", "--base", "http://" + addr, "--key", key, "--clients", "4", "--abusive", "1",
-		"--abusive-key", abusiveKey, "--duration", "3s"},
+		"--abusive-key", abusiveKey, "--abusive-rate", "0", "--duration", "3s"},
 		getenv, &out, io.Discard); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

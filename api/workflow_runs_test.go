@@ -611,3 +611,23 @@ func TestWorkflowLogsCatalogAndReset(t *testing.T) {
 		t.Fatalf("another account reset the agent: %d", res.Status)
 	}
 }
+
+// A workflow created without actions is a draft (the interface requires only project_id, bot_id
+// and name): it is stored with no actions, and a run of it succeeds with nothing done.
+func TestWorkflowDraft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{})
+	res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/workflow/create", Key: b.key, Body: a.body(map[string]any{"name": "Later"})})
+	expect(t, res, http.StatusOK, "")
+	w := res.JSON(t)["workflow"].(map[string]any)
+	if acts, ok := w["actions"].([]any); !ok || len(acts) != 0 || w["trigger_type"] != "manual" {
+		t.Fatalf("draft %v", w)
+	}
+	_, run := a.run(t, map[string]any{"workflow_id": w["uuid"]})
+	done := a.wait(t, run["uuid"].(string))
+	if done["status"] != "succeeded" || done["error"] != "" || len(done["actions"].([]any)) != 0 {
+		t.Fatalf("run of a draft %v", done)
+	}
+}

@@ -124,6 +124,9 @@ func (x *Executor) Execute(ctx context.Context, t RunTask, final bool) error {
 	if r.StartedAt == nil {
 		r.StartedAt = &now
 	}
+	if len(r.Actions) == 0 {
+		x.log.Info("workflow run has nothing to do: the workflow has no actions (a draft)", "run_id", r.UUID, "workflow_id", r.WorkflowID)
+	}
 	// The events the actions cause carry the chain of workflows that led to them.
 	ctx = outbox.WithCause(ctx, append(slices.Clone(r.Cause), r.WorkflowID))
 	for i := range r.Actions {

@@ -214,11 +214,7 @@ func operandProblem(c *Condition) string {
 }
 
 func validateActions(p *apperr.Problems, actions []Action) {
-	switch {
-	case len(actions) == 0:
-		p.Add("actions", "must have at least one action")
-		return
-	case len(actions) > MaxActions:
+	if len(actions) > MaxActions {
 		p.Add("actions", "must have at most %d entries", MaxActions)
 		return
 	}

@@ -70,6 +70,8 @@ func TestValidateAccepts(t *testing.T) {
 			"conditions":[{"field":"data.value","operator":"gte","value":1000}],"actions":[` + post + `]}`},
 		{"ScheduleTrigger", schedule(`{"cron":"0 9 * * 1-5","timezone":"Europe/Berlin"}`)},
 		{"ManualTrigger", manual(post)},
+		{"DraftWithoutActions", `{"actions":[]}`},
+		{"DraftWithoutActionsField", `{}`},
 		{"AllFiveActionTypes", `{"trigger_type":"event","trigger_event":"deal.created","actions":[
 			{"type":"webhook","params":{"url":"https://example.com/hook","headers":{"Authorization":"Bearer {{secrets.token}}"},
 				"body":{"deal":"{{event.data.uuid}}","tags":["a","{{event.bot_id}}"]},"timeout_seconds":10}},
@@ -168,7 +170,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"InWithEmptyArray", when(`{"field":"a","operator":"in","value":[]}`), []string{"conditions[0].value"}},
 		{"InWithString", when(`{"field":"a","operator":"in","value":"a,b"}`), []string{"conditions[0].value"}},
 		{"ContainsWithBoolean", when(`{"field":"a","operator":"contains","value":true}`), []string{"conditions[0].value"}},
-		{"NoActions", `{"actions":[]}`, []string{"actions"}},
 		{"TooManyActions", manual(slices.Repeat([]string{post}, workflows.MaxActions+1)...), []string{"actions"}},
 		{"UnknownActionType", manual(post, `{"type":"send_email","params":{}}`), []string{"actions[1].type"}},
 		{"ActionWithoutParams", manual(`{"type":"webhook"}`), []string{"actions[0].params"}},

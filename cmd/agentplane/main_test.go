@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -274,5 +275,31 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	<-stopped
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Fatal("still accepting after shutdown")
+	}
+}
+
+// A second dev (or anything else on the embedded store's default address) does not stop dev
+// from starting: with AGENTPLANE_DEV_MONGO_ADDR unset it takes a free port and prints it; an
+// address set on purpose is kept, and its being taken is an error.
+func TestDevStoreAddressTaken(t *testing.T) {
+	const def = "127.0.0.1:27018"
+	if ln, err := net.Listen("tcp", def); err == nil {
+		t.Cleanup(func() { _ = ln.Close() })
+	}
+	env := map[string]string{"AGENTPLANE_DATA_DIR": t.TempDir(), "AGENTPLANE_HTTP_ADDR": "127.0.0.1:0"}
+	dev := start(t, env, "dev")
+	base := waitFor(t, dev.stdout, bannerBase, dev)[1]
+	store := waitFor(t, dev.stdout, regexp.MustCompile(`MongoDB\s+mongodb://(\S+?)/`), dev)[1]
+	if store == def || !strings.HasPrefix(store, "127.0.0.1:") {
+		t.Fatalf("the embedded store is at %s, want a free loopback port", store)
+	}
+	if res := apitest.Dial(t, base).Do(apitest.Request{Method: "GET", Path: "/readyz"}); res.Status != http.StatusOK {
+		t.Fatalf("readyz: %d %s", res.Status, res.Body)
+	}
+
+	env = map[string]string{"AGENTPLANE_DATA_DIR": t.TempDir(), "AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_DEV_MONGO_ADDR": def}
+	err := run(context.Background(), []string{"dev"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("dev on a taken address it was given: %v, want address already in use", err)
 	}
 }

@@ -24,7 +24,7 @@ var Vars = []Var{
 	{"AGENTPLANE_DATA_DIR", "`./data`", "Where `dev` keeps the embedded stores (MongoDB-compatible store, Redis, JetStream)."},
 	{"AGENTPLANE_MONGO_URI", "`mongodb://127.0.0.1:27017` (`dev`: embedded store)", "MongoDB connection string. Set in `dev` to use a real MongoDB instead of the embedded store."},
 	{"AGENTPLANE_MONGO_DATABASE", "`agentplane`", "MongoDB database name."},
-	{"AGENTPLANE_DEV_MONGO_ADDR", "`127.0.0.1:27018`", "Loopback address where `dev` serves its embedded MongoDB-compatible store, for `mongosh` and the CLI."},
+	{"AGENTPLANE_DEV_MONGO_ADDR", "`127.0.0.1:27018`", "Loopback address where `dev` serves its embedded MongoDB-compatible store, for `mongosh` and the CLI. When unset and the port is taken, `dev` takes a free one and prints it in its banner."},
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
@@ -60,12 +60,15 @@ var Vars = []Var{
 
 // Config is the whole configuration of one process.
 type Config struct {
-	Role              string
-	HTTPAddr          string
-	DataDir           string
-	MongoURI          string
-	MongoDatabase     string
-	DevMongoAddr      string
+	Role          string
+	HTTPAddr      string
+	DataDir       string
+	MongoURI      string
+	MongoDatabase string
+	DevMongoAddr  string
+	// DevMongoAddrGiven reports whether AGENTPLANE_DEV_MONGO_ADDR was set: only the default
+	// address gives way to a free port when it is taken.
+	DevMongoAddrGiven bool
 	RedisURL          string
 	NATSURL           string
 	AdminToken        string
@@ -134,6 +137,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		EmbeddingModel:  get("AGENTPLANE_EMBEDDING_MODEL", "text-embedding-3-small"),
 		TraceEndpoint:   get("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
 	}
+	c.DevMongoAddrGiven = strings.TrimSpace(getenv("AGENTPLANE_DEV_MONGO_ADDR")) != ""
 	if role == "dev" {
 		c.HTTPAddr = get("AGENTPLANE_HTTP_ADDR", "127.0.0.1:8080")
 		c.MongoURI = get("AGENTPLANE_MONGO_URI", "")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/config"
@@ -30,7 +31,13 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Stack
 	var err error
 	if cfg.MongoURI == "" {
 		quiet := slog.New(logger.Handler()).With("component", "ferretdb")
-		if s.mongo, err = StartMongo(ctx, filepath.Join(cfg.DataDir, "mongo"), cfg.DevMongoAddr, quietLogger(quiet)); err != nil {
+		dir := filepath.Join(cfg.DataDir, "mongo")
+		s.mongo, err = StartMongo(ctx, dir, cfg.DevMongoAddr, quietLogger(quiet))
+		if errors.Is(err, syscall.EADDRINUSE) && !cfg.DevMongoAddrGiven {
+			logger.Warn("the embedded store's default address is taken (another dev?): it listens on a free port instead", "taken", cfg.DevMongoAddr)
+			s.mongo, err = StartMongo(ctx, dir, "127.0.0.1:0", quietLogger(quiet))
+		}
+		if err != nil {
 			return fail(err)
 		}
 		cfg.MongoURI = s.mongo.URI

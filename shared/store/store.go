@@ -76,6 +76,9 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
 			outboxIndex(),
 		},
+		notesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "contact_id", Value: 1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("contact")},
+		},
 		deletedEventsColl: {
 			outboxIndex(),
 		},

@@ -401,13 +401,13 @@ func (h *holder) finish(ctx context.Context, msg chats.Message) error {
 	})
 }
 
-// fail ends the run with err, as an error event carrying the code and message.
+// fail ends the run with err, as an error entry carrying its kind, code and message.
 func (h *holder) fail(ctx context.Context, err error) error {
 	e := apperr.As(err)
 	h.log.Warn("agent run failed", "execution_id", h.e.ID, "code", e.Code, "error", err)
-	body := map[string]any{"error": map[string]any{"status": e.Kind.Status(), "code": e.Code, "message": e.Message}, "message": e.Message}
 	h.e.Status = StatusFailed
-	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""}, Log: []Entry{h.entry(EventError, body)}})
+	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""},
+		Log: []Entry{h.entry(EventError, Failure{Kind: e.Kind.String(), Code: e.Code, Message: e.Message})}})
 }
 
 // reply is the chat object of the run as it stands, with answer when it has one.

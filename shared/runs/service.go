@@ -210,15 +210,7 @@ func (s *Service) Reply(e Execution) (chats.Reply, error) {
 			}
 			return v.Chat, nil
 		case EventError:
-			var v struct {
-				Error struct {
-					Status  int    `json:"status"`
-					Code    string `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal([]byte(last.Data), &v)
-			return chats.Reply{}, &apperr.Error{Kind: apperr.KindOf(v.Error.Status), Code: v.Error.Code, Message: v.Error.Message}
+			return chats.Reply{}, FailureOf(last).Err()
 		}
 	}
 	return s.tools.reply(e, nil), nil

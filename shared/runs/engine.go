@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/flex"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/tasks"
 )
 
 // Bots reads agents.
@@ -57,7 +58,7 @@ var errLost = errors.New("runs: the execution's lease was lost")
 // finds its execution finished, waiting, or held by another worker does nothing: a second task
 // of one run (the reconciler's, say) is harmless, and a run whose worker died is taken over by
 // the redelivery of its task once its lease expired, or else by the reconciler.
-func (r *Runner) Run(ctx context.Context, t Task, final bool) error {
+func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) error {
 	owner := uuid.NewString()
 	now := r.now()
 	e, ok, err := r.repo.Claim(ctx, t.ExecutionID, owner, now.Add(r.lease), now)

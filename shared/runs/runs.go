@@ -217,13 +217,6 @@ type Relay interface {
 	Watch(executionID string) (notices <-chan Progress, stop func(), err error)
 }
 
-// Task is the payload of an agent run task. ProviderKey is the request's provider key: it
-// lives in the queue until the task ends and is never stored with the execution.
-type Task struct {
-	ExecutionID string `json:"execution_id"`
-	ProviderKey string `json:"provider_key,omitempty"`
-}
-
 // Failure is what the error entry that ends a failed run keeps: the error's kind (a word, see
 // apperr.Kind.String), code and message; the API answers it as its error body.
 type Failure struct {

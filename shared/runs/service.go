@@ -18,17 +18,12 @@ import (
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 
-// Enqueuer puts tasks on the queue under deterministic ids.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, typ, id string, payload any) error
-}
-
 // Service is the API side of agent runs: it starts them, follows them and takes approvals.
 type Service struct {
 	repo  Repo
 	chats *chats.Service
 	tools *Toolbox
-	queue Enqueuer
+	queue tasks.Queue
 	relay Relay
 	log   *slog.Logger
 	// poll is how often a follower re-reads the execution when no notice comes.
@@ -38,7 +33,7 @@ type Service struct {
 
 // NewService returns the API side of agent runs. Followers re-read the execution every poll
 // even when notices come (a lost notice costs at most that).
-func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue Enqueuer, relay Relay, log *slog.Logger, poll time.Duration) *Service {
+func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue tasks.Queue, relay Relay, log *slog.Logger, poll time.Duration) *Service {
 	return &Service{repo: repo, chats: cs, tools: tools, queue: queue, relay: relay, log: log, poll: poll,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
@@ -119,7 +114,7 @@ func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey strin
 	if err := s.repo.Insert(ctx, e); err != nil {
 		return Execution{}, err
 	}
-	return e, s.queue.Enqueue(ctx, tasks.RunAgent, e.ID, Task{ExecutionID: e.ID, ProviderKey: providerKey})
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
 }
 
 func requestOf(in chats.Input) Request {
@@ -321,8 +316,7 @@ func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approva
 	if !ok {
 		return Execution{}, notWaiting(e)
 	}
-	task := Task{ExecutionID: e.ID, ProviderKey: a.ProviderKey}
-	return e, s.queue.Enqueue(ctx, tasks.RunAgent, fmt.Sprintf("%s:approval:%d", e.ID, e.Pending.Cycle), task)
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunResumeTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: a.ProviderKey}, e.Pending.Cycle))
 }
 
 // staleAfter is how long a queued run may wait, or an expired lease stay unclaimed, before the
@@ -348,7 +342,7 @@ func (s *Service) Requeue(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	for _, id := range ids {
-		if err := s.queue.Enqueue(ctx, tasks.RunAgent, fmt.Sprintf("%s:requeue:%d", id, now.Unix()/60), Task{ExecutionID: id}); err != nil {
+		if err := s.queue.Enqueue(ctx, tasks.NewAgentRunRequeueTask(id, now)); err != nil {
 			return 0, err
 		}
 	}

@@ -105,26 +105,16 @@ type RunRepo interface {
 	Secret(ctx context.Context, projectID, fresh string) (string, error)
 }
 
-// Enqueuer puts tasks on the queue under deterministic ids.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, typ, id string, payload any) error
-}
-
-// RunTask is the payload of a workflow run task.
-type RunTask struct {
-	RunID string `json:"run_id"`
-}
-
 // Runs starts workflow runs and reads their history (the API side).
 type Runs struct {
 	workflows *Service
 	repo      RunRepo
-	queue     Enqueuer
+	queue     tasks.Queue
 	now       func() time.Time
 }
 
 // NewRuns returns the runs service.
-func NewRuns(workflows *Service, repo RunRepo, queue Enqueuer) *Runs {
+func NewRuns(workflows *Service, repo RunRepo, queue tasks.Queue) *Runs {
 	return &Runs{workflows: workflows, repo: repo, queue: queue, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -177,7 +167,7 @@ func (s *Runs) start(ctx context.Context, w Workflow, t Trigger, id, envelope st
 			return Run{}, err
 		}
 	}
-	return r, s.queue.Enqueue(ctx, tasks.RunWorkflow, r.UUID, RunTask{RunID: r.UUID})
+	return r, s.queue.Enqueue(ctx, tasks.NewWorkflowRunTask(r.UUID))
 }
 
 // Run returns a run of the agent.

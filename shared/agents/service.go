@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -37,8 +35,8 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	now := s.now()
 	name := strings.TrimSpace(c.Name)
 	b := Bot{
-		ID:             bson.NewObjectID().Hex(),
-		UUID:           uuid.NewString(),
+		ID:             ids.ObjectID(),
+		UUID:           ids.New(),
 		ProjectID:      projectID,
 		Subdomain:      newSubdomain(name),
 		Name:           name,

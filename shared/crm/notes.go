@@ -6,9 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/paging"
 )
 
@@ -71,7 +70,7 @@ func (s *Service) AddNote(ctx context.Context, projectID, botID, contactID strin
 	if err != nil {
 		return Note{}, err
 	}
-	n.UUID, n.ContactID, n.CreatedAt = uuid.Must(uuid.NewV7()).String(), c.UUID, s.now().Format(time.RFC3339Nano)
+	n.UUID, n.ContactID, n.CreatedAt = ids.New(), c.UUID, s.now().Format(time.RFC3339Nano)
 	return n, s.repo.InsertNote(ctx, n)
 }
 

@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/provider"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -59,7 +58,7 @@ var errLost = errors.New("runs: the execution's lease was lost")
 // of one run (the reconciler's, say) is harmless, and a run whose worker died is taken over by
 // the redelivery of its task once its lease expired, or else by the reconciler.
 func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) error {
-	owner := uuid.NewString()
+	owner := ids.New()
 	now := r.now()
 	e, ok, err := r.repo.Claim(ctx, t.ExecutionID, owner, now.Add(r.lease), now)
 	if err != nil {

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -102,7 +101,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 // queues the run. The execution's log begins with the stored message.
 func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (Execution, error) {
 	now := s.now()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New()
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
 	req := requestOf(t.Input)
 	if plan.Request != "" {

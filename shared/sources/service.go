@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -88,7 +86,7 @@ func NewService(repo Repo, events *outbox.Dispatcher, queue tasks.Queue, maxSour
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Source, error) {
 	now := s.now()
 	src := Source{
-		ID: bson.NewObjectID().Hex(), UUID: uuid.NewString(), ProjectID: projectID, BotID: botID,
+		ID: ids.ObjectID(), UUID: ids.New(), ProjectID: projectID, BotID: botID,
 		ForgetAfter: "never", SyncFrequency: SyncNever, Status: StatusProcessing, Tags: []string{}, Links: []Link{},
 		CreatedAt: now, UpdatedAt: now, Pending: newGen(), PendingSince: &now,
 	}
@@ -227,4 +225,4 @@ func (s *Service) Sync(ctx context.Context, projectID, botID, id string) (Source
 }
 
 // newGen names a new generation of a source's chunks.
-func newGen() string { return uuid.Must(uuid.NewV7()).String() }
+func newGen() string { return ids.New() }

@@ -26,7 +26,8 @@ func Open(uri, name string) (*mongo.Database, error) {
 		SetServerSelectionTimeout(5 * time.Second).
 		SetConnectTimeout(5 * time.Second).
 		SetWriteConcern(writeconcern.Majority()).
-		SetAppName("agentplane")
+		SetAppName("agentplane").
+		SetRegistry(registry)
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -138,7 +139,7 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	if input == nil {
 		input = map[string]any{}
 	}
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New()
 	if key != "" {
 		id = uuid.NewSHA1(runNamespace, []byte(projectID+"/manual/"+w.UUID+"/"+key)).String()
 	}

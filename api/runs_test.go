@@ -17,8 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // agentSetup is an agent answering through a scripted fake provider, with a worker running

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

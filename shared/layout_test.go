@@ -1,0 +1,91 @@
+// The layout of the code, as rules a test can hold: shared/ is the domain (the folders directly
+// under it), its adapters (shared/adapters: the store, the queue, model providers, metrics,
+// tracing, the guarded HTTP client), the development and test stack (shared/devenv) and small
+// utilities (shared/kit). docs/ARCHITECTURE.md tells the same in prose.
+package shared_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agentplane/agentplane/"
+
+// part is what a package of the module is, by its path.
+func part(pkg string) string {
+	rel := strings.TrimPrefix(pkg, module)
+	for _, p := range []string{"api", "workers", "jobs", "events", "cmd", "deploy", "shared/adapters", "shared/devenv", "shared/kit"} {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return p
+		}
+	}
+	return "domain"
+}
+
+// rule forbids packages of a part (or one package, by its path under the module) to depend,
+// directly or not, on packages whose path begins with one of forbidden (module paths are given
+// under the module; others whole).
+type rule struct {
+	who       string
+	forbidden []string
+	why       string
+}
+
+var drivers = []string{"github.com/hibiken/asynq", "github.com/gin-gonic/gin", "go.mongodb.org/mongo-driver"}
+
+var rules = []rule{
+	{"domain", append(drivers, "api", "workers", "jobs", "events", "cmd", "shared/devenv", "shared/adapters/store", "shared/adapters/queue"),
+		"domain rules know no queue, web framework or database driver: adapters implement the interfaces they declare"},
+	{"shared/kit", append(drivers, "api", "workers", "jobs", "events", "cmd", "shared/devenv", "shared/adapters",
+		"shared/agents", "shared/agentruns", "shared/calendar", "shared/chats", "shared/crm", "shared/limits", "shared/memory",
+		"shared/outbox", "shared/sources", "shared/tasks", "shared/tenancy", "shared/workflows"),
+		"utilities depend on nothing of the domain"},
+	{"shared/adapters", []string{"api", "workers", "jobs", "events", "cmd", "shared/devenv"}, "adapters serve every role"},
+	{"api", []string{"workers", "jobs", "events", "shared/devenv", "shared/adapters/store", "shared/adapters/queue"},
+		"the API role calls the domain; the composition root hands it the adapters"},
+	{"workers", []string{"api", "jobs", "events", "shared/devenv"}, "roles do not import each other"},
+	{"jobs", []string{"api", "workers", "events", "shared/devenv"}, "roles do not import each other"},
+	{"events", []string{"api", "workers", "jobs", "shared/devenv"}, "roles do not import each other"},
+	{"shared/chats", []string{"shared/agentruns"}, "the chat turn calls agent runs through an interface agentruns implements"},
+	{"shared/kit/apperr", []string{"net/http"}, "the error-kind -> HTTP status table lives in api"},
+}
+
+func TestLayout(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	packages := 0
+	used := map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		packages++
+		for _, r := range rules {
+			if r.who != part(pkg) && module+r.who != pkg {
+				continue
+			}
+			used[r.who] = true
+			for _, dep := range deps {
+				for _, f := range r.forbidden {
+					full := f
+					if !strings.Contains(f, ".") {
+						full = module + f
+					}
+					if dep == full || strings.HasPrefix(dep, full+"/") {
+						t.Errorf("%s depends on %s: %s", strings.TrimPrefix(pkg, module), dep, r.why)
+					}
+				}
+			}
+		}
+	}
+	for _, r := range rules {
+		if !used[r.who] {
+			t.Errorf("no package is %s: the rule holds nothing", r.who)
+		}
+	}
+	if packages < 30 {
+		t.Fatalf("go list named %d packages", packages)
+	}
+}

@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -629,5 +631,91 @@ func TestWorkflowDraft(t *testing.T) {
 	done := a.wait(t, run["uuid"].(string))
 	if done["status"] != "succeeded" || done["error"] != "" || len(done["actions"].([]any)) != 0 {
 		t.Fatalf("run of a draft %v", done)
+	}
+}
+
+// logLines keeps the JSON lines of a log.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// waitFor waits for a line that match holds for, and returns it decoded.
+func (l *logLines) waitFor(t *testing.T, what string, match func(line map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l.mu.Lock()
+		text := l.buf.String()
+		l.mu.Unlock()
+		for _, raw := range strings.Split(text, "\n") {
+			var line map[string]any
+			if json.Unmarshal([]byte(raw), &line) == nil && match(line) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log does not tell %s", what)
+		}
+		waitABit()
+	}
+}
+
+// A workflow's action triggers another workflow, whose action triggers a third, and so on: the
+// chain runs up to 5 workflows; the sixth, which the fifth's change would trigger, is not run,
+// and the worker's log says so.
+func TestWorkflowChain(t *testing.T) {
+	t.Parallel()
+	const limit = 5 // the README's: no run starts from a chain of 5
+	logs := &logLines{}
+	b := setup(t, withLogs(logs))
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{})
+	// Step 1 creates a deal titled "step 1"; step n changes the title from "step n-1" to "step n".
+	chain := []string{a.create(t, map[string]any{"name": "step 1", "trigger_type": "manual",
+		"actions": []map[string]any{{"type": "create_deal", "params": map[string]any{"title": "step 1"}}}})}
+	for step := 2; step <= limit+1; step++ {
+		trigger := "deal.updated"
+		if step == 2 {
+			trigger = "deal.created"
+		}
+		chain = append(chain, a.create(t, map[string]any{"name": fmt.Sprintf("step %d", step), "trigger_type": "event", "trigger_event": trigger,
+			"conditions": []map[string]any{{"field": "data.title", "operator": "eq", "value": fmt.Sprintf("step %d", step-1)}},
+			"actions":    []map[string]any{{"type": "update_deal", "params": map[string]any{"deal_id": "{{data.uuid}}", "title": fmt.Sprintf("step %d", step)}}}}))
+	}
+	_, run := a.run(t, map[string]any{"workflow_id": chain[0]})
+	if run == nil {
+		t.Fatal("the first workflow did not start")
+	}
+
+	stopped := logs.waitFor(t, "of a chain stopped", func(line map[string]any) bool { return line["chain"] != nil })
+	if msg, _ := stopped["msg"].(string); stopped["workflow_id"] != chain[limit] || stopped["level"] != "WARN" || !strings.Contains(msg, "not run") || !strings.Contains(msg, "limit") {
+		t.Fatalf("log line %v, want a warning that the sixth workflow (%s) was not run", stopped, chain[limit])
+	}
+	if got := fmt.Sprint(stopped["chain"]); got != fmt.Sprint(chain[:limit]) {
+		t.Fatalf("the log names the chain %s, want %v", got, chain[:limit])
+	}
+	for step, id := range chain[:limit] {
+		runs := a.runsOf(t, id)
+		if len(runs) != 1 {
+			t.Fatalf("step %d ran %d times", step+1, len(runs))
+		}
+		if done := a.wait(t, runs[0]["uuid"].(string)); done["status"] != "succeeded" {
+			t.Fatalf("step %d: %v", step+1, done)
+		}
+	}
+	if runs := a.runsOf(t, chain[limit]); len(runs) != 0 {
+		t.Fatalf("the workflow past the limit ran: %v", runs)
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/deals?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if deals := res.JSON(t)["deals"].([]any); len(deals) != 1 || deals[0].(map[string]any)["title"] != "step 5" {
+		t.Fatalf("deals %v, want one titled step 5", deals)
 	}
 }

@@ -25,16 +25,19 @@ import (
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
-// receiver is a webhook receiver: it answers with the statuses of answers in turn (then 200)
-// and keeps every delivery.
+// receiver is a webhook receiver: it answers with the statuses of answers in turn (then 200),
+// failures with the Retry-After set by askRetryAfter, and keeps every delivery.
 type receiver struct {
 	*httptest.Server
 	mu         sync.Mutex
 	answers    []int
+	retryAfter string
 	deliveries []delivery
 }
 
 type delivery struct {
+	// at is when the delivery arrived.
+	at     time.Time
 	header http.Header
 	body   []byte
 }
@@ -44,20 +47,31 @@ func newReceiver(t *testing.T, answers ...int) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.deliveries = append(r.deliveries, delivery{header: req.Header.Clone(), body: body})
+		r.deliveries = append(r.deliveries, delivery{at: time.Now(), header: req.Header.Clone(), body: body})
 		status := http.StatusOK
 		if len(r.answers) > 0 {
 			status, r.answers = r.answers[0], r.answers[1:]
 		}
+		retryAfter := r.retryAfter
 		r.mu.Unlock()
 		if status == http.StatusFound {
 			w.Header().Set("Location", "https://example.com/")
+		}
+		if status >= 400 && retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
 		}
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// askRetryAfter makes the receiver's failures carry Retry-After: v.
+func (r *receiver) askRetryAfter(v string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retryAfter = v
 }
 
 func (r *receiver) got() []delivery {
@@ -280,6 +294,48 @@ func TestWorkflowWebhookFailures(t *testing.T) {
 	slices.Sort(ended)
 	if want := []string{"workflow.run.failed", "workflow.run.failed", "workflow.run.failed", "workflow.run.succeeded", "workflow.run.succeeded"}; !slices.Equal(ended, want) {
 		t.Fatalf("run events %v, want %v", ended, want)
+	}
+}
+
+// A receiver that answers 408 or 429 gets the delivery again, after the Retry-After it asked for
+// (at most 5 s), else after the backoff (250 ms at first), and the next attempt is delivered.
+func TestWorkflowWebhookRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{})
+	for _, tt := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		// waited is the least time between the two attempts.
+		waited time.Duration
+	}{
+		{"TooManyRequests", http.StatusTooManyRequests, "1", time.Second},
+		{"RequestTimeout", http.StatusRequestTimeout, "1", time.Second},
+		{"RequestTimeoutWithoutRetryAfter", http.StatusRequestTimeout, "", 250 * time.Millisecond},
+		{"RetryAfterPastTheBound", http.StatusTooManyRequests, "3600", 5 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hook := newReceiver(t, tt.status)
+			hook.askRetryAfter(tt.retryAfter)
+			id := a.create(t, map[string]any{"trigger_type": "manual", "actions": []map[string]any{
+				{"type": "webhook", "params": map[string]any{"url": hook.URL}}}})
+			_, run := a.run(t, map[string]any{"workflow_id": id})
+			done := a.wait(t, run["uuid"].(string))
+			act := actionsOf(done)[0]
+			if done["status"] != "succeeded" || act["attempts"] != float64(2) || act["response_code"] != float64(200) {
+				t.Fatalf("run %v", done)
+			}
+			got := hook.got()
+			if len(got) != 2 || got[0].header.Get("X-Agentplane-Delivery") != got[1].header.Get("X-Agentplane-Delivery") {
+				t.Fatalf("%d deliveries, want two attempts of one delivery", len(got))
+			}
+			if gap := got[1].at.Sub(got[0].at); gap < tt.waited {
+				t.Fatalf("the second attempt came %s after the first, want at least %s", gap, tt.waited)
+			}
+		})
 	}
 }
 

@@ -14,10 +14,12 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/tmaxmax/go-sse"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/provider"
 	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/testenv"
 )
 
 // agentSetup is an agent answering through a scripted fake provider, with a worker running
@@ -531,5 +533,91 @@ func TestAgentRunRetriedAfterAFailedStep(t *testing.T) {
 	_, chat := a.chat(t, map[string]any{"message": "How are things?", "reasoning_mode": "agent"})
 	if chat["isComplete"] != true || !strings.Contains(chat["reply"].(string), "All fine now.") {
 		t.Fatalf("reply %v", chat)
+	}
+}
+
+// collectionsHolding names the collections of db with a document whose raw BSON holds s.
+func collectionsHolding(t *testing.T, db *mongo.Database, s string) []string {
+	t.Helper()
+	ctx := context.Background()
+	names, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holding []string
+	for _, name := range names {
+		cur, err := db.Collection(name).Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cur.Next(ctx) {
+			if bytes.Contains(cur.Current, []byte(s)) {
+				holding = append(holding, name)
+				break
+			}
+		}
+		if err := cur.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cur.Close(ctx)
+	}
+	return holding
+}
+
+// A request's provider_key is used for the run it starts and for the rest of it after an
+// approval, and is written to no collection of the store; the agent's own key, which is
+// stored, is found by the same scan.
+func TestAgentRunKeepsNoProviderKey(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	b := setup(t, withProvider(fake.URL))
+	const agentKey = "sk-agent-key-stored-with-the-agent"
+	a := b.chatBot(t, map[string]any{"provider_key": agentKey})
+	b.startWorker(t, workerOptions{})
+	requestKey := "sk-request-key-" + testenv.NewName()
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("list_deals", `{}`),
+		call("create_deal", `{"title":"Umbrella"}`),
+		{Reply: "Created the Umbrella deal."},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Umbrella", "reasoning_mode": "agent", "provider_key": requestKey})
+	if paused["requiresApproval"] != true {
+		t.Fatalf("reply %v", paused)
+	}
+	_, done := a.executeTool(t, map[string]any{"executionId": paused["executionId"], "approve": true, "provider_key": requestKey})
+	if done == nil || done["reply"] != "Created the Umbrella deal." {
+		t.Fatalf("after approval %v", done)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d provider requests, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := r.Header.Get("Authorization"); got != "Bearer "+requestKey {
+			t.Fatalf("provider request %d authorized with %q, want the request's key", i+1, got)
+		}
+	}
+	// The worker moves the run to the finished ones just after it answered: wait for the move,
+	// its last write.
+	byID := bson.D{{Key: "_id", Value: done["executionId"]}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := b.db.Collection("executions_finished").CountDocuments(context.Background(), byID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ended run was not moved to the finished ones")
+		}
+		waitABit()
+	}
+	if held := collectionsHolding(t, b.db, agentKey); !slices.Equal(held, []string{"bots"}) {
+		t.Fatalf("the agent's key is found in %v, want bots: the scan does not see stored strings", held)
+	}
+	if held := collectionsHolding(t, b.db, requestKey); len(held) != 0 {
+		t.Fatalf("the request's provider_key is stored in %v", held)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/tmaxmax/go-sse"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/provider"
@@ -620,4 +622,107 @@ func TestAgentRunKeepsNoProviderKey(t *testing.T) {
 	if held := collectionsHolding(t, b.db, requestKey); len(held) != 0 {
 		t.Fatalf("the request's provider_key is stored in %v", held)
 	}
+}
+
+// runStream is an open event stream of an agent run, read one event at a time.
+type runStream struct {
+	next func() (sse.Event, error, bool)
+	// cut goes away from the stream, as a client that disconnects.
+	cut context.CancelFunc
+}
+
+// openRunStream opens POST /v1/bot/chat with body when it is not nil, else GET
+// /v1/bot/chat/stream of the execution exec; it is closed when t ends.
+func (a chatAPI) openRunStream(t *testing.T, body map[string]any, exec string) runStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var res *http.Response
+	if body != nil {
+		res = a.streamChat(t, ctx, body)
+	} else {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
+		req.Header.Set("Authorization", "Bearer "+a.b.key)
+		var err error
+		if res, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, stop := iter.Pull2(sse.Read(res.Body, nil))
+	t.Cleanup(func() {
+		stop()
+		_ = res.Body.Close()
+	})
+	return runStream{next: next, cut: cancel}
+}
+
+// until reads the stream up to and including the first event of type typ, and returns the
+// types it read.
+func (s runStream) until(t *testing.T, typ string) []string {
+	t.Helper()
+	var types []string
+	for {
+		ev, err, ok := s.next()
+		if !ok {
+			t.Fatalf("the stream ended without %s, after %v", typ, types)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if types = append(types, ev.Type); ev.Type == typ {
+			return types
+		}
+	}
+}
+
+// A client that cuts the stream of an agent run mid-answer, the chat's own stream or a
+// follower's, leaves no goroutine behind; the run goes on and the other stream sees it end.
+func TestAgentStreamCut(t *testing.T) {
+	_, a, fake := agentSetup(t, nil)
+	// A first run, to its end, has the worker serving before the goroutines are counted.
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{{Reply: "Ready."}}})
+	if _, ready := a.chat(t, map[string]any{"message": "Are you there?", "reasoning_mode": "agent"}); ready == nil || ready["isComplete"] != true {
+		t.Fatalf("first run %v", ready)
+	}
+	// The embedded store runs in this process: the connections the driver opens meanwhile are
+	// served by goroutines of its own (FerretDB's and its proxy's), which are not the stream's;
+	// so are the two of the worker's subscription to task cancelations in Redis (asynq's), which
+	// it may open after its start.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("github.com/FerretDB/FerretDB/internal/clientconn.acceptLoop.func1"),
+		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/clientconn.(*conn).run.func2"),
+		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"),
+		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devstack.(*serializer).serve"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"))
+	// The answer comes a word at a time, so that the cut falls in the middle of it.
+	fake.Set(providertest.Behavior{ChunkDelay: 50 * time.Millisecond, Script: []providertest.Turn{
+		call("list_deals", `{}`),
+		{Reply: "There are no deals yet, so nothing is open and nothing is due this week."},
+	}})
+	for _, tt := range []struct {
+		name        string
+		cutFollower bool
+	}{
+		{"ChatStreamCut", false},
+		{"FollowerCut", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := a.openRunStream(t, map[string]any{"message": "Which deals are open?", "reasoning_mode": "agent", "stream": true}, "")
+			ev, err, _ := chat.next()
+			var stored struct{ ExecutionID string }
+			if err != nil || ev.Type != "stored" || json.Unmarshal([]byte(ev.Data), &stored) != nil {
+				t.Fatalf("first event %+v (%v)", ev, err)
+			}
+			follower := a.openRunStream(t, nil, stored.ExecutionID)
+			cut, kept := chat, follower
+			if tt.cutFollower {
+				cut, kept = follower, chat
+			}
+			cut.until(t, "delta")
+			cut.cut()
+			kept.until(t, "done")
+		})
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
@@ -48,6 +50,13 @@ func TestChatVotesRenameModeAndMessageDelete(t *testing.T) {
 	expect(t, res, http.StatusOK, "")
 	if st := res.JSON(t)["vote"].(map[string]any); st["vote_type"] != "down" || st["downvotes"] != float64(1) {
 		t.Fatalf("status %v", st)
+	}
+	// BoostGPT's client asks without project_id: the agent's own project is meant.
+	res = b.client.Do(apitest.Request{Method: "GET", Key: b.key,
+		Path: "/v1/bot/chat/message/vote-status?bot_id=" + a.botID + "&message_id=" + msg + "&voter_id=bo"})
+	expect(t, res, http.StatusOK, "")
+	if st := res.JSON(t)["vote"].(map[string]any); st["vote_type"] != "down" {
+		t.Fatalf("status without project_id %v", st)
 	}
 	conv := a.history(t, chatID, "")["conversation"].([]any)
 	if m := conv[1].(map[string]any); m["downvotes"] != float64(1) || m["upvotes"] != float64(0) {
@@ -149,6 +158,47 @@ func TestContacts(t *testing.T) {
 	if c := res.JSON(t)["contact"].(map[string]any); c["company"] != "Analytical" || c["name"] != "Ada Lovelace" {
 		t.Fatalf("updated %v", c)
 	}
+	t.Run("Notes", func(t *testing.T) {
+		note := func(body map[string]any, status int, code string) map[string]any {
+			t.Helper()
+			res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/crm/contacts/" + id + "/notes", Key: b.key, Body: body})
+			expect(t, res, status, code)
+			if status != http.StatusOK {
+				return nil
+			}
+			return res.JSON(t)["note"].(map[string]any)
+		}
+		first := note(a.body(map[string]any{"content": "Asked about the engine."}), http.StatusOK, "")
+		// As BoostGPT's client sends it: no project_id.
+		second := note(map[string]any{"bot_id": a.botID, "content": " Called back. ", "type": "call"}, http.StatusOK, "")
+		if first["type"] != "note" || first["contact_id"] != id || second["type"] != "call" || second["content"] != "Called back." {
+			t.Fatalf("notes %v, %v", first, second)
+		}
+		for name, body := range map[string]map[string]any{
+			"NoContent":   {"type": "call"},
+			"Blank":       {"content": "   "},
+			"TooLong":     {"content": strings.Repeat("n", 10001)},
+			"TypeTooLong": {"content": "x", "type": strings.Repeat("t", 41)},
+			"NotAString":  {"content": 5},
+		} {
+			t.Run(name, func(t *testing.T) { note(a.body(body), http.StatusUnprocessableEntity, "invalid_field") })
+		}
+		res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/crm/contacts/no-such-contact/notes", Key: b.key, Body: a.body(map[string]any{"content": "x"})})
+		expect(t, res, http.StatusNotFound, "contact_not_found")
+
+		res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/contacts/" + id + "?" + a.query(""), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		c := res.JSON(t)["contact"].(map[string]any)
+		notes, _ := c["notes"].([]any)
+		if c["notes_total"] != float64(2) || len(notes) != 2 || notes[0].(map[string]any)["uuid"] != second["uuid"] || notes[1].(map[string]any)["uuid"] != first["uuid"] {
+			t.Fatalf("the contact lists its notes newest first: %v", c)
+		}
+		res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/contacts/" + id + "/notes?" + a.query("&per_page=1&page=2"), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		if m := res.JSON(t); m["total"] != float64(2) || len(m["notes"].([]any)) != 1 || m["notes"].([]any)[0].(map[string]any)["uuid"] != first["uuid"] {
+			t.Fatalf("second page of notes %v", m)
+		}
+	})
 	deal := b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Engine", "contact": map[string]any{"email": "ada@example.com"}}))
 	res = b.client.Do(apitest.Request{Method: "DELETE", Path: "/v1/bot/crm/contacts/" + id + "?" + a.query(""), Key: b.key})
 	expect(t, res, http.StatusConflict, "contact_in_use")
@@ -158,6 +208,9 @@ func TestContacts(t *testing.T) {
 	expect(t, res, http.StatusOK, "")
 	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/contacts/" + id + "?" + a.query(""), Key: b.key})
 	expect(t, res, http.StatusNotFound, "")
+	if n, err := b.db.Collection("contact_notes").CountDocuments(context.Background(), map[string]any{"contact_id": id}); err != nil || n != 0 {
+		t.Fatalf("%d notes outlived their contact (%v)", n, err)
+	}
 	other, _ := b.newTenant(t)
 	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/contacts/search?" + a.query("&query=grace"), Key: other})
 	if res.Status != http.StatusNotFound && res.Status != http.StatusForbidden {

@@ -74,8 +74,33 @@ func (s *server) readContact(c *gin.Context) (any, error) {
 	if _, err := s.bot(c, &sc); err != nil {
 		return nil, err
 	}
-	contact, err := s.crm.Contact(c, sc.ProjectID, c.Param("contact_id"))
+	contact, err := s.crm.ContactDetail(c, sc.ProjectID, c.Param("contact_id"))
 	return gin.H{"contact": contact}, err
+}
+
+type noteRequest struct {
+	scope
+	crm.NoteInput
+}
+
+func (s *server) addContactNote(c *gin.Context) (any, error) {
+	var req noteRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	note, err := s.crm.AddNote(c, req.ProjectID, botID, c.Param("contact_id"), req.NoteInput)
+	return gin.H{"note": note}, err
+}
+
+func (s *server) listContactNotes(c *gin.Context) (any, error) {
+	var sc scope
+	_, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	notes, total, err := s.crm.ContactNotes(c, sc.ProjectID, c.Param("contact_id"), page)
+	return gin.H{"total": total, "notes": notes, "pagination": page.Of(total)}, err
 }
 
 func (s *server) listContacts(c *gin.Context) (any, error) {

@@ -39,7 +39,7 @@ func FuzzDecode(f *testing.F) {
 			return s.decode(c, dst)
 		}
 		clientError := func(what string, err error) {
-			if err != nil && apperr.As(err).Kind.Status() >= 500 {
+			if err != nil && statusOf(apperr.As(err).Kind) >= 500 {
 				t.Fatalf("%s of %q: %v, a server error", what, body, err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -48,10 +49,33 @@ func fail(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
+// statuses is the one table from error kind to HTTP status.
+var statuses = map[apperr.Kind]int{
+	apperr.Internal:         http.StatusInternalServerError,
+	apperr.Malformed:        http.StatusBadRequest,
+	apperr.Unauthorized:     http.StatusUnauthorized,
+	apperr.Forbidden:        http.StatusForbidden,
+	apperr.NotFound:         http.StatusNotFound,
+	apperr.MethodNotAllowed: http.StatusMethodNotAllowed,
+	apperr.Conflict:         http.StatusConflict,
+	apperr.TooLarge:         http.StatusRequestEntityTooLarge,
+	apperr.UnsupportedMedia: http.StatusUnsupportedMediaType,
+	apperr.Invalid:          http.StatusUnprocessableEntity,
+	apperr.RateLimited:      http.StatusTooManyRequests,
+	apperr.BadGateway:       http.StatusBadGateway,
+	apperr.Unavailable:      http.StatusServiceUnavailable,
+	apperr.GatewayTimeout:   http.StatusGatewayTimeout,
+	apperr.Timeout:          http.StatusRequestTimeout,
+	apperr.URITooLong:       http.StatusRequestURITooLong,
+}
+
+// statusOf is the HTTP status of errors of kind k.
+func statusOf(k apperr.Kind) int { return statuses[k] }
+
 // errorOf maps err to its status and body, logging internal errors and outages.
 func errorOf(c *gin.Context, err error) (int, errorBody, *apperr.Error) {
 	e := apperr.As(err)
-	status := e.Kind.Status()
+	status := statusOf(e.Kind)
 	switch {
 	case e.Kind == apperr.Internal:
 		logger(c).Error("internal error", "error", err)

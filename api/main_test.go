@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/queue"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -26,7 +27,6 @@ import (
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/testenv"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -125,7 +125,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	ev := dispatcher(t, db, o.nats, log)
-	queue := testenv.NewName()
+	queueName := testenv.NewName()
 	mem := memory.New(store.NewMemory(db), o.embed, 64<<20, log)
 	providers := chats.Providers{Default: provider.NewOffline(), BaseURL: o.provider, Timeout: 2 * time.Second,
 		Guarded: safehttp.New(safehttp.Options{AllowPrivate: true, Timeout: time.Minute}).HTTPClient()}
@@ -136,7 +136,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	deals := crm.NewService(store.NewCRM(db), ev, "USD")
 	cal := calendar.NewService(store.NewCalendars(db), ev)
 	cs := chats.NewService(store.NewChats(db), ev, mem, providers, log)
-	q := tasks.NewQueue(asynqClient(t), asynqInspector(t), queue)
+	q := queue.New(asynqClient(t), asynqInspector(t), queueName)
 	flows := workflows.NewService(store.NewWorkflows(db), ev)
 	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q, log)
 	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
@@ -169,7 +169,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 		BudgetWait:    time.Second,
 	}
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
-		chats: cs, agents: bots, tools: tools, relay: relay, runs: rs, deals: deals, srcs: srcs, flows: flowRuns, metrics: met, nats: o.nats, queue: queue, redisURL: testenv.RedisURL(), log: log}
+		chats: cs, agents: bots, tools: tools, relay: relay, runs: rs, deals: deals, srcs: srcs, flows: flowRuns, metrics: met, nats: o.nats, queue: queueName, redisURL: testenv.RedisURL(), log: log}
 	b.key, b.project = b.newTenant(t)
 	return b
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -25,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/tenancy"
 )
 
@@ -126,7 +126,7 @@ func bodyLeft(c *gin.Context) bool {
 func (s *server) requestID(c *gin.Context) {
 	id := c.GetHeader("X-Request-ID")
 	if !saneRequestID(id) {
-		id = uuid.NewString()
+		id = ids.New()
 	}
 	log := s.log.With("request_id", id)
 	if span := trace.SpanFromContext(c.Request.Context()); span.SpanContext().IsValid() {

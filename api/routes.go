@@ -52,6 +52,8 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/crm/contacts/:contact_id", handle(s.readContact))
 	v1.PUT("/bot/crm/contacts/:contact_id", handle(s.updateContact))
 	v1.DELETE("/bot/crm/contacts/:contact_id", handle(s.deleteContact))
+	v1.POST("/bot/crm/contacts/:contact_id/notes", handle(s.addContactNote))
+	v1.GET("/bot/crm/contacts/:contact_id/notes", handle(s.listContactNotes))
 
 	v1.POST("/bot/workflow/create", handle(s.createWorkflow))
 	v1.PUT("/bot/workflow/update", handle(s.updateWorkflow))

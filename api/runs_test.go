@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"slices"
@@ -725,4 +726,58 @@ func TestAgentStreamCut(t *testing.T) {
 		})
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// A run the provider refuses fails: the chat answers the provider's error as the API's error
+// body, the event stream ends with that body as its error event, and the run's log keeps the
+// error's kind, code and message (not an HTTP answer).
+func TestAgentRunFailure(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Status: http.StatusUnauthorized, ErrorMessage: "Incorrect API key provided."})
+	res, _ := a.chat(t, map[string]any{"message": "Hello", "reasoning_mode": "agent"})
+	if res.Status < 400 {
+		t.Fatalf("a refused run answered %d: %s", res.Status, res.Body)
+	}
+	var answer struct {
+		Error struct {
+			Status  int
+			Code    string
+			Message string
+		}
+	}
+	res.Decode(t, &answer)
+	if answer.Error.Status != res.Status || answer.Error.Code == "" {
+		t.Fatalf("the failure's body %s", res.Body)
+	}
+
+	var e struct {
+		ID  string `bson:"_id"`
+		Log []struct{ Event, Data string }
+	}
+	for _, coll := range []string{"executions_finished", "executions"} {
+		if err := b.db.Collection(coll).FindOne(context.Background(), bson.D{{Key: "project_id", Value: b.project.ID}}).Decode(&e); err == nil {
+			break
+		}
+	}
+	if len(e.Log) == 0 || e.Log[len(e.Log)-1].Event != "error" {
+		t.Fatalf("the run's log %+v", e.Log)
+	}
+	var kept map[string]any
+	if err := json.Unmarshal([]byte(e.Log[len(e.Log)-1].Data), &kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kept["error"]; ok || kept["code"] != answer.Error.Code || kept["kind"] == "" || kept["message"] != answer.Error.Message {
+		t.Fatalf("the log keeps %v, want the kind, code and message of %s", kept, res.Body)
+	}
+
+	stream := a.followRun(t, e.ID, "")
+	raw, err := io.ReadAll(stream.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(map[string]any{"error": map[string]any{"status": answer.Error.Status, "code": answer.Error.Code, "message": answer.Error.Message}, "message": answer.Error.Message})
+	if !strings.Contains(string(raw), "event: error\ndata: "+string(want)+"\n") {
+		t.Fatalf("the stream does not end with the error body %s:\n%s", want, raw)
+	}
 }

@@ -29,9 +29,25 @@ func (sc *scope) fromQuery(c *gin.Context) {
 }
 
 // project authorises the request's project: it must be one of the key's account, else it is not
-// found, exactly like a missing one.
+// found, exactly like a missing one. A request that names an agent but no project (BoostGPT's
+// client does so on some calls) addresses the agent's own project; an agent of another account
+// is not found, exactly like a missing one.
 func (s *server) project(c *gin.Context, sc *scope) error {
 	sc.fromQuery(c)
+	if sc.ProjectID == "" && sc.BotID != "" {
+		projectID, err := s.agents.ProjectOf(c, sc.BotID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.tenancy.Project(c, principal(c).AccountID, projectID); err != nil {
+			if apperr.As(err).Kind == apperr.NotFound {
+				return apperr.NotFoundf("bot")
+			}
+			return err
+		}
+		sc.ProjectID = projectID
+		return nil
+	}
 	if sc.ProjectID == "" {
 		return apperr.Invalidf("project_id", "is required")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/queue"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
@@ -24,7 +25,7 @@ import (
 
 // planner is the scheduler's source planning on the test's queue.
 func (b *bundle) planner(t *testing.T, stuckAfter time.Duration) *sources.Planner {
-	return sources.NewPlanner(store.NewSources(b.db), tasks.NewQueue(asynqClient(t), asynqInspector(t), b.queue), stuckAfter, b.log)
+	return sources.NewPlanner(store.NewSources(b.db), queue.New(asynqClient(t), asynqInspector(t), b.queue), stuckAfter, b.log)
 }
 
 // plan runs the planner as the scheduler would at now, and waits for the queue to drain.
@@ -184,7 +185,7 @@ func TestUnqueuedSourceIsQueuedByThePlan(t *testing.T) {
 		}
 		n := 0
 		for _, task := range pending {
-			if task.Type == tasks.IngestSource {
+			if task.Type == tasks.TypeSourceIngest {
 				n++
 			}
 		}
@@ -245,7 +246,7 @@ func TestStuckSweepLeavesALiveTaskAlone(t *testing.T) {
 	}
 	var ingests []string
 	for _, task := range queued {
-		if task.Type == tasks.IngestSource {
+		if task.Type == tasks.TypeSourceIngest {
 			ingests = append(ingests, task.ID)
 		}
 	}

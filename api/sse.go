@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/runs"
 )
@@ -43,12 +44,22 @@ func (s *sse) event(name string, data any) error {
 	return s.write(strconv.Itoa(s.next), name, raw)
 }
 
-// entry writes a kept entry of a run under its own number, which a client resumes from.
+// entry writes a kept entry of a run under its own number, which a client resumes from. The
+// failure that ends a failed run is written as the API's error body.
 func (s *sse) entry(e runs.Entry) error {
+	raw := []byte(e.Data)
+	if e.Event == runs.EventError {
+		f := runs.FailureOf(e)
+		status := statusOf(apperr.KindNamed(f.Kind))
+		var err error
+		if raw, err = json.Marshal(gin.H{"error": gin.H{"status": status, "code": f.Code, "message": f.Message}, "message": f.Message}); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.next = e.Seq
-	return s.write(strconv.Itoa(e.Seq), e.Event, []byte(e.Data))
+	return s.write(strconv.Itoa(e.Seq), e.Event, raw)
 }
 
 // delta writes a piece of an answer, without a number: it is not kept, and a client resuming

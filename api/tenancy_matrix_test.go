@@ -128,6 +128,9 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 	case botScope:
 		scope["project_id"], scope["bot_id"] = f.project, f.bot
 	}
+	if f.project == "" {
+		delete(scope, "project_id")
+	}
 	for k, v := range scope {
 		switch r.in {
 		case inQuery:
@@ -223,6 +226,9 @@ func tenancyMatrix(hookURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true},
 		{method: "PUT", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inBody, resource: true,
 			body: func(matrixFixture) map[string]any { return map[string]any{"company": "Another company"} }},
+		{method: "POST", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"content": "Called back.", "type": "call"} }},
+		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true, last: 2},
 
 		{method: "POST", path: "/v1/bot/workflow/create", scope: botScope, in: inBody,
@@ -506,7 +512,12 @@ func variations(r matrixRow, a, b *matrixTenant) []variation {
 		{name: "other-project", f: &otherProject, like: &missingForA, victim: b, status: http.StatusNotFound, code: "project_not_found"},
 	}
 	if r.scope == botScope {
-		vs = append(vs, variation{name: "other-agent", f: &otherAgent, like: &noAgent, victim: b, status: http.StatusNotFound, code: "bot_not_found"})
+		// A request that names no project addresses its agent's own: another account's agent is
+		// not found, like a missing one.
+		agentAlone, missingAlone := otherAgent, noAgent
+		agentAlone.project, missingAlone.project = "", ""
+		vs = append(vs, variation{name: "other-agent", f: &otherAgent, like: &noAgent, victim: b, status: http.StatusNotFound, code: "bot_not_found"},
+			variation{name: "other-account-agent-without-project", f: &agentAlone, like: &missingAlone, victim: b, status: http.StatusNotFound, code: "bot_not_found"})
 	}
 	if r.resource {
 		status := http.StatusNotFound

@@ -110,22 +110,22 @@ func Run(ctx context.Context, d Deps) error {
 // mux routes each task type to its handler.
 func mux(d Deps) *asynq.ServeMux {
 	m := asynq.NewServeMux()
-	m.HandleFunc(tasks.IngestSource, ingest(d, func(ctx context.Context, t sources.IngestTask, final bool) error {
+	m.HandleFunc(tasks.TypeSourceIngest, ingest(d, func(ctx context.Context, t tasks.SourceIngestPayload, final bool) error {
 		return d.Sources.Ingest(ctx, t, final)
 	}))
-	m.HandleFunc(tasks.SyncSource, ingest(d, func(ctx context.Context, t sources.SyncTask, final bool) error {
+	m.HandleFunc(tasks.TypeSourceSync, ingest(d, func(ctx context.Context, t tasks.SourceSyncPayload, final bool) error {
 		return d.Sources.Sync(ctx, t, final)
 	}))
-	m.HandleFunc(tasks.SweepSources, func(ctx context.Context, _ *asynq.Task) error { return d.Sources.Sweep(ctx) })
-	m.HandleFunc(tasks.RunAgent, func(ctx context.Context, task *asynq.Task) error {
-		var t runs.Task
+	m.HandleFunc(tasks.TypeSourceSweep, func(ctx context.Context, _ *asynq.Task) error { return d.Sources.Sweep(ctx) })
+	m.HandleFunc(tasks.TypeAgentRun, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.AgentRunPayload
 		if err := json.Unmarshal(task.Payload(), &t); err != nil {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Runs.Run(ctx, t, final(ctx))
 	})
-	m.HandleFunc(tasks.RunWorkflow, func(ctx context.Context, task *asynq.Task) error {
-		var t workflows.RunTask
+	m.HandleFunc(tasks.TypeWorkflowRun, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.WorkflowRunPayload
 		if err := json.Unmarshal(task.Payload(), &t); err != nil {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}

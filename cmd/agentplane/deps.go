@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/queue"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -267,7 +268,7 @@ func (d *deps) runner() (*runs.Runner, error) {
 		d.log.With("component", "runs"), d.cfg.RunLease, d.metrics.RunCycle), nil
 }
 
-func (d *deps) queue() *tasks.Queue { return tasks.NewQueue(d.tasks, d.inspector, d.cfg.Queue) }
+func (d *deps) queue() *queue.Queue { return queue.New(d.tasks, d.inspector, d.cfg.Queue) }
 
 // embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
 // operator configures it, so it is called directly, not through the guarded client.

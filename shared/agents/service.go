@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -37,8 +35,8 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	now := s.now()
 	name := strings.TrimSpace(c.Name)
 	b := Bot{
-		ID:             bson.NewObjectID().Hex(),
-		UUID:           uuid.NewString(),
+		ID:             ids.ObjectID(),
+		UUID:           ids.New(),
 		ProjectID:      projectID,
 		Subdomain:      newSubdomain(name),
 		Name:           name,
@@ -75,6 +73,12 @@ func (s *Service) Get(ctx context.Context, projectID, idOrUUID string) (Bot, err
 		return Bot{}, apperr.Invalidf("bot_id", "is required")
 	}
 	return s.repo.Get(ctx, projectID, idOrUUID)
+}
+
+// ProjectOf returns the project the agent idOrUUID belongs to. It is for requests that name an
+// agent but not its project: the caller must still check that the project is one it may use.
+func (s *Service) ProjectOf(ctx context.Context, idOrUUID string) (string, error) {
+	return s.repo.ProjectOf(ctx, strings.TrimSpace(idOrUUID))
 }
 
 // List returns one page of the project's agents, oldest first.

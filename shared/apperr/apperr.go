@@ -1,5 +1,5 @@
 // Package apperr is the one error type of the domain: every error that reaches a user carries a
-// Kind (mapped to an HTTP status in one table, [Kind.Status]) and a snake_case code.
+// Kind (the API maps each to an HTTP status, in one table of its own) and a snake_case code.
 package apperr
 
 import (
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/keylock"
@@ -16,7 +15,7 @@ import (
 // Kind is the class of an error; the API maps each kind to one HTTP status.
 type Kind int
 
-// The kinds of error, in the order of their HTTP statuses.
+// The kinds of error.
 const (
 	Internal Kind = iota
 	Malformed
@@ -36,35 +35,46 @@ const (
 	Timeout
 	// URITooLong is a request whose URL is longer than the API reads.
 	URITooLong
+	// kinds counts the kinds; it is not one.
+	kinds
 )
 
-// statuses is the one table from error kind to HTTP status.
-var statuses = map[Kind]int{
-	Internal:         http.StatusInternalServerError,
-	Malformed:        http.StatusBadRequest,
-	Unauthorized:     http.StatusUnauthorized,
-	Forbidden:        http.StatusForbidden,
-	NotFound:         http.StatusNotFound,
-	MethodNotAllowed: http.StatusMethodNotAllowed,
-	Conflict:         http.StatusConflict,
-	TooLarge:         http.StatusRequestEntityTooLarge,
-	UnsupportedMedia: http.StatusUnsupportedMediaType,
-	Invalid:          http.StatusUnprocessableEntity,
-	RateLimited:      http.StatusTooManyRequests,
-	BadGateway:       http.StatusBadGateway,
-	Unavailable:      http.StatusServiceUnavailable,
-	GatewayTimeout:   http.StatusGatewayTimeout,
-	Timeout:          http.StatusRequestTimeout,
-	URITooLong:       http.StatusRequestURITooLong,
+// Kinds are all the kinds of error.
+func Kinds() []Kind {
+	out := make([]Kind, 0, kinds)
+	for k := range kinds {
+		out = append(out, k)
+	}
+	return out
 }
 
-// Status is the HTTP status of errors of kind k.
-func (k Kind) Status() int { return statuses[k] }
+// names are the kinds as words, for what keeps an error (a run's log) and reads it back.
+var names = map[Kind]string{
+	Internal:         "internal",
+	Malformed:        "malformed",
+	Unauthorized:     "unauthorized",
+	Forbidden:        "forbidden",
+	NotFound:         "not_found",
+	MethodNotAllowed: "method_not_allowed",
+	Conflict:         "conflict",
+	TooLarge:         "too_large",
+	UnsupportedMedia: "unsupported_media",
+	Invalid:          "invalid",
+	RateLimited:      "rate_limited",
+	BadGateway:       "bad_gateway",
+	Unavailable:      "unavailable",
+	GatewayTimeout:   "gateway_timeout",
+	Timeout:          "timeout",
+	URITooLong:       "uri_too_long",
+}
 
-// KindOf is the kind of errors answered with status: Internal when none is.
-func KindOf(status int) Kind {
-	for k, s := range statuses {
-		if s == status {
+// String is the kind as a word: not_found, unavailable.
+func (k Kind) String() string { return names[k] }
+
+// KindNamed is the kind whose String is name; Internal when none is.
+func KindNamed(name string) Kind {
+	for k, n := range names {
+		if n == name {
 			return k
 		}
 	}

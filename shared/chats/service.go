@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -182,7 +181,7 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	level := Complexity(question)
 	now := s.now()
 	user := Message{Model: name, Preference: Preference{ReasoningType: rt, Model: name, MaxTokens: limit, Complexity: level},
-		UUID: uuid.Must(uuid.NewV7()).String(), ChatID: chat.UUID, Role: RoleUser, Content: question,
+		UUID: ids.New(), ChatID: chat.UUID, Role: RoleUser, Content: question,
 		Channel: "api", CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
 		User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now, Complexity: level,
 		ReasoningType: rt, EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
@@ -287,7 +286,7 @@ func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration
 	pref.Model = model
 	done := s.now()
 	bot := t.Bot
-	return Message{UUID: uuid.Must(uuid.NewV7()).String(), ChatID: t.Chat.UUID, Role: RoleAgent, Content: content, Model: model,
+	return Message{UUID: ids.New(), ChatID: t.Chat.UUID, Role: RoleAgent, Content: content, Model: model,
 		Complexity: t.User.Complexity, ReasoningType: pref.ReasoningType, EstimatedTimeMS: strconv.FormatInt(took.Milliseconds(), 10),
 		EstimatedCost: estimatedCost(model, u.PromptTokens, u.CompletionTokens), Channel: "api", CreditUsed: "1",
 		Tokens: u.CompletionTokens, Reasoning: map[string]any{}, Preference: pref, Sources: cited,
@@ -315,7 +314,7 @@ func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot,
 	if r := []rune(title); len(r) > 80 {
 		title = string(r[:80])
 	}
-	c = Chat{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now}
+	c = Chat{UUID: ids.New(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now}
 	return c, true, nil
 }
 

@@ -123,6 +123,10 @@ type Repo interface {
 	// DeleteContact removes c, leaving ev in the outbox of deleted things; the reference is
 	// where the event is kept.
 	DeleteContact(ctx context.Context, c Contact, ev outbox.Event) (outbox.Ref, error)
+	// InsertNote keeps a note on a contact.
+	InsertNote(ctx context.Context, n Note) error
+	// Notes lists one page of a contact's notes, newest first.
+	Notes(ctx context.Context, projectID, contactID string, page paging.Page) ([]Note, int, error)
 	// DealsWith counts the live deals made with the contact.
 	DealsWith(ctx context.Context, projectID, contactID string) (int, error)
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 )
@@ -142,7 +143,7 @@ func (s *Service) CreatePipeline(ctx context.Context, projectID, botID string, i
 	if err := p.Err(); err != nil {
 		return Pipeline{}, err
 	}
-	pl := Pipeline{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, Name: name, CreatedAt: s.now()}
+	pl := Pipeline{UUID: ids.New(), ProjectID: projectID, Name: name, CreatedAt: s.now()}
 	open := in.Stages
 	if len(open) == 0 {
 		first := "New"
@@ -157,14 +158,14 @@ func (s *Service) CreatePipeline(ctx context.Context, projectID, botID string, i
 		if _, dup := pipeline(append(slices.Clone(stages), closing...)).named(n, ""); dup && n != "" {
 			return Pipeline{}, stageExists(field+".name", n)
 		}
-		stages = append(stages, Stage{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, PipelineID: pl.UUID, Name: n,
+		stages = append(stages, Stage{UUID: ids.New(), ProjectID: projectID, PipelineID: pl.UUID, Name: n,
 			Probability: orInt(st.Probability, 10), SortOrder: i + 1, Outcome: StatusOpen})
 	}
 	if err := p.Err(); err != nil {
 		return Pipeline{}, err
 	}
 	for i, closed := range closing {
-		closed.UUID, closed.ProjectID, closed.PipelineID, closed.SortOrder = uuid.Must(uuid.NewV7()).String(), projectID, pl.UUID, len(open)+i+1
+		closed.UUID, closed.ProjectID, closed.PipelineID, closed.SortOrder = ids.New(), projectID, pl.UUID, len(open)+i+1
 		stages = append(stages, closed)
 	}
 	for _, st := range stages {
@@ -265,7 +266,7 @@ func (s *Service) CreateStage(ctx context.Context, projectID, botID string, in S
 			order = max(order, st.SortOrder)
 		}
 	}
-	st := Stage{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, PipelineID: pl.UUID, Name: name,
+	st := Stage{UUID: ids.New(), ProjectID: projectID, PipelineID: pl.UUID, Name: name,
 		Probability: orInt(in.Probability, 10), SortOrder: orInt(in.SortOrder, order+1), Outcome: StatusOpen}
 	stored := st
 	if pl.IsDefault {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -51,7 +52,7 @@ func (s *Service) Stages(ctx context.Context, projectID string) ([]Stage, error)
 
 // CreateDeal creates a deal of the agent botID.
 func (s *Service) CreateDeal(ctx context.Context, projectID, botID string, in DealInput) (View, error) {
-	return s.createDeal(ctx, projectID, botID, in, uuid.Must(uuid.NewV7()).String())
+	return s.createDeal(ctx, projectID, botID, in, ids.New())
 }
 
 // opNamespace derives the id of a deal created under an idempotency key.
@@ -158,7 +159,7 @@ func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur C
 		}
 		cur = stored
 	case cur.UUID == "":
-		stored, _, err := s.insertContact(ctx, botID, fresh(uuid.Must(uuid.NewV7()).String()))
+		stored, _, err := s.insertContact(ctx, botID, fresh(ids.New()))
 		return stored, err
 	}
 	if applyContact(&cur, in) {

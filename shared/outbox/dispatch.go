@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/agentplane/agentplane/shared/ids"
 )
 
 // Ref names the document an event rides in: the resource ("bot", "deal", ...) and its id.
@@ -79,7 +79,7 @@ type Dispatcher struct {
 // NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
 // aside because it cannot be published.
 func NewDispatcher(pub Publisher, store Store, log *slog.Logger, setAside func(typ string)) *Dispatcher {
-	return &Dispatcher{pub: pub, store: store, log: log, writer: uuid.Must(uuid.NewV7()).String(), setAside: setAside}
+	return &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
 }
 
 // publishTimeout bounds the inline publish of a request: past it the relay takes over.

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/agentplane/agentplane/shared/ids"
 )
 
 // Field is the document field that holds a document's unpublished events.
@@ -68,7 +69,7 @@ func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 	trace := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, trace)
 	ev := Event{
-		ID:         uuid.Must(uuid.NewV7()).String(),
+		ID:         ids.New(),
 		Type:       typ,
 		ProjectID:  projectID,
 		BotID:      botID,

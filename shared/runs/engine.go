@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/provider"
+	"github.com/agentplane/agentplane/shared/tasks"
 )
 
 // Bots reads agents.
@@ -57,8 +57,8 @@ var errLost = errors.New("runs: the execution's lease was lost")
 // finds its execution finished, waiting, or held by another worker does nothing: a second task
 // of one run (the reconciler's, say) is harmless, and a run whose worker died is taken over by
 // the redelivery of its task once its lease expired, or else by the reconciler.
-func (r *Runner) Run(ctx context.Context, t Task, final bool) error {
-	owner := uuid.NewString()
+func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) error {
+	owner := ids.New()
 	now := r.now()
 	e, ok, err := r.repo.Claim(ctx, t.ExecutionID, owner, now.Add(r.lease), now)
 	if err != nil {
@@ -401,13 +401,13 @@ func (h *holder) finish(ctx context.Context, msg chats.Message) error {
 	})
 }
 
-// fail ends the run with err, as an error event carrying the code and message.
+// fail ends the run with err, as an error entry carrying its kind, code and message.
 func (h *holder) fail(ctx context.Context, err error) error {
 	e := apperr.As(err)
 	h.log.Warn("agent run failed", "execution_id", h.e.ID, "code", e.Code, "error", err)
-	body := map[string]any{"error": map[string]any{"status": e.Kind.Status(), "code": e.Code, "message": e.Message}, "message": e.Message}
 	h.e.Status = StatusFailed
-	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""}, Log: []Entry{h.entry(EventError, body)}})
+	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""},
+		Log: []Entry{h.entry(EventError, Failure{Kind: e.Kind.String(), Code: e.Code, Message: e.Message})}})
 }
 
 // reply is the chat object of the run as it stands, with answer when it has one.

@@ -16,8 +16,10 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/memory"
 )
@@ -215,9 +217,33 @@ type Relay interface {
 	Watch(executionID string) (notices <-chan Progress, stop func(), err error)
 }
 
-// Task is the payload of an agent run task. ProviderKey is the request's provider key: it
-// lives in the queue until the task ends and is never stored with the execution.
-type Task struct {
-	ExecutionID string `json:"execution_id"`
-	ProviderKey string `json:"provider_key,omitempty"`
+// Failure is what the error entry that ends a failed run keeps: the error's kind (a word, see
+// apperr.Kind.String), code and message; the API answers it as its error body.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// FailureOf reads the failure an error entry keeps. Entries written before failures kept their
+// kind hold an error body ({"error": {"code", "message"}}): their code and message are kept, as
+// an internal failure.
+func FailureOf(e Entry) Failure {
+	var v struct {
+		Failure
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(e.Data), &v)
+	if v.Kind != "" || v.Error.Code == "" {
+		return v.Failure
+	}
+	return Failure{Kind: apperr.Internal.String(), Code: v.Error.Code, Message: v.Error.Message}
+}
+
+// Err is the failure as the error it was.
+func (f Failure) Err() error {
+	return &apperr.Error{Kind: apperr.KindNamed(f.Kind), Code: f.Code, Message: f.Message}
 }

@@ -9,26 +9,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
-
-// Enqueuer puts tasks on the queue under deterministic ids.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, typ, id string, payload any) error
-}
 
 // Service is the API side of agent runs: it starts them, follows them and takes approvals.
 type Service struct {
 	repo  Repo
 	chats *chats.Service
 	tools *Toolbox
-	queue Enqueuer
+	queue tasks.Queue
 	relay Relay
 	log   *slog.Logger
 	// poll is how often a follower re-reads the execution when no notice comes.
@@ -38,7 +32,7 @@ type Service struct {
 
 // NewService returns the API side of agent runs. Followers re-read the execution every poll
 // even when notices come (a lost notice costs at most that).
-func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue Enqueuer, relay Relay, log *slog.Logger, poll time.Duration) *Service {
+func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue tasks.Queue, relay Relay, log *slog.Logger, poll time.Duration) *Service {
 	return &Service{repo: repo, chats: cs, tools: tools, queue: queue, relay: relay, log: log, poll: poll,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
@@ -107,7 +101,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 // queues the run. The execution's log begins with the stored message.
 func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (Execution, error) {
 	now := s.now()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New()
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
 	req := requestOf(t.Input)
 	if plan.Request != "" {
@@ -119,7 +113,7 @@ func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey strin
 	if err := s.repo.Insert(ctx, e); err != nil {
 		return Execution{}, err
 	}
-	return e, s.queue.Enqueue(ctx, tasks.RunAgent, e.ID, Task{ExecutionID: e.ID, ProviderKey: providerKey})
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
 }
 
 func requestOf(in chats.Input) Request {
@@ -210,15 +204,7 @@ func (s *Service) Reply(e Execution) (chats.Reply, error) {
 			}
 			return v.Chat, nil
 		case EventError:
-			var v struct {
-				Error struct {
-					Status  int    `json:"status"`
-					Code    string `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal([]byte(last.Data), &v)
-			return chats.Reply{}, &apperr.Error{Kind: apperr.KindOf(v.Error.Status), Code: v.Error.Code, Message: v.Error.Message}
+			return chats.Reply{}, FailureOf(last).Err()
 		}
 	}
 	return s.tools.reply(e, nil), nil
@@ -329,8 +315,7 @@ func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approva
 	if !ok {
 		return Execution{}, notWaiting(e)
 	}
-	task := Task{ExecutionID: e.ID, ProviderKey: a.ProviderKey}
-	return e, s.queue.Enqueue(ctx, tasks.RunAgent, fmt.Sprintf("%s:approval:%d", e.ID, e.Pending.Cycle), task)
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunResumeTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: a.ProviderKey}, e.Pending.Cycle))
 }
 
 // staleAfter is how long a queued run may wait, or an expired lease stay unclaimed, before the
@@ -356,7 +341,7 @@ func (s *Service) Requeue(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	for _, id := range ids {
-		if err := s.queue.Enqueue(ctx, tasks.RunAgent, fmt.Sprintf("%s:requeue:%d", id, now.Unix()/60), Task{ExecutionID: id}); err != nil {
+		if err := s.queue.Enqueue(ctx, tasks.NewAgentRunRequeueTask(id, now)); err != nil {
 			return 0, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/testenv"
 )
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // queue drops tasks: the benchmark calls the ingester itself.
 type queue struct{}
 
-func (queue) Enqueue(context.Context, string, string, any) error { return nil }
+func (queue) Enqueue(context.Context, tasks.Task) error { return nil }
 
 // BenchmarkIngest turns text into searchable chunks: a text source of the Go specification's
 // text (about 200 KB) is created, chunked, counted and stored. Baseline: chunking the same text
@@ -71,7 +72,7 @@ func BenchmarkIngest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := ing.Ingest(ctx, sources.IngestTask{SourceID: src.ID, Gen: stored.Pending}, true); err != nil {
+			if err := ing.Ingest(ctx, tasks.SourceIngestPayload{SourceID: src.ID, Gen: stored.Pending}, true); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/safehttp"
+	"github.com/agentplane/agentplane/shared/tasks"
 )
 
 // ErrPermanent marks an ingestion failure that retrying cannot mend (a refused or missing
@@ -64,7 +65,7 @@ type page struct {
 // then switch retrieval to them in one write and drop the old ones. A task whose generation is
 // no longer pending (the source was deleted or ingested again since) does nothing. final says
 // this is the task's last attempt: a failure then fails the source.
-func (g *Ingester) Ingest(ctx context.Context, t IngestTask, final bool) error {
+func (g *Ingester) Ingest(ctx context.Context, t tasks.SourceIngestPayload, final bool) error {
 	src, err := g.repo.Load(ctx, t.SourceID)
 	if apperr.As(err).Kind == apperr.NotFound {
 		return nil
@@ -95,7 +96,7 @@ func (g *Ingester) Ingest(ctx context.Context, t IngestTask, final bool) error {
 }
 
 // Sync re-ingests a source whose scheduled sync is due.
-func (g *Ingester) Sync(ctx context.Context, t SyncTask, final bool) error {
+func (g *Ingester) Sync(ctx context.Context, t tasks.SourceSyncPayload, final bool) error {
 	gen := uuid.NewSHA1(uuid.NameSpaceURL, []byte(t.SourceID+"@"+t.Due.UTC().Format(time.RFC3339Nano))).String()
 	src, err := g.repo.PendDue(ctx, t.SourceID, t.Due, gen, g.now())
 	if apperr.As(err).Kind == apperr.NotFound || (err == nil && src.Pending != gen) {
@@ -104,7 +105,7 @@ func (g *Ingester) Sync(ctx context.Context, t SyncTask, final bool) error {
 	if err != nil {
 		return err
 	}
-	return g.Ingest(ctx, IngestTask{SourceID: src.ID, Gen: gen}, final)
+	return g.Ingest(ctx, tasks.SourceIngestPayload{SourceID: src.ID, Gen: gen}, final)
 }
 
 // collect reads the pages of a source.

@@ -3,7 +3,6 @@ package sources
 import (
 	"context"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,13 +15,13 @@ import (
 // queue each piece once.
 type Planner struct {
 	repo       Repo
-	queue      Scheduler
+	queue      tasks.Tracker
 	stuckAfter time.Duration
 	log        *slog.Logger
 }
 
 // NewPlanner returns the planner; a source pending longer than stuckAfter is ingested anew.
-func NewPlanner(repo Repo, queue Scheduler, stuckAfter time.Duration, log *slog.Logger) *Planner {
+func NewPlanner(repo Repo, queue tasks.Tracker, stuckAfter time.Duration, log *slog.Logger) *Planner {
 	return &Planner{repo: repo, queue: queue, stuckAfter: stuckAfter, log: log}
 }
 
@@ -41,7 +40,7 @@ func (p *Planner) Plan(ctx context.Context, now time.Time) error {
 	}
 	for _, s := range due {
 		at := s.NextSyncAt.UTC()
-		if err := p.queue.Enqueue(ctx, tasks.SyncSource, s.ID+":"+strconv.FormatInt(at.UnixMilli(), 10), SyncTask{SourceID: s.ID, Due: at}); err != nil {
+		if err := p.queue.Enqueue(ctx, tasks.NewSourceSyncTask(s.ID, at)); err != nil {
 			return err
 		}
 	}
@@ -51,7 +50,7 @@ func (p *Planner) Plan(ctx context.Context, now time.Time) error {
 	if err := p.repo.RepairLive(ctx, now.Add(-repairWindow)); err != nil {
 		return err
 	}
-	return p.queue.Enqueue(ctx, tasks.SweepSources, now.UTC().Truncate(time.Minute).Format(time.RFC3339), struct{}{})
+	return p.queue.Enqueue(ctx, tasks.NewSourceSweepTask(now))
 }
 
 // requeueAfter is how long a new source may stay pending before Plan queues its ingestion
@@ -73,12 +72,12 @@ func (p *Planner) reconcile(ctx context.Context, now time.Time) error {
 			if s.Status != StatusProcessing {
 				continue // a re-sync: its own task (a sync task) is the one to wait for
 			}
-			if err := p.queue.Enqueue(ctx, tasks.IngestSource, s.ID+":"+s.Pending, IngestTask{SourceID: s.ID, Gen: s.Pending}); err != nil {
+			if err := p.queue.Enqueue(ctx, tasks.NewSourceIngestTask(s.ID, s.Pending)); err != nil {
 				return err
 			}
 			continue
 		}
-		if live, err := p.queue.Live(ctx, tasks.IngestSource, s.ID+":"+s.Pending); err != nil {
+		if live, err := p.queue.Live(ctx, tasks.NewSourceIngestTask(s.ID, s.Pending)); err != nil {
 			return err
 		} else if live {
 			continue // its task is still under way (retrying, say): a second generation would race it
@@ -92,7 +91,7 @@ func (p *Planner) reconcile(ctx context.Context, now time.Time) error {
 			continue
 		}
 		p.log.Info("re-queueing stuck source", "source_id", s.ID, "pending_since", s.PendingSince)
-		if err := p.queue.Enqueue(ctx, tasks.IngestSource, s.ID+":"+gen, IngestTask{SourceID: s.ID, Gen: gen}); err != nil {
+		if err := p.queue.Enqueue(ctx, tasks.NewSourceIngestTask(s.ID, gen)); err != nil {
 			return err
 		}
 	}

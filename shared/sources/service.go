@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
@@ -67,41 +65,18 @@ type Repo interface {
 	PurgeDeleted(ctx context.Context, limit int) (int, error)
 }
 
-// Enqueuer queues work for the workers.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, typ, id string, payload any) error
-}
-
-// Scheduler is the queue of the planner: it also tells whether a task is still under way.
-type Scheduler interface {
-	Enqueuer
-	Live(ctx context.Context, typ, id string) (bool, error)
-}
-
-// IngestTask is the payload of tasks.IngestSource.
-type IngestTask struct {
-	SourceID string `json:"source_id"`
-	Gen      string `json:"gen"`
-}
-
-// SyncTask is the payload of tasks.SyncSource.
-type SyncTask struct {
-	SourceID string    `json:"source_id"`
-	Due      time.Time `json:"due"`
-}
-
 // Service holds the rules of sources users manage.
 type Service struct {
 	repo      Repo
 	events    *outbox.Dispatcher
-	queue     Enqueuer
+	queue     tasks.Queue
 	log       *slog.Logger
 	maxSource int
 	now       func() time.Time
 }
 
 // NewService returns the source service; maxSource bounds inline content in bytes.
-func NewService(repo Repo, events *outbox.Dispatcher, queue Enqueuer, maxSource int, log *slog.Logger) *Service {
+func NewService(repo Repo, events *outbox.Dispatcher, queue tasks.Queue, maxSource int, log *slog.Logger) *Service {
 	return &Service{repo: repo, events: events, queue: queue, maxSource: maxSource, log: log,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
@@ -111,7 +86,7 @@ func NewService(repo Repo, events *outbox.Dispatcher, queue Enqueuer, maxSource 
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Source, error) {
 	now := s.now()
 	src := Source{
-		ID: bson.NewObjectID().Hex(), UUID: uuid.NewString(), ProjectID: projectID, BotID: botID,
+		ID: ids.ObjectID(), UUID: ids.New(), ProjectID: projectID, BotID: botID,
 		ForgetAfter: "never", SyncFrequency: SyncNever, Status: StatusProcessing, Tags: []string{}, Links: []Link{},
 		CreatedAt: now, UpdatedAt: now, Pending: newGen(), PendingSince: &now,
 	}
@@ -130,7 +105,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 }
 
 func (s *Service) enqueue(ctx context.Context, src Source) {
-	if err := s.queue.Enqueue(ctx, tasks.IngestSource, src.ID+":"+src.Pending, IngestTask{SourceID: src.ID, Gen: src.Pending}); err != nil {
+	if err := s.queue.Enqueue(ctx, tasks.NewSourceIngestTask(src.ID, src.Pending)); err != nil {
 		s.log.Warn("ingestion not queued yet; the reconciler will queue it", "source_id", src.ID, "error", err)
 	}
 }
@@ -250,4 +225,4 @@ func (s *Service) Sync(ctx context.Context, projectID, botID, id string) (Source
 }
 
 // newGen names a new generation of a source's chunks.
-func newGen() string { return uuid.Must(uuid.NewV7()).String() }
+func newGen() string { return ids.New() }

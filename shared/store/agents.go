@@ -17,6 +17,7 @@ const (
 	botsColl      = "bots"
 	dealsColl     = "deals"
 	contactsColl  = "contacts"
+	notesColl     = "contact_notes"
 	stagesColl    = "stages"
 	workflowsColl = "workflows"
 	calendarsColl = "calendars"
@@ -52,6 +53,16 @@ func (a Agents) Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot
 	var b agents.Bot
 	err := a.db.Collection(botsColl).FindOne(ctx, byIDOrUUID(projectID, idOrUUID)).Decode(&b)
 	return b, wrap(err, "bot")
+}
+
+func (a Agents) ProjectOf(ctx context.Context, idOrUUID string) (string, error) {
+	var b struct {
+		ProjectID string `bson:"project_id"`
+	}
+	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{notDeleted,
+		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}},
+		options.FindOne().SetProjection(bson.D{{Key: "project_id", Value: 1}})).Decode(&b)
+	return b.ProjectID, wrap(err, "bot")
 }
 
 func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([]agents.Bot, int, error) {

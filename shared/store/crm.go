@@ -116,8 +116,26 @@ func (r CRM) SearchContacts(ctx context.Context, projectID, query string, page p
 	return contacts, total, wrap(err, "contact")
 }
 
+// DeleteContact removes the contact, then its notes.
 func (r CRM) DeleteContact(ctx context.Context, c crm.Contact, ev outbox.Event) (outbox.Ref, error) {
-	return deleteWithEvent(ctx, r.db, r.db.Collection(contactsColl), bson.D{{Key: "_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}}, ev)
+	ref, err := deleteWithEvent(ctx, r.db, r.db.Collection(contactsColl), bson.D{{Key: "_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}}, ev)
+	if err != nil {
+		return ref, err
+	}
+	_, err = r.db.Collection(notesColl).DeleteMany(ctx, bson.D{{Key: "project_id", Value: c.ProjectID}, {Key: "contact_id", Value: c.UUID}})
+	return ref, wrap(err, "note")
+}
+
+func (r CRM) InsertNote(ctx context.Context, n crm.Note) error {
+	_, err := r.db.Collection(notesColl).InsertOne(ctx, n)
+	return wrap(err, "note")
+}
+
+func (r CRM) Notes(ctx context.Context, projectID, contactID string, page paging.Page) ([]crm.Note, int, error) {
+	notes := []crm.Note{}
+	total, err := findPageSorted(ctx, r.db.Collection(notesColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "contact_id", Value: contactID}},
+		bson.D{{Key: "_id", Value: -1}}, page, &notes)
+	return notes, total, wrap(err, "note")
 }
 
 func (r CRM) DealsWith(ctx context.Context, projectID, contactID string) (int, error) {

@@ -282,7 +282,7 @@ func setOf(doc any, ev *outbox.Event) (bson.D, error) {
 }
 
 func toD(doc any) (bson.D, error) {
-	raw, err := bson.Marshal(doc)
+	raw, err := marshal(doc)
 	if err != nil {
 		return nil, err
 	}

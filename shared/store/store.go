@@ -26,7 +26,8 @@ func Open(uri, name string) (*mongo.Database, error) {
 		SetServerSelectionTimeout(5 * time.Second).
 		SetConnectTimeout(5 * time.Second).
 		SetWriteConcern(writeconcern.Majority()).
-		SetAppName("agentplane")
+		SetAppName("agentplane").
+		SetRegistry(registry)
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: %w", err)
@@ -75,6 +76,9 @@ func indexes() map[string][]mongo.IndexModel {
 		contactsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
 			outboxIndex(),
+		},
+		notesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "contact_id", Value: 1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("contact")},
 		},
 		deletedEventsColl: {
 			outboxIndex(),

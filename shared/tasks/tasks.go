@@ -1,90 +1,112 @@
-// Package tasks names the queue's task types and enqueues them. Every task carries a
-// deterministic id, so enqueueing the same work twice (a retried request, two schedulers, the
-// reconciler) leaves one task; handlers are idempotent because a task may still run twice.
+// Package tasks is the contract between the parts that queue work and the workers that do it:
+// each task type's name, payload and constructor (asynq's own style: TypeXxx, XxxPayload,
+// NewXxxTask). Every task carries a deterministic id, so enqueueing the same work twice (a
+// retried request, two schedulers, the reconciler) leaves one task; handlers are idempotent
+// because a task may still run twice. The queue itself is an adapter (shared/adapters/queue).
 package tasks
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
-
-	"github.com/agentplane/agentplane/shared/apperr"
 )
 
 // The task types.
 const (
-	// IngestSource fetches, extracts, chunks and indexes one generation of a memory source.
-	IngestSource = "source:ingest"
-	// SyncSource re-ingests a source whose sync is due.
-	SyncSource = "source:sync"
-	// SweepSources deletes the data of expired and deleted sources.
-	SweepSources = "source:sweep"
-	// RunAgent runs (or resumes) the reasoning cycles of an agent execution.
-	RunAgent = "agent:run"
-	// RunWorkflow runs (or resumes) the actions of a workflow run.
-	RunWorkflow = "workflow:run"
+	// TypeSourceIngest fetches, extracts, chunks and indexes one generation of a memory source.
+	TypeSourceIngest = "source:ingest"
+	// TypeSourceSync re-ingests a source whose sync is due.
+	TypeSourceSync = "source:sync"
+	// TypeSourceSweep deletes the data of expired and deleted sources.
+	TypeSourceSweep = "source:sweep"
+	// TypeAgentRun runs (or resumes) the reasoning cycles of an agent run.
+	TypeAgentRun = "agent:run"
+	// TypeWorkflowRun runs (or resumes) the actions of a workflow run.
+	TypeWorkflowRun = "workflow:run"
 )
 
-// options are the retry and time limits of each type.
-var options = map[string][]asynq.Option{
-	IngestSource: {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
-	SyncSource:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
-	SweepSources: {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
-	RunAgent:     {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
-	RunWorkflow:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+// Task is one piece of work for the workers: its type, the id that makes queueing it
+// idempotent, and its payload (JSON on the queue).
+type Task struct {
+	Type    string
+	ID      string
+	Payload any
 }
 
-// Queue enqueues tasks on one asynq queue, and tells which are under way.
-type Queue struct {
-	client *asynq.Client
-	insp   *asynq.Inspector
-	name   string
+// Queue is where tasks wait for a worker.
+type Queue interface {
+	// Enqueue adds t, unless a task of its type and id is still queued, running or retrying.
+	// A queue that is down is an Unavailable error.
+	Enqueue(ctx context.Context, t Task) error
 }
 
-// NewQueue returns a queue named name of the Redis of client and insp.
-func NewQueue(client *asynq.Client, insp *asynq.Inspector, name string) *Queue {
-	return &Queue{client: client, insp: insp, name: name}
+// Tracker is a queue that also tells whether a task is under way.
+type Tracker interface {
+	Queue
+	// Live reports whether the task of t's type and id is queued, scheduled, running or
+	// waiting to be retried (not archived, done or unknown).
+	Live(ctx context.Context, t Task) (bool, error)
 }
 
-// Live reports whether the task of type typ and id is queued, scheduled, running or waiting to
-// be retried (not archived, done or unknown).
-func (q *Queue) Live(ctx context.Context, typ, id string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	info, err := q.insp.GetTaskInfo(q.name, typ+":"+id)
-	switch {
-	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-		return false, nil
-	case err != nil:
-		return false, apperr.Unavailablef("redis", err)
-	}
-	return info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted, nil
+// SourceIngestPayload names the generation of a source to ingest.
+type SourceIngestPayload struct {
+	SourceID string `json:"source_id"`
+	Gen      string `json:"gen"`
 }
 
-// Enqueue adds a task of type typ with payload, identified by id. A task of the same id that
-// is still queued, running or retrying makes this a no-op. A Redis failure is Unavailable. The
-// task's headers carry the trace context of ctx, for the worker's span of the task.
-func (q *Queue) Enqueue(ctx context.Context, typ, id string, payload any) error {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	headers := propagation.MapCarrier{}
-	otel.GetTextMapPropagator().Inject(ctx, headers)
-	opts := append([]asynq.Option{asynq.Queue(q.name), asynq.TaskID(typ + ":" + id)}, options[typ]...)
-	_, err = q.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(typ, raw, headers), opts...)
-	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
-	}
-	return apperr.Unavailablef("redis", err)
+// NewSourceIngestTask ingests generation gen of a source, once per generation.
+func NewSourceIngestTask(sourceID, gen string) Task {
+	return Task{Type: TypeSourceIngest, ID: sourceID + ":" + gen, Payload: SourceIngestPayload{SourceID: sourceID, Gen: gen}}
+}
+
+// SourceSyncPayload names a source whose sync was due at Due.
+type SourceSyncPayload struct {
+	SourceID string    `json:"source_id"`
+	Due      time.Time `json:"due"`
+}
+
+// NewSourceSyncTask syncs a source, once per due time.
+func NewSourceSyncTask(sourceID string, due time.Time) Task {
+	return Task{Type: TypeSourceSync, ID: sourceID + ":" + strconv.FormatInt(due.UnixMilli(), 10), Payload: SourceSyncPayload{SourceID: sourceID, Due: due}}
+}
+
+// NewSourceSweepTask sweeps expired and deleted sources, once per minute of at.
+func NewSourceSweepTask(at time.Time) Task {
+	return Task{Type: TypeSourceSweep, ID: at.UTC().Truncate(time.Minute).Format(time.RFC3339), Payload: struct{}{}}
+}
+
+// AgentRunPayload names the agent run to run or resume. ProviderKey is the request's own model
+// provider key, when it gave one: it travels with the task and is never stored.
+type AgentRunPayload struct {
+	ExecutionID string `json:"execution_id"`
+	ProviderKey string `json:"provider_key,omitempty"`
+}
+
+// NewAgentRunTask starts an agent run.
+func NewAgentRunTask(p AgentRunPayload) Task {
+	return Task{Type: TypeAgentRun, ID: p.ExecutionID, Payload: p}
+}
+
+// NewAgentRunResumeTask resumes an agent run once the approval its cycle waited for is decided.
+func NewAgentRunResumeTask(p AgentRunPayload, cycle int) Task {
+	return Task{Type: TypeAgentRun, ID: p.ExecutionID + ":approval:" + strconv.Itoa(cycle), Payload: p}
+}
+
+// NewAgentRunRequeueTask queues again an agent run whose task was lost, once per minute of at.
+func NewAgentRunRequeueTask(executionID string, at time.Time) Task {
+	return Task{Type: TypeAgentRun, ID: executionID + ":requeue:" + strconv.FormatInt(at.Unix()/60, 10), Payload: AgentRunPayload{ExecutionID: executionID}}
+}
+
+// WorkflowRunPayload names the workflow run to run or resume.
+type WorkflowRunPayload struct {
+	RunID string `json:"run_id"`
+}
+
+// NewWorkflowRunTask runs a workflow run.
+func NewWorkflowRunTask(runID string) Task {
+	return Task{Type: TypeWorkflowRun, ID: runID, Payload: WorkflowRunPayload{RunID: runID}}
 }
 
 // Redacted is a task payload as an operator may see it (the queue dashboard): its JSON with the

@@ -6,9 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/paging"
 )
 
@@ -25,9 +24,6 @@ type Service struct {
 func NewService(repo Repo) *Service {
 	return &Service{repo: repo, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
-
-// NewID returns a new time-ordered id.
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 func checkName(field, name string) (string, error) {
 	name = strings.TrimSpace(name)
@@ -46,7 +42,7 @@ func (s *Service) CreateAccount(ctx context.Context, name string) (Account, stri
 	if err != nil {
 		return Account{}, "", err
 	}
-	return s.createAccount(ctx, Account{ID: NewID(), Name: name, CreatedAt: s.now()})
+	return s.createAccount(ctx, Account{ID: ids.New(), Name: name, CreatedAt: s.now()})
 }
 
 func (s *Service) createAccount(ctx context.Context, a Account) (Account, string, error) {
@@ -70,7 +66,7 @@ func (s *Service) CreateKey(ctx context.Context, accountID, name string) (Key, s
 }
 
 func (s *Service) insertKey(ctx context.Context, accountID, name, secret string) (Key, string, error) {
-	k := Key{ID: NewID(), AccountID: accountID, Name: name, Prefix: displayPrefix(secret),
+	k := Key{ID: ids.New(), AccountID: accountID, Name: name, Prefix: displayPrefix(secret),
 		Hash: HashKey(secret), CreatedAt: s.now()}
 	if err := s.repo.InsertKey(ctx, k); err != nil {
 		return Key{}, "", err
@@ -115,7 +111,7 @@ func (s *Service) CreateProject(ctx context.Context, accountID, name string) (Pr
 	if err != nil {
 		return Project{}, err
 	}
-	p := Project{ID: NewID(), AccountID: accountID, Name: name, CreatedAt: s.now()}
+	p := Project{ID: ids.New(), AccountID: accountID, Name: name, CreatedAt: s.now()}
 	return p, s.repo.InsertProject(ctx, p)
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/tasks"
 )
 
 // Webhook delivery.
@@ -104,7 +105,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // after each. An action that fails ends the run unless it continues on error. A failure of the
 // platform (the store down) returns an error, so the task is retried and the run resumes after
 // the last saved action, unless this is the last attempt (final): the run then fails.
-func (x *Executor) Execute(ctx context.Context, t RunTask, final bool) error {
+func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, final bool) error {
 	r, err := x.repo.LoadRun(ctx, t.RunID)
 	if err != nil {
 		if apperr.As(err).Kind == apperr.NotFound {

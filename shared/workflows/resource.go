@@ -6,9 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/keylock"
 	"github.com/agentplane/agentplane/shared/limits"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -131,7 +130,7 @@ func NewService(repo Repo, events *outbox.Dispatcher) *Service {
 // status defaults to "active" or "inactive" accordingly.
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Workflow, error) {
 	now := s.now()
-	w := Workflow{UUID: uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, BotID: botID, IsActive: true, CreatedAt: now, UpdatedAt: now}
+	w := Workflow{UUID: ids.New(), ProjectID: projectID, BotID: botID, IsActive: true, CreatedAt: now, UpdatedAt: now}
 	in.apply(&w)
 	if w.Status == "" {
 		w.Status = map[bool]string{true: "active", false: "inactive"}[w.IsActive]

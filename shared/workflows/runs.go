@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/ids"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/paging"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -106,27 +107,17 @@ type RunRepo interface {
 	Secret(ctx context.Context, projectID, fresh string) (string, error)
 }
 
-// Enqueuer puts tasks on the queue under deterministic ids.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, typ, id string, payload any) error
-}
-
-// RunTask is the payload of a workflow run task.
-type RunTask struct {
-	RunID string `json:"run_id"`
-}
-
 // Runs starts workflow runs and reads their history (the API side).
 type Runs struct {
 	workflows *Service
 	repo      RunRepo
-	queue     Enqueuer
+	queue     tasks.Queue
 	log       *slog.Logger
 	now       func() time.Time
 }
 
 // NewRuns returns the runs service; log tells of the triggers it does not follow.
-func NewRuns(workflows *Service, repo RunRepo, queue Enqueuer, log *slog.Logger) *Runs {
+func NewRuns(workflows *Service, repo RunRepo, queue tasks.Queue, log *slog.Logger) *Runs {
 	return &Runs{workflows: workflows, repo: repo, queue: queue, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -150,7 +141,7 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	if input == nil {
 		input = map[string]any{}
 	}
-	id := uuid.Must(uuid.NewV7()).String()
+	id := ids.New()
 	if key != "" {
 		id = uuid.NewSHA1(runNamespace, []byte(projectID+"/manual/"+w.UUID+"/"+key)).String()
 	}
@@ -179,7 +170,7 @@ func (s *Runs) start(ctx context.Context, w Workflow, t Trigger, id, envelope st
 			return Run{}, err
 		}
 	}
-	return r, s.queue.Enqueue(ctx, tasks.RunWorkflow, r.UUID, RunTask{RunID: r.UUID})
+	return r, s.queue.Enqueue(ctx, tasks.NewWorkflowRunTask(r.UUID))
 }
 
 // Run returns a run of the agent.

@@ -1,0 +1,74 @@
+// Package queue is the task queue on Redis, with asynq: it enqueues the tasks of shared/tasks
+// with each type's retry and time limits, and tells which are under way.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/tasks"
+)
+
+// options are the retry and time limits of each type.
+var options = map[string][]asynq.Option{
+	tasks.TypeSourceIngest: {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeSourceSync:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeSourceSweep:  {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
+	tasks.TypeAgentRun:     {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
+	tasks.TypeWorkflowRun:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+}
+
+// Queue enqueues tasks on one asynq queue, and tells which are under way.
+type Queue struct {
+	client *asynq.Client
+	insp   *asynq.Inspector
+	name   string
+}
+
+var _ tasks.Tracker = (*Queue)(nil)
+
+// New returns a queue named name of the Redis of client and insp.
+func New(client *asynq.Client, insp *asynq.Inspector, name string) *Queue {
+	return &Queue{client: client, insp: insp, name: name}
+}
+
+// Live reports whether the task of t's type and id is queued, scheduled, running or waiting to
+// be retried (not archived, done or unknown).
+func (q *Queue) Live(ctx context.Context, t tasks.Task) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	info, err := q.insp.GetTaskInfo(q.name, t.Type+":"+t.ID)
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return false, nil
+	case err != nil:
+		return false, apperr.Unavailablef("redis", err)
+	}
+	return info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted, nil
+}
+
+// Enqueue adds t. A task of the same type and id that is still queued, running or retrying
+// makes this a no-op. A Redis failure is Unavailable. The task's headers carry the trace
+// context of ctx, for the worker's span of the task.
+func (q *Queue) Enqueue(ctx context.Context, t tasks.Task) error {
+	raw, err := json.Marshal(t.Payload)
+	if err != nil {
+		return err
+	}
+	headers := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, headers)
+	opts := append([]asynq.Option{asynq.Queue(q.name), asynq.TaskID(t.Type + ":" + t.ID)}, options[t.Type]...)
+	_, err = q.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(t.Type, raw, headers), opts...)
+	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return apperr.Unavailablef("redis", err)
+}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // An account's requests in progress are bounded: with a budget of 2 and two chats held open by

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 type calendarRequest struct {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
 )
 
 func TestCalendarSettings(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // BenchmarkChat measures what the platform adds to a model call: a standard chat through the

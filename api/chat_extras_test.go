@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // Votes (one per voter, replaced or withdrawn), rename, a chat's default mode, and the deletion of

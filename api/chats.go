@@ -11,10 +11,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/chats"
-	"github.com/agentplane/agentplane/shared/runs"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 type chatRequest struct {
@@ -68,11 +68,11 @@ func (s *server) chat(c *gin.Context) {
 // follow answers with an agent run from its entry after: on st, an event stream of its entries
 // (and the deltas of its answer), or, when st is nil, as the chat object once it answers, waits
 // for an approval or fails, or with the steps so far when it runs longer than the wait.
-func (s *server) follow(c *gin.Context, e runs.Execution, after int, st *sse) {
+func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *sse) {
 	if st == nil {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), s.runWait)
 		defer cancel()
-		e, err := s.runs.Follow(ctx, e, after, func(runs.Entry) error { return nil }, nil)
+		e, err := s.runs.Follow(ctx, e, after, func(agentruns.Entry) error { return nil }, nil)
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() == nil) {
 			fail(c, err)
 			return
@@ -92,7 +92,7 @@ func (s *server) follow(c *gin.Context, e runs.Execution, after int, st *sse) {
 		fail(c, err)
 	default:
 		_, body, _ := errorOf(c, err)
-		_ = st.event(runs.EventError, body)
+		_ = st.event(agentruns.EventError, body)
 	}
 }
 
@@ -133,7 +133,7 @@ func (s *server) chatStream(c *gin.Context) {
 
 type approvalRequest struct {
 	scope
-	runs.Approval
+	agentruns.Approval
 	ExecutionIDAlt string `json:"execution_id"`
 	Stream         bool   `json:"stream"`
 }

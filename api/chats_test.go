@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/devstack"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
 )
 
 // chatAPI is a test's agent with memory, over HTTP.
@@ -400,7 +400,7 @@ func TestChatStreamDisconnect(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/FerretDB/FerretDB/internal/clientconn.acceptLoop.func1"),
 		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/clientconn.(*conn).run.func2"),
 		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"),
-		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devstack.(*serializer).serve"))
+		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devenv/devstack.(*serializer).serve"))
 	fake.Set(providertest.Behavior{Reply: "one two three four five six seven eight nine ten", ChunkDelay: 150 * time.Millisecond})
 
 	ctx, cancel := context.WithCancel(context.Background())

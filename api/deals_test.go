@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/crm"
-	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 

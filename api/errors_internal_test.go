@@ -3,7 +3,7 @@ package api
 import (
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // Every kind of error has its own HTTP status, a client or server error.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
 )
 
 func TestReadiness(t *testing.T) {

@@ -14,21 +14,21 @@ import (
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/queue"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/memory"
-	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/runs"
-	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
-	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tenancy"
-	"github.com/agentplane/agentplane/shared/testenv"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -43,9 +43,9 @@ type bundle struct {
 	memory  *memory.Memory
 	chats   *chats.Service
 	agents  *agents.Service
-	tools   *runs.Toolbox
-	relay   runs.Relay
-	runs    *runs.Service
+	tools   *agentruns.Toolbox
+	relay   agentruns.Relay
+	runs    *agentruns.Service
 	deals   *crm.Service
 	flows   *workflows.Runs
 	metrics *metrics.Metrics
@@ -140,10 +140,10 @@ func setup(t testing.TB, opts ...option) *bundle {
 	flows := workflows.NewService(store.NewWorkflows(db), ev)
 	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q, log)
 	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
-	tools := runs.NewToolbox(runs.Services{Memory: mem, CRM: deals, Calendar: cal, Workflows: flowRuns})
+	tools := agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: deals, Calendar: cal, Workflows: flowRuns})
 	relay := events.NewRunRelay(o.nats)
 	met := metrics.New()
-	rs := runs.NewService(store.NewExecutions(db), cs, tools, q, relay, log, 200*time.Millisecond)
+	rs := agentruns.NewService(store.NewExecutions(db), cs, tools, q, relay, log, 200*time.Millisecond)
 	deps := api.Deps{
 		Logger:        log,
 		Tenancy:       ten,

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // queryInt reads an optional integer query parameter; absent or empty is def.

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
-	"github.com/agentplane/agentplane/shared/runs"
 )
 
 // BenchmarkAgentRun measures agent runs (reasoning mode agent), which go through the task
@@ -28,19 +28,19 @@ import (
 // makes two model calls: a list_deals tool call, then the answer. Each finished execution is
 // deleted (see forget), so that every run meets the same store.
 //
-//   - QueueLatency: from runs.Service.Chat returning (the task is enqueued) to the arrival at
+//   - QueueLatency: from agentruns.Service.Chat returning (the task is enqueued) to the arrival at
 //     the provider of the run's first model request (the first cycle's start), one run at a
 //     time, the worker idle for 20-40 ms before each enqueue so that it lands at a random point
 //     of the worker's polling. Reports p50/p99.
 //   - Throughput: complete runs per second with 4 (the worker's concurrency) and 16 runs in
-//     flight (runs.Service.Chat, then Follow until the answer), against the same two model
+//     flight (agentruns.Service.Chat, then Follow until the answer), against the same two model
 //     calls made directly with the provider client at the same concurrency. Reports p50/p99 per
 //     run, runs/s, the CPU time of this process per run, and for the platform its rate as a
 //     fraction of the direct one (x-direct).
 //   - EndToEnd: POST /v1/bot/chat with "reasoning_mode": "agent", not streamed (the API waits
 //     for the run), at 1 client; with the direct two calls at 1 client as the baseline.
 //
-// Use -benchtime 200x or more: the percentiles are over b.N runs.
+// Use -benchtime 200x or more: the percentiles are over b.N agentruns.
 func BenchmarkAgentRun(b *testing.B) {
 	fake := providertest.New(b)
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{
@@ -61,28 +61,28 @@ func BenchmarkAgentRun(b *testing.B) {
 
 	var seq atomic.Int64
 	// start starts a run of a new message (which tells its provider requests apart) and returns
-	// it with the message and the time runs.Service.Chat returned (after the enqueue).
-	start := func() (runs.Execution, string, time.Time, error) {
+	// it with the message and the time agentruns.Service.Chat returned (after the enqueue).
+	start := func() (agentruns.Execution, string, time.Time, error) {
 		msg := fmt.Sprintf("Which deals are open? (run %d)", seq.Add(1))
 		out, err := bb.runs.Chat(ctx, bb.project.ID, bot, asker, chats.Input{Message: &msg, ReasoningMode: "agent"}, nil)
 		enqueued := time.Now()
 		if err != nil {
-			return runs.Execution{}, "", time.Time{}, err
+			return agentruns.Execution{}, "", time.Time{}, err
 		}
 		if out.Run == nil {
-			return runs.Execution{}, "", time.Time{}, fmt.Errorf("answered without a run: %+v", out.Reply)
+			return agentruns.Execution{}, "", time.Time{}, fmt.Errorf("answered without a run: %+v", out.Reply)
 		}
 		return *out.Run, msg, enqueued, nil
 	}
 	// finish waits for the run's answer.
-	finish := func(e runs.Execution) error {
+	finish := func(e agentruns.Execution) error {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		e, err := bb.runs.Follow(ctx, e, 0, func(runs.Entry) error { return nil }, nil)
+		e, err := bb.runs.Follow(ctx, e, 0, func(agentruns.Entry) error { return nil }, nil)
 		if err != nil {
 			return err
 		}
-		if e.Status != runs.StatusDone {
+		if e.Status != agentruns.StatusDone {
 			return fmt.Errorf("run %s ended %s: %+v", e.ID, e.Status, e.Log)
 		}
 		return nil

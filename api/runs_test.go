@@ -20,9 +20,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
-	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // agentSetup is an agent answering through a scripted fake provider, with a worker running
@@ -693,7 +693,7 @@ func TestAgentStreamCut(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/FerretDB/FerretDB/internal/clientconn.acceptLoop.func1"),
 		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/clientconn.(*conn).run.func2"),
 		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"),
-		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devstack.(*serializer).serve"),
+		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devenv/devstack.(*serializer).serve"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"))
 	// The answer comes a word at a time, so that the cut falls in the middle of it.

@@ -6,8 +6,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/agents"
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // scope is the project and agent a request addresses. Bodies carry them; GET, DELETE and the

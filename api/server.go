@@ -13,14 +13,14 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
-	"github.com/agentplane/agentplane/shared/keylock"
+	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
-	"github.com/agentplane/agentplane/shared/metrics"
-	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -43,7 +43,7 @@ type Deps struct {
 	Sources   *sources.Service
 	Memory    *memory.Memory
 	Chats     *chats.Service
-	Runs      *runs.Service
+	Runs      *agentruns.Service
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
 	// RunWait bounds how long a non-streamed agent run is waited for.
@@ -83,7 +83,7 @@ type server struct {
 	sources      *sources.Service
 	memory       *memory.Memory
 	chats        *chats.Service
-	runs         *runs.Service
+	runs         *agentruns.Service
 	workflowRuns *workflows.Runs
 	runWait      time.Duration
 	heartbeat    time.Duration

@@ -10,9 +10,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
-	"github.com/agentplane/agentplane/shared/runs"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // sse writes a Server-Sent Events stream. Nothing is written until the first event, so an error
@@ -46,10 +46,10 @@ func (s *sse) event(name string, data any) error {
 
 // entry writes a kept entry of a run under its own number, which a client resumes from. The
 // failure that ends a failed run is written as the API's error body.
-func (s *sse) entry(e runs.Entry) error {
+func (s *sse) entry(e agentruns.Entry) error {
 	raw := []byte(e.Data)
-	if e.Event == runs.EventError {
-		f := runs.FailureOf(e)
+	if e.Event == agentruns.EventError {
+		f := agentruns.FailureOf(e)
 		status := statusOf(apperr.KindNamed(f.Kind))
 		var err error
 		if raw, err = json.Marshal(gin.H{"error": gin.H{"status": status, "code": f.Code, "message": f.Message}, "message": f.Message}); err != nil {
@@ -71,7 +71,7 @@ func (s *sse) delta(text string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.write("", runs.EventDelta, raw)
+	return s.write("", agentruns.EventDelta, raw)
 }
 
 // write sends one event; s.mu is held.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
-	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // The tenancy matrix: every route under /v1 (but the admin ones and the OpenAPI document) is

@@ -10,12 +10,12 @@ import (
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/memory"
-	"github.com/agentplane/agentplane/shared/runs"
-	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/testenv"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
@@ -68,7 +68,7 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- workers.Run(ctx, workers.Deps{Logger: b.log, Redis: redisOpt(t), Queue: b.queue, Concurrency: 4,
+		done <- workers.Serve(ctx, workers.Deps{Logger: b.log, Redis: redisOpt(t), Queue: b.queue, Concurrency: 4,
 			ShutdownTimeout: 5 * time.Second, Sources: ing, Runs: b.runner(), Workflows: b.executor(o.guarded), Metrics: b.metrics, Poll: 10 * time.Millisecond, RetryDelay: func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond },
 			RetryCheckInterval: 100 * time.Millisecond})
 	}()
@@ -88,8 +88,8 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 }
 
 // runner is a worker's side of agent runs, over the bundle's services.
-func (b *bundle) runner() *runs.Runner {
-	return runs.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second, b.metrics.RunCycle)
+func (b *bundle) runner() *agentruns.Runner {
+	return agentruns.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second, b.metrics.RunCycle)
 }
 
 // executor is a worker's side of workflow runs; its webhooks may reach loopback unless guarded.

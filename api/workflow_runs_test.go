@@ -20,8 +20,8 @@ import (
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 

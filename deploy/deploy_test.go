@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"gopkg.in/yaml.v3"
 
-	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/kit/config"
 )
 
 type compose struct {

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/kit/config"
 )
 
 // manifests is every object of deploy/k8s, decoded strictly into the Kubernetes API's own types

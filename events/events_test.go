@@ -17,9 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/runs"
-	"github.com/agentplane/agentplane/shared/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -270,7 +270,7 @@ func TestRunRelayWatchLeavesNoGoroutine(t *testing.T) {
 	if err := nc.Flush(); err != nil { // the server has the subscription before the notice
 		t.Fatal(err)
 	}
-	relay.Notify(context.Background(), exec, runs.Progress{Delta: "Hello"})
+	relay.Notify(context.Background(), exec, agentruns.Progress{Delta: "Hello"})
 	select {
 	case p := <-notices:
 		if p.Delta != "Hello" {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentplane/agentplane/shared/runs"
+	"github.com/agentplane/agentplane/shared/agentruns"
 )
 
 // RunSubjectPrefix begins the core NATS subject of each execution's progress.
@@ -20,22 +20,22 @@ const notices = 256
 // since followers re-read the execution.
 type RunRelay struct{ nc *nats.Conn }
 
-var _ runs.Relay = RunRelay{}
+var _ agentruns.Relay = RunRelay{}
 
 // NewRunRelay returns the relay over nc.
 func NewRunRelay(nc *nats.Conn) RunRelay { return RunRelay{nc: nc} }
 
 // Notify publishes p; a failure is ignored (followers poll).
-func (r RunRelay) Notify(_ context.Context, executionID string, p runs.Progress) {
+func (r RunRelay) Notify(_ context.Context, executionID string, p agentruns.Progress) {
 	raw, _ := json.Marshal(p)
 	_ = r.nc.Publish(RunSubjectPrefix+executionID, raw)
 }
 
 // Watch subscribes to the execution's notices.
-func (r RunRelay) Watch(executionID string) (<-chan runs.Progress, func(), error) {
-	out := make(chan runs.Progress, notices)
+func (r RunRelay) Watch(executionID string) (<-chan agentruns.Progress, func(), error) {
+	out := make(chan agentruns.Progress, notices)
 	sub, err := r.nc.Subscribe(RunSubjectPrefix+executionID, func(m *nats.Msg) {
-		var p runs.Progress
+		var p agentruns.Progress
 		if json.Unmarshal(m.Data, &p) != nil {
 			return
 		}

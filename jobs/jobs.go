@@ -9,9 +9,9 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/agentplane/agentplane/shared/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/runs"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -24,7 +24,7 @@ type Deps struct {
 	// Sources queues due syncs, the sweep of forgotten sources and stuck ingestions.
 	Sources *sources.Planner
 	// Runs queues again agent runs whose task was lost.
-	Runs *runs.Service
+	Runs *agentruns.Service
 	// Schedules starts the runs of schedule workflows.
 	Schedules *workflows.Schedules
 	// Metrics receive the outbox backlog.
@@ -38,9 +38,9 @@ const scheduleReload = 5 * time.Second
 // relayInterval is how often the outbox relay looks for events left behind.
 const relayInterval = time.Second
 
-// Run runs the schedules and the outbox relay until ctx ends, then waits for entries that are
+// Schedule runs the schedules and the outbox relay until ctx ends, then waits for entries that are
 // enqueueing.
-func Run(ctx context.Context, d Deps) error {
+func Schedule(ctx context.Context, d Deps) error {
 	log := d.Logger.With("component", "scheduler")
 	c := cron.New(cron.WithLocation(time.UTC), cron.WithLogger(cronLogger{log}))
 	if _, err := c.AddFunc("@every 1m", func() {

@@ -16,11 +16,11 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentplane/agentplane/shared/metrics"
-	"github.com/agentplane/agentplane/shared/runs"
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/tracing"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
-	"github.com/agentplane/agentplane/shared/tracing"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -35,7 +35,7 @@ type Deps struct {
 	Concurrency     int
 	ShutdownTimeout time.Duration
 	Sources         *sources.Ingester
-	Runs            *runs.Runner
+	Runs            *agentruns.Runner
 	Workflows       *workflows.Executor
 	// Poll is how often an idle worker looks for tasks; 0 is asynq's 1s.
 	Poll time.Duration
@@ -51,11 +51,11 @@ type Deps struct {
 // (an agent run gives its lease back then).
 const drainTimeout = 5 * time.Second
 
-// Run serves tasks until ctx ends, then stops taking new ones and waits for running ones (up to
+// Serve serves tasks until ctx ends, then stops taking new ones and waits for running ones (up to
 // the shutdown timeout). Unfinished ones go back to the queue and are retried; their handlers'
 // contexts are cancelled at that moment, and the worker waits for them to return before it
 // does, so that they can leave their work in a state the next worker takes over at once.
-func Run(ctx context.Context, d Deps) error {
+func Serve(ctx context.Context, d Deps) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	var inflight sync.WaitGroup

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentplane/agentplane/shared/config"
+	"github.com/agentplane/agentplane/shared/kit/config"
 )
 
 // migrate creates MongoDB indexes and the JetStream stream.

@@ -22,8 +22,8 @@ import (
 	"github.com/tmaxmax/go-sse"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/devstack"
-	"github.com/agentplane/agentplane/shared/provider/providertest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
 )
 
 // spawn starts the service as a separate process with env and args; the test may kill it.

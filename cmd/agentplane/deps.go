@@ -17,20 +17,20 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/queue"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
-	"github.com/agentplane/agentplane/shared/config"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/memory"
-	"github.com/agentplane/agentplane/shared/metrics"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/provider"
-	"github.com/agentplane/agentplane/shared/runs"
-	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
-	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -137,7 +137,7 @@ type domain struct {
 	sources      *sources.Service
 	workflows    *workflows.Service
 	workflowRuns *workflows.Runs
-	tools        *runs.Toolbox
+	tools        *agentruns.Toolbox
 }
 
 func (d *deps) domain() (domain, error) {
@@ -161,7 +161,7 @@ func (d *deps) domain() (domain, error) {
 		workflows: workflows.NewService(store.NewWorkflows(d.db), ev),
 	}
 	dm.workflowRuns = workflows.NewRuns(dm.workflows, store.NewWorkflowRuns(d.db), d.queue(), d.log.With("component", "workflows"))
-	dm.tools = runs.NewToolbox(runs.Services{Memory: mem, CRM: dm.crm, Calendar: dm.calendar, Workflows: dm.workflowRuns})
+	dm.tools = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: dm.crm, Calendar: dm.calendar, Workflows: dm.workflowRuns})
 	d.dom = &dm
 	return dm, nil
 }
@@ -210,12 +210,12 @@ func (d *deps) dashboard() http.Handler {
 	return h
 }
 
-// runs is the API's and the scheduler's part of agent runs.
-func (d *deps) runs(dm domain) *runs.Service {
-	return runs.NewService(store.NewExecutions(d.db), dm.chats, dm.tools, d.queue(), events.NewRunRelay(d.nats), d.log.With("component", "runs"), time.Second)
+// runs is the API's and the scheduler's part of agent agentruns.
+func (d *deps) runs(dm domain) *agentruns.Service {
+	return agentruns.NewService(store.NewExecutions(d.db), dm.chats, dm.tools, d.queue(), events.NewRunRelay(d.nats), d.log.With("component", "runs"), time.Second)
 }
 
-// executor does the workers' part of workflow runs. Webhooks go through the SSRF guard and
+// executor does the workers' part of workflow agentruns. Webhooks go through the SSRF guard and
 // follow no redirect.
 func (d *deps) executor() (*workflows.Executor, error) {
 	dm, err := d.domain()
@@ -258,13 +258,13 @@ func (d *deps) triggers(ctx context.Context, runs *workflows.Runs) error {
 	}
 }
 
-// runner does the workers' part of agent runs.
-func (d *deps) runner() (*runs.Runner, error) {
+// runner does the workers' part of agent agentruns.
+func (d *deps) runner() (*agentruns.Runner, error) {
 	dm, err := d.domain()
 	if err != nil {
 		return nil, err
 	}
-	return runs.NewRunner(store.NewExecutions(d.db), dm.chats, dm.agents, dm.tools, events.NewRunRelay(d.nats),
+	return agentruns.NewRunner(store.NewExecutions(d.db), dm.chats, dm.agents, dm.tools, events.NewRunRelay(d.nats),
 		d.log.With("component", "runs"), d.cfg.RunLease, d.metrics.RunCycle), nil
 }
 

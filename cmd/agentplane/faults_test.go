@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/devstack"
-	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 var heavyFaults = flag.Bool("faults.heavy", false, "the fault suite's heavier variant: more clients, longer outages, every fault twice (make faults)")

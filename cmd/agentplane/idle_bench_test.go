@@ -13,7 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/chats"
-	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // BenchmarkIdleCPU measures the CPU an idle dev process takes, fresh and with 10,000 standard

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/testenv"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // TestMain runs the tests, or, when a test re-executes this binary as a separate process of

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/testenv"
 )
 
 var opsListening = regexp.MustCompile(`"msg":"ops listening"[^\n]*"addr":"([^"]+)"`)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/jobs"
-	"github.com/agentplane/agentplane/shared/config"
-	"github.com/agentplane/agentplane/shared/devstack"
+	"github.com/agentplane/agentplane/shared/adapters/tracing"
+	"github.com/agentplane/agentplane/shared/devenv/devstack"
+	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/tracing"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
@@ -120,7 +120,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		d.metrics.WatchQueue(insp, cfg.Queue)
 		start(func() error { return d.triggers(ctx, dm.workflowRuns) })
 		start(func() error {
-			return workers.Run(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: cfg.Queue, Concurrency: cfg.WorkerConcurrency,
+			return workers.Serve(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: cfg.Queue, Concurrency: cfg.WorkerConcurrency,
 				ShutdownTimeout: cfg.ShutdownTimeout, Sources: ingester, Runs: runner, Workflows: executor, Poll: cfg.WorkerPoll, Metrics: d.metrics})
 		})
 	}
@@ -134,7 +134,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 			return err
 		}
 		start(func() error {
-			return jobs.Run(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner(), Runs: d.runs(dm),
+			return jobs.Schedule(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner(), Runs: d.runs(dm),
 				Schedules: workflows.NewSchedules(dm.workflowRuns, log.With("component", "schedules")), Metrics: d.metrics})
 		})
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/shared/testenv"
-	"github.com/agentplane/agentplane/shared/tracing/tracingtest"
+	"github.com/agentplane/agentplane/shared/adapters/tracing/tracingtest"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // One trace runs from a deal update through the API, the outbox's event on NATS, the workflow

@@ -5,9 +5,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/paging"
 )
 
 // Bot is an agent, every field of the interface's Agent record.

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/flex"
-	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/flex"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/limits"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/apperr"
 	"github.com/agentplane/agentplane/shared/calendar"
-	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/flex"
 )
 
 func TestDefaultsAreValid(t *testing.T) {

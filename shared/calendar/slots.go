@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // MaxSlotRangeDays is the longest range, in days of 24 hours, that Slots lists at once.

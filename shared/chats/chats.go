@@ -6,10 +6,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/paging"
 )
 
 // Resource names chats in errors and outbox references; MessageResource names messages.

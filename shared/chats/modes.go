@@ -10,9 +10,9 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/memory"
-	"github.com/agentplane/agentplane/shared/provider"
 )
 
 // Verdicts of a user's answer to a proposed plan.

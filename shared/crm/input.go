@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/text/currency"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/flex"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/flex"
 )
 
 // Bounds of deal and contact fields.

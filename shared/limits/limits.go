@@ -13,7 +13,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // Text reports field when v has more than max characters.

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/agentplane/agentplane/shared/apperr"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/memory/index"
 )
 

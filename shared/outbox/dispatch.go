@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/ids"
+	"github.com/agentplane/agentplane/shared/kit/ids"
 )
 
 // Ref names the document an event rides in: the resource ("bot", "deal", ...) and its id.

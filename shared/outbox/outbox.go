@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/agentplane/agentplane/shared/ids"
+	"github.com/agentplane/agentplane/shared/kit/ids"
 )
 
 // Field is the document field that holds a document's unpublished events.

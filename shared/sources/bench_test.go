@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/safehttp"
 	"github.com/agentplane/agentplane/shared/sources"
-	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/tasks"
-	"github.com/agentplane/agentplane/shared/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/ids"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/paging"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 

@@ -3,8 +3,8 @@ package tenancy
 import (
 	"context"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // DevAccountID is the fixed id of the account `agentplane dev` creates for a newcomer.

@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/paging"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // Account is a tenant: it owns projects and API keys.

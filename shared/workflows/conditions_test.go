@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 )
 
 // testEnvelope is an event envelope as the engine decodes it.

@@ -6,12 +6,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentplane/agentplane/shared/apperr"
-	"github.com/agentplane/agentplane/shared/ids"
-	"github.com/agentplane/agentplane/shared/keylock"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/keylock"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/limits"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/paging"
 )
 
 // Resource names workflows in outbox references.

@@ -5,7 +5,7 @@ package workflows
 import (
 	"time"
 
-	"github.com/agentplane/agentplane/shared/freeform"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 )
 
 // Definition is a stored workflow: a trigger, conditions on the triggering event and the

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+const (
+	botsColl      = "bots"
+	dealsColl     = "deals"
+	contactsColl  = "contacts"
+	notesColl     = "contact_notes"
+	stagesColl    = "stages"
+	workflowsColl = "workflows"
+	calendarsColl = "calendars"
+	bookingsColl  = "bookings"
+)
+
+// ownedByBot are the collections whose documents an agent owns and its deletion tombstones
+// (the sweep then purges the chunks of its sources).
+var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl, chatsColl}
+
+// Agents stores agents.
+type Agents struct{ db *mongo.Database }
+
+var _ agents.Repo = Agents{}
+
+// NewAgents returns the agent repository of db.
+func NewAgents(db *mongo.Database) Agents { return Agents{db: db} }
+
+func (a Agents) Insert(ctx context.Context, b agents.Bot, ev outbox.Event) error {
+	return insertWithEvent(ctx, a.db.Collection(botsColl), b, ev, "bot")
+}
+
+// byIDOrUUID matches a live document of the project by its id or its uuid.
+func byIDOrUUID(projectID, idOrUUID string) bson.D {
+	return bson.D{
+		{Key: "project_id", Value: projectID},
+		notDeleted,
+		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}},
+	}
+}
+
+func (a Agents) Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error) {
+	var b agents.Bot
+	err := a.db.Collection(botsColl).FindOne(ctx, byIDOrUUID(projectID, idOrUUID)).Decode(&b)
+	return b, wrap(err, "bot")
+}
+
+func (a Agents) ProjectOf(ctx context.Context, idOrUUID string) (string, error) {
+	var b struct {
+		ProjectID string `bson:"project_id"`
+	}
+	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{notDeleted,
+		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}},
+		options.FindOne().SetProjection(bson.D{{Key: "project_id", Value: 1}})).Decode(&b)
+	return b.ProjectID, wrap(err, "bot")
+}
+
+func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([]agents.Bot, int, error) {
+	bots := []agents.Bot{}
+	total, err := findPage(ctx, a.db.Collection(botsColl), bson.D{{Key: "project_id", Value: projectID}, notDeleted}, page, &bots)
+	return bots, total, wrap(err, "bot")
+}
+
+func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) error {
+	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, ev, "bot")
+}
+
+func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {
+	if _, err := a.db.Collection(memoryLiveColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: b.ID}}); err != nil {
+		return wrap(err, "bot")
+	}
+	deleted := bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}
+	for _, coll := range ownedByBot {
+		if _, err := a.db.Collection(coll).UpdateMany(ctx, bson.D{{Key: "bot_id", Value: b.ID}, notDeleted}, deleted); err != nil {
+			return wrap(err, "bot")
+		}
+	}
+	return tombstone(ctx, a.db.Collection(botsColl), b.ID, at, ev, "bot")
+}
+
+// findPage counts the documents matching filter and decodes one page of them, oldest first.
+func findPage(ctx context.Context, coll *mongo.Collection, filter bson.D, page paging.Page, out any) (int, error) {
+	return findPageSorted(ctx, coll, filter, bson.D{{Key: "_id", Value: 1}}, page, out)
+}
+
+// findPageSorted is findPage in the order of sort.
+func findPageSorted(ctx context.Context, coll *mongo.Collection, filter, sort bson.D, page paging.Page, out any) (int, error) {
+	total, err := coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return 0, err
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(sort).
+		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)))
+	if err != nil {
+		return 0, err
+	}
+	return int(total), cur.All(ctx, out)
+}

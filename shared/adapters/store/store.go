@@ -1,0 +1,188 @@
+// Package store is the MongoDB adapter: connection, indexes and the repositories of the domain.
+// It uses only what both MongoDB 7 and the embedded FerretDB store support: single-document
+// atomic writes and ordinary indexes, no transactions.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+)
+
+// Open connects to uri and returns database name. It does not wait for the server: the first
+// operation does, and fails with an Unavailable error after a few seconds when it is down.
+func Open(uri, name string) (*mongo.Database, error) {
+	opts := options.Client().ApplyURI(uri).
+		SetServerSelectionTimeout(5 * time.Second).
+		SetConnectTimeout(5 * time.Second).
+		SetWriteConcern(writeconcern.Majority()).
+		SetAppName("agentplane").
+		SetRegistry(registry)
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, fmt.Errorf("mongo: %w", err)
+	}
+	return client.Database(name), nil
+}
+
+// Ping checks that the database answers.
+func Ping(ctx context.Context, db *mongo.Database) error {
+	return db.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+}
+
+// Migrate creates the indexes every collection needs. It is idempotent. Indexes are created one
+// at a time: FerretDB fails a createIndexes of several indexes that all exist already.
+func Migrate(ctx context.Context, db *mongo.Database) error {
+	for coll, models := range indexes() {
+		for _, model := range models {
+			if _, err := db.Collection(coll).Indexes().CreateOne(ctx, model); err != nil {
+				return fmt.Errorf("indexes of %s: %w", coll, wrap(err, coll))
+			}
+		}
+	}
+	return nil
+}
+
+// indexes returns fresh index models on each call: the driver writes into their options.
+func indexes() map[string][]mongo.IndexModel {
+	return map[string][]mongo.IndexModel{
+		keysColl: {
+			{Keys: bson.D{{Key: "hash", Value: 1}}, Options: options.Index().SetUnique(true).SetName("hash_unique")},
+			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+		},
+		projectsColl: {
+			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("account")},
+		},
+		botsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
+			outboxIndex(),
+		},
+		dealsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		contactsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
+		},
+		notesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "contact_id", Value: 1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("contact")},
+		},
+		deletedEventsColl: {
+			outboxIndex(),
+		},
+		pipelinesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
+		},
+		stagesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "sort_order", Value: 1}}, Options: options.Index().SetName("project")},
+			outboxIndex(),
+		},
+		workflowsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "trigger_event", Value: 1}}, Options: options.Index().SetName("trigger")},
+			outboxIndex(),
+		},
+		calendarsColl: {
+			outboxIndex(),
+		},
+		bookingsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		sourcesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+			{Keys: bson.D{{Key: "next_sync_at", Value: 1}}, Options: options.Index().SetName("next_sync")},
+			{Keys: bson.D{{Key: "pending_since", Value: 1}}, Options: options.Index().SetName("pending_since")},
+			{Keys: bson.D{{Key: "forget_after_at", Value: 1}}, Options: options.Index().SetName("forget_after")},
+			{Keys: bson.D{{Key: "deleted_at", Value: 1}, {Key: "purged", Value: 1}}, Options: options.Index().SetName("purge")},
+			{Keys: bson.D{{Key: "updated_at", Value: 1}}, Options: options.Index().SetName("updated")},
+			outboxIndex(),
+		},
+		chatsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "updated_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		chatMessagesColl: {
+			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
+			{Keys: bson.D{{Key: "messages.uuid", Value: 1}}, Options: options.Index().SetName("message")},
+			outboxIndex(),
+		},
+		votesColl: {
+			{Keys: bson.D{{Key: "message_id", Value: 1}, {Key: "vote", Value: 1}}, Options: options.Index().SetName("message")},
+		},
+		memoryLiveColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}}, Options: options.Index().SetName("project")},
+		},
+		executionsColl: {
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "updated_at", Value: 1}}, Options: options.Index().SetName("status")},
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "lease_until", Value: 1}}, Options: options.Index().SetName("lease")},
+		},
+		workflowRunsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			outboxIndex(),
+		},
+		finishedColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
+		},
+		chunksColl: {
+			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
+		},
+	}
+}
+
+// outboxIndex lets the relay find documents with unpublished events: MongoDB answers the
+// relay's {$ne: {}} from index bounds that skip the empty outboxes.
+func outboxIndex() mongo.IndexModel {
+	return mongo.IndexModel{Keys: bson.D{{Key: "_outbox", Value: 1}}, Options: options.Index().SetName("outbox").SetSparse(true)}
+}
+
+// wrap turns driver errors into domain errors: missing documents into NotFound errors of
+// resource, unreachable servers into Unavailable, duplicates into Conflict.
+func wrap(err error, resource string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return apperr.NotFoundf(resource)
+	case mongo.IsDuplicateKeyError(err):
+		return &apperr.Error{Kind: apperr.Conflict, Code: resource + "_exists", Message: resource + " already exists", Err: err}
+	case mongo.IsNetworkError(err), mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &topology.ServerSelectionError{}), errors.Is(err, mongo.ErrClientDisconnected), transient(err):
+		return apperr.Unavailablef("mongodb", err)
+	}
+	return err
+}
+
+// transientCodes are the server errors of a deployment that is shutting down, stepping down or
+// electing a primary (HostUnreachable, HostNotFound, NetworkTimeout, ShutdownInProgress,
+// PrimarySteppedDown, SocketException, NotWritablePrimary, InterruptedAtShutdown,
+// InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary): the same
+// request succeeds once it is over. The driver retries a write once on them; what is left after
+// that is the dependency being down, not a fault of the request.
+var transientCodes = []int{6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436}
+
+func transient(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.HasErrorLabel("RetryableWriteError") {
+		return true
+	}
+	return slices.ContainsFunc(transientCodes, se.HasErrorCode)
+}

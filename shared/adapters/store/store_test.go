@@ -1,0 +1,70 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/tenancy"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t) // migrated once already
+	for range 2 {
+		if err := store.Migrate(context.Background(), db); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKeyHashesAreUnique(t *testing.T) {
+	t.Parallel()
+	repo := store.NewTenancy(testenv.Mongo(t))
+	ctx := context.Background()
+	k := tenancy.Key{ID: "k1", AccountID: "a", Hash: "h", CreatedAt: time.Now()}
+	if err := repo.InsertKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	k.ID = "k2"
+	if err := repo.InsertKey(ctx, k); apperr.As(err).Kind != apperr.Conflict {
+		t.Fatalf("second key with the same hash: %v, want a conflict", err)
+	}
+}
+
+func TestRepoScopesByAccount(t *testing.T) {
+	t.Parallel()
+	repo := store.NewTenancy(testenv.Mongo(t))
+	ctx := context.Background()
+	if err := repo.InsertProject(ctx, tenancy.Project{ID: "p", AccountID: "a", Name: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Project(ctx, "b", "p"); apperr.As(err).Code != "project_not_found" {
+		t.Fatalf("another account's project: %v", err)
+	}
+	if err := repo.InsertKey(ctx, tenancy.Key{ID: "k", AccountID: "a", Hash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.RevokeKey(ctx, "b", "k", time.Now()); apperr.As(err).Code != "key_not_found" {
+		t.Fatalf("revoking another account's key: %v", err)
+	}
+}
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	db, err := store.Open("mongodb://127.0.0.1:1/?connectTimeoutMS=200", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = store.NewTenancy(db).Project(ctx, "a", "p")
+	if e := apperr.As(err); e.Kind != apperr.Unavailable {
+		t.Fatalf("got %v, want an Unavailable error", err)
+	}
+}

@@ -1,0 +1,557 @@
+package agentruns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/flex"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/tasks"
+)
+
+// Bots reads agents.
+type Bots interface {
+	Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error)
+}
+
+// Runner runs executions in workers.
+type Runner struct {
+	repo  Repo
+	chats *chats.Service
+	bots  Bots
+	tools *Toolbox
+	relay Relay
+	log   *slog.Logger
+	lease time.Duration
+	now   func() time.Time
+	// cycled is told of each cycle a run completes (the workers' metrics).
+	cycled func()
+}
+
+// NewRunner returns the worker side of agent runs. lease is how long a worker holds an
+// execution without renewing it (renewed every third of it while it runs); cycled is called for
+// each cycle completed.
+func NewRunner(repo Repo, cs *chats.Service, bots Bots, tools *Toolbox, relay Relay, log *slog.Logger, lease time.Duration, cycled func()) *Runner {
+	return &Runner{repo: repo, chats: cs, bots: bots, tools: tools, relay: relay, log: log, lease: lease, cycled: cycled,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// errLost ends a run whose lease another worker took.
+var errLost = errors.New("runs: the execution's lease was lost")
+
+// Run runs the execution of t until it answers, fails or waits for an approval. final says
+// this is the task's last attempt: a failure then fails the execution for good. A run that
+// finds its execution finished, waiting, or held by another worker does nothing: a second task
+// of one run (the reconciler's, say) is harmless, and a run whose worker died is taken over by
+// the redelivery of its task once its lease expired, or else by the reconciler.
+func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) error {
+	owner := ids.New()
+	now := r.now()
+	e, ok, err := r.repo.Claim(ctx, t.ExecutionID, owner, now.Add(r.lease), now)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.log.Debug("agent run not taken", "execution_id", t.ExecutionID, "status", e.Status)
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		r.renew(ctx, e.ID, owner, cancel)
+	}()
+	defer func() { cancel(nil); <-renewed }()
+
+	h := &holder{Runner: r, e: e, owner: owner, key: t.ProviderKey}
+	err = h.run(ctx)
+	switch {
+	case err == nil && (h.e.Status == StatusDone || h.e.Status == StatusFailed):
+		return r.repo.Finish(ctx, e.ID)
+	case err == nil, errors.Is(context.Cause(ctx), errLost):
+		return nil
+	case ctx.Err() != nil:
+		// Shutting down: give the run back at once, so that the task, which asynq queues again,
+		// is taken by the next worker without waiting for the lease to expire.
+		r.release(ctx, e.ID, owner)
+		return err
+	case final || apperr.As(err).Kind == apperr.Invalid || provider.Permanent(err):
+		if err := h.fail(context.WithoutCancel(ctx), err); err != nil {
+			return err
+		}
+		return r.repo.Finish(context.WithoutCancel(ctx), e.ID)
+	}
+	// The retry asynq makes must find the run free: held by this attempt's lease it would take
+	// the run for another worker's, do nothing and end the task, leaving the run to the
+	// reconciler.
+	r.log.Warn("agent run step failed; retrying", "execution_id", e.ID, "error", err)
+	r.release(ctx, e.ID, owner)
+	return err
+}
+
+// release gives up owner's lease of the execution id, queueing it again.
+func (r *Runner) release(ctx context.Context, id, owner string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.repo.Release(ctx, id, owner, r.now()); err != nil {
+		r.log.Warn("agent run not released", "execution_id", id, "error", err)
+	}
+}
+
+// renew extends the lease until ctx ends; a lost lease cancels the run.
+func (r *Runner) renew(ctx context.Context, id, owner string, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(r.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ok, err := r.repo.Renew(ctx, id, owner, r.now().Add(r.lease))
+			if err == nil && !ok {
+				cancel(errLost)
+				return
+			}
+		}
+	}
+}
+
+// holder is a run in progress, holding the execution's lease.
+type holder struct {
+	*Runner
+	e     Execution
+	owner string
+	key   string
+	bot   agents.Bot
+	chat  chats.Chat
+	turn  chats.Turn
+	model provider.Model
+	in    chats.Input
+}
+
+func (h *holder) run(ctx context.Context) error {
+	var err error
+	if h.bot, err = h.bots.Get(ctx, h.e.ProjectID, h.e.BotID); err != nil {
+		return err
+	}
+	if h.chat, err = h.chats.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ChatID); err != nil {
+		return err
+	}
+	earlier, err := h.chats.Messages(ctx, h.chat.UUID, h.e.User.Seq-chats.HistoryTurns, h.e.User.Seq-1)
+	if err != nil {
+		return err
+	}
+	h.in = h.e.Request.input(h.key)
+	h.model = h.chats.Model(h.in, h.bot)
+	h.turn = chats.Turn{ProjectID: h.e.ProjectID, Bot: h.bot, Chat: h.chat, User: h.e.User, Earlier: earlier, Input: h.in, Started: h.e.Started}
+	if h.e.Answer != nil {
+		return h.finish(ctx, *h.e.Answer)
+	}
+	if p := h.e.Pending; p != nil && p.Decided {
+		if err := h.resolve(ctx, *p); err != nil {
+			return err
+		}
+	}
+	for {
+		if h.e.Calls >= MaxCalls {
+			h.e.Capped = true
+			return h.answer(ctx, capAnswer(h.e), "", 0)
+		}
+		started := time.Now()
+		req := h.request(h.e.Calls == MaxCalls-1)
+		rep, err := h.model.Stream(ctx, req, func(d string) error {
+			if !h.e.TextProtocol {
+				h.relay.Notify(ctx, h.e.ID, Progress{Delta: d})
+			}
+			return nil
+		})
+		if err != nil {
+			if provider.ToolsRefused(err) && !h.e.TextProtocol {
+				if err := h.advance(ctx, Change{Set: map[string]any{"text_protocol": true}}); err != nil {
+					return err
+				}
+				h.e.TextProtocol = true
+				continue
+			}
+			return err
+		}
+		h.e.Calls++
+		h.e.Usage.add(rep.Usage)
+		step := h.parse(rep)
+		if step.call == nil && h.e.Step < len(h.e.Plan)-1 {
+			if err := h.nextStep(ctx, step.answer); err != nil {
+				return err
+			}
+			continue
+		}
+		if step.call == nil {
+			return h.answer(ctx, step.answer, rep.Model, time.Since(started))
+		}
+		if err := h.act(ctx, step.thought, *step.call); err != nil {
+			return err
+		}
+		if h.e.Status == StatusApproval {
+			return nil
+		}
+	}
+}
+
+// step is what the model chose: a tool call (with the thought before it) or an answer.
+type step struct {
+	thought string
+	call    *provider.ToolCall
+	answer  string
+}
+
+// parse reads a reply: native tool calls (the first one: one action per cycle), or the text
+// protocol's "Action:" lines, else an answer.
+func (h *holder) parse(rep provider.Reply) step {
+	if !h.e.TextProtocol {
+		if len(rep.ToolCalls) > 0 {
+			c := rep.ToolCalls[0]
+			if c.ID == "" {
+				c.ID = fmt.Sprintf("call_%d", len(h.e.Cycles)+1)
+			}
+			return step{thought: strings.TrimSpace(rep.Content), call: &c}
+		}
+		return step{answer: strings.TrimSpace(rep.Content)}
+	}
+	return parseText(rep.Content, len(h.e.Cycles)+1)
+}
+
+var (
+	actionLine = regexp.MustCompile(`(?m)^\s*Action:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$`)
+	inputLine  = regexp.MustCompile(`(?s)Action Input:\s*(\{.*\})`)
+	finalLine  = regexp.MustCompile(`(?s)Final Answer:\s*(.*)$`)
+	thoughtPre = regexp.MustCompile(`(?s)^\s*(?:Thought:\s*)?(.*?)\s*(?:Action:|Final Answer:|$)`)
+)
+
+// parseText reads the text protocol: "Thought: ...", then "Action: <tool>" and "Action Input:
+// {json}", or "Final Answer: ...". A reply in neither form is the answer.
+func parseText(content string, cycle int) step {
+	thought := ""
+	if m := thoughtPre.FindStringSubmatch(content); m != nil {
+		thought = strings.TrimSpace(m[1])
+	}
+	if m := actionLine.FindStringSubmatch(content); m != nil {
+		args := "{}"
+		if in := inputLine.FindStringSubmatch(content); in != nil {
+			args = strings.TrimSpace(in[1])
+		}
+		return step{thought: thought, call: &provider.ToolCall{ID: fmt.Sprintf("text_%d", cycle), Name: m[1], Arguments: args}}
+	}
+	if m := finalLine.FindStringSubmatch(content); m != nil {
+		return step{answer: strings.TrimSpace(m[1])}
+	}
+	return step{answer: strings.TrimSpace(content)}
+}
+
+// nextStep keeps the answer of the plan's current step and moves to the next one.
+func (h *holder) nextStep(ctx context.Context, result string) error {
+	done := h.e.stepInfo()
+	results := append(slices.Clone(h.e.Results), result)
+	if err := h.advance(ctx, Change{
+		Set: map[string]any{"step": h.e.Step + 1, "results": results, "calls": h.e.Calls, "usage": h.e.Usage},
+		Log: []Entry{h.entry(EventStep, map[string]any{"step": h.e.Step + 1, "of": len(h.e.Plan), "stepInfo": done, "result": result})},
+	}); err != nil {
+		return err
+	}
+	h.e.Step, h.e.Results = h.e.Step+1, results
+	return nil
+}
+
+// act runs (or holds for approval) the tool call of the next cycle and persists the cycle.
+func (h *holder) act(ctx context.Context, thought string, call provider.ToolCall) error {
+	n := len(h.e.Cycles) + 1
+	tool, ok := h.tools.Lookup(call.Name)
+	if ok && tool.Changes && h.bot.AutoApproveTools != 1 {
+		p := &Pending{Cycle: n, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Thought: thought}
+		h.e.Pending, h.e.Status = p, StatusApproval
+		reply := h.reply(nil)
+		return h.advance(ctx, Change{
+			Set: map[string]any{"pending": p, "status": StatusApproval, "calls": h.e.Calls, "usage": h.e.Usage, "owner": ""},
+			Log: []Entry{h.entry(EventApproval, map[string]any{"chat": reply})},
+		})
+	}
+	c := Cycle{Cycle: n, Thought: thought, Action: call.Name, ActionInput: call.Arguments, CallID: call.ID}
+	if err := h.execute(ctx, &c, ok); err != nil {
+		return err
+	}
+	return h.record(ctx, c, nil)
+}
+
+// execute runs the cycle's tool (known says it exists) and fills in what it observed.
+func (h *holder) execute(ctx context.Context, c *Cycle, known bool) error {
+	c.Sources = []memory.Ref{}
+	if !known {
+		names := make([]string, 0, len(h.tools.Tools()))
+		for _, t := range h.tools.Tools() {
+			names = append(names, t.Name)
+		}
+		c.Observation = fmt.Sprintf("There is no tool %q. The tools are: %s.", c.Action, strings.Join(names, ", "))
+		return nil
+	}
+	tool, _ := h.tools.Lookup(c.Action)
+	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
+	res, err := tool.Call(ctx, sc, c.ActionInput, h.e.ID+":"+strconv.Itoa(c.Cycle))
+	switch {
+	case errors.Is(err, errRefused):
+		c.Observation = "Error: " + strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
+		return nil
+	case err != nil:
+		return err
+	}
+	c.Observation, c.ActionSuccess, c.Passages = res.Observation, true, res.Passages
+	for i, p := range res.Passages {
+		ref := p.Source
+		ref.CitationNumber = sc.Numbered + i + 1
+		c.Sources = append(c.Sources, ref)
+	}
+	return nil
+}
+
+// resolve carries out the user's decision on the pending tool call.
+func (h *holder) resolve(ctx context.Context, p Pending) error {
+	c := Cycle{Cycle: p.Cycle, Thought: p.Thought, Action: p.Tool, ActionInput: p.Arguments, CallID: p.CallID, Sources: []memory.Ref{}}
+	if p.Approved {
+		if err := h.execute(ctx, &c, true); err != nil {
+			return err
+		}
+	} else {
+		c.Observation = "The user rejected this action; it was not carried out. Do not retry it unless asked."
+	}
+	return h.record(ctx, c, []string{"pending"})
+}
+
+// record persists a completed cycle (with the calls made so far) and announces it.
+func (h *holder) record(ctx context.Context, c Cycle, unset []string) error {
+	c.Timestamp = h.now().Format(time.RFC3339Nano)
+	if err := h.advance(ctx, Change{
+		Set:   map[string]any{"calls": h.e.Calls, "usage": h.e.Usage},
+		Unset: unset,
+		Cycle: &c,
+		Log:   []Entry{h.entry(EventCycle, h.cycleData(c))},
+	}); err != nil {
+		return err
+	}
+	h.e.Cycles = append(h.e.Cycles, c)
+	h.e.Pending = nil
+	h.cycled()
+	return nil
+}
+
+// cycleData is the data of a cycle's entry: the cycle, and the step of the plan it serves.
+func (h *holder) cycleData(c Cycle) map[string]any {
+	data := map[string]any{"cycle": c}
+	if len(h.e.Plan) > 0 {
+		data["stepInfo"] = h.e.stepInfo()
+	}
+	return data
+}
+
+// answer keeps the run's answer, then adds it to the chat.
+func (h *holder) answer(ctx context.Context, text, model string, took time.Duration) error {
+	if text == "" {
+		text, h.e.Capped = capAnswer(h.e), true
+	}
+	if model == "" {
+		model = chats.ModelName(h.in, h.bot)
+	}
+	all := passages(h.e.Cycles)
+	cited := chats.Citations(text, all)
+	msg := h.chats.AgentMessage(h.turn, text, model, took, h.e.Usage.provider(), cited)
+	msg.Confidence, msg.ConfidenceScore = chats.ConfidenceOf(all, cited)
+	msg.CreditUsed = strconv.Itoa(max(h.e.Calls, 1))
+	msg.Reasoning = map[string]any{"executionId": h.e.ID, "cycles": len(h.e.Cycles), "calls": h.e.Calls}
+	if err := h.advance(ctx, Change{Set: map[string]any{"answer": msg, "calls": h.e.Calls, "usage": h.e.Usage, "capped": h.e.Capped}}); err != nil {
+		return err
+	}
+	return h.finish(ctx, msg)
+}
+
+// finish adds the kept answer to the chat, unless a worker before did, and ends the run.
+func (h *holder) finish(ctx context.Context, msg chats.Message) error {
+	added, err := h.chats.Messages(ctx, h.chat.UUID, h.e.User.Seq+1, h.chat.Messages)
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(added, func(m chats.Message) bool { return m.UUID == msg.UUID }); i >= 0 {
+		msg = added[i]
+	} else if err := h.chats.Append(ctx, h.e.ProjectID, h.bot, h.chat, &msg); err != nil {
+		return err
+	}
+	h.e.Answer, h.e.Status = &msg, StatusDone
+	return h.advance(ctx, Change{
+		Set: map[string]any{"status": StatusDone, "answer": msg, "owner": ""},
+		Log: []Entry{h.entry(EventDone, map[string]any{"chat": h.reply(&msg)})},
+	})
+}
+
+// fail ends the run with err, as an error entry carrying its kind, code and message.
+func (h *holder) fail(ctx context.Context, err error) error {
+	e := apperr.As(err)
+	h.log.Warn("agent run failed", "execution_id", h.e.ID, "code", e.Code, "error", err)
+	h.e.Status = StatusFailed
+	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""},
+		Log: []Entry{h.entry(EventError, Failure{Kind: e.Kind.String(), Code: e.Code, Message: e.Message})}})
+}
+
+// reply is the chat object of the run as it stands, with answer when it has one.
+func (h *holder) reply(answer *chats.Message) chats.Reply { return h.tools.reply(h.e, answer) }
+
+// entry is the next log entry of the execution.
+func (h *holder) entry(event string, data any) Entry {
+	raw, _ := json.Marshal(data)
+	return Entry{Event: event, Data: string(raw)}
+}
+
+// advance persists c, numbering its log entries after the execution's, and announces them.
+func (h *holder) advance(ctx context.Context, c Change) error {
+	for i := range c.Log {
+		c.Log[i].Seq = len(h.e.Log) + i + 1
+	}
+	if c.Set == nil {
+		c.Set = map[string]any{}
+	}
+	c.Set["updated_at"] = h.now()
+	ok, err := h.repo.Advance(ctx, h.e.ID, h.owner, len(h.e.Log), c)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errLost
+	}
+	h.e.Log = append(h.e.Log, c.Log...)
+	for _, en := range c.Log {
+		h.relay.Notify(ctx, h.e.ID, Progress{Seq: en.Seq})
+	}
+	return nil
+}
+
+// request is the model request of the next cycle: the instruction and how to work, the
+// conversation, the question and the cycles so far. last asks for the answer (no more tools).
+func (h *holder) request(last bool) provider.Request {
+	var sys strings.Builder
+	sys.WriteString(chats.Instruction(h.in, h.bot))
+	fmt.Fprintf(&sys, "\n\nYou can use tools to look things up and act for the user; the current time is %s. "+
+		"Use a tool when it helps, one at a time, then answer. When you use memory, cite its passages by number like [1]. "+
+		"Never invent ids: read them with a tool first.", h.now().Format(time.RFC3339))
+	if len(h.e.Plan) > 0 {
+		sys.WriteString("\n\nYou are carrying out this plan, which the user accepted:")
+		for i, st := range h.e.Plan {
+			fmt.Fprintf(&sys, "\n%d. %s", i+1, st)
+		}
+		for i, r := range h.e.Results {
+			fmt.Fprintf(&sys, "\n\nResult of step %d: %s", i+1, r)
+		}
+		if h.e.Step < len(h.e.Plan)-1 {
+			fmt.Fprintf(&sys, "\n\nNow carry out step %d only, then answer with its result.", h.e.Step+1)
+		} else {
+			fmt.Fprintf(&sys, "\n\nNow carry out step %d, the last, then answer the user's request in full.", h.e.Step+1)
+		}
+	}
+	if last {
+		sys.WriteString(" You have no more tool calls: answer now with what you found.")
+	}
+	if h.e.TextProtocol {
+		sys.WriteString(textProtocol(h.tools))
+	}
+	msgs := []provider.Message{{Role: provider.RoleSystem, Content: sys.String()}}
+	msgs = append(msgs, chats.History(h.turn.Earlier)...)
+	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: h.e.Request.Message})
+	for _, c := range h.e.Cycles {
+		if h.e.TextProtocol {
+			msgs = append(msgs,
+				provider.Message{Role: provider.RoleAssistant, Content: fmt.Sprintf("Thought: %s\nAction: %s\nAction Input: %s", c.Thought, c.Action, c.ActionInput)},
+				provider.Message{Role: provider.RoleUser, Content: "Observation: " + c.Observation})
+			continue
+		}
+		msgs = append(msgs,
+			provider.Message{Role: provider.RoleAssistant, Content: c.Thought, ToolCalls: []provider.ToolCall{{ID: c.CallID, Name: c.Action, Arguments: c.ActionInput}}},
+			provider.Message{Role: provider.RoleTool, ToolCallID: c.CallID, Content: c.Observation})
+	}
+	req := provider.Request{Model: chats.ModelName(h.in, h.bot), MaxTokens: chats.MaxTokens(h.in, h.bot), Messages: msgs,
+		Passages: passages(h.e.Cycles), NoAnswer: h.bot.NoAnswerReply}
+	if !h.e.TextProtocol {
+		req.Tools, req.NoTools = h.tools.Offer(), last
+	}
+	return req
+}
+
+// textProtocol describes the tools and the format of the text protocol.
+func textProtocol(tb *Toolbox) string {
+	var b strings.Builder
+	b.WriteString("\n\nTools:\n")
+	for _, t := range tb.Tools() {
+		params, _ := json.Marshal(t.Parameters)
+		fmt.Fprintf(&b, "- %s: %s Parameters (JSON schema): %s\n", t.Name, t.Description, params)
+	}
+	b.WriteString("\nTo use a tool, answer exactly:\nThought: <why>\nAction: <tool name>\nAction Input: <arguments as a JSON object>\n" +
+		"You will get an Observation. When you are done, answer:\nFinal Answer: <your answer to the user>")
+	return b.String()
+}
+
+// passages are the memory passages the cycles found, in citation order.
+func passages(cycles []Cycle) []memory.Passage {
+	var out []memory.Passage
+	for _, c := range cycles {
+		out = append(out, c.Passages...)
+	}
+	return out
+}
+
+// capAnswer is the answer of a run that used all its calls without answering: what it did.
+func capAnswer(e Execution) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "I stopped after %d steps without reaching a final answer.", e.Calls)
+	if n := len(e.Cycles); n > 0 {
+		last := e.Cycles[n-1]
+		obs := []rune(last.Observation)
+		if len(obs) > 500 {
+			obs = append(obs[:500], '…')
+		}
+		fmt.Fprintf(&b, " The last thing I did was %s, which returned: %s", last.Action, string(obs))
+	}
+	return b.String()
+}
+
+func (u *Usage) add(p provider.Usage) {
+	u.PromptTokens += p.PromptTokens
+	u.CompletionTokens += p.CompletionTokens
+	u.TotalTokens += p.TotalTokens
+	u.CachedTokens += p.CachedTokens
+	u.ReasoningTokens += p.ReasoningTokens
+}
+
+func (u Usage) provider() provider.Usage {
+	return provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
+}
+
+// input is the chat request the execution keeps, with the provider key of the task.
+func (r Request) input(providerKey string) chats.Input {
+	msg := r.Message
+	in := chats.Input{Message: &msg, ProviderKey: providerKey, ProviderHost: r.ProviderHost, Model: r.Model, SourceIDs: r.SourceIDs,
+		Tags: r.Tags, Instruction: r.Instruction, ReasoningMode: "agent", ChatMode: r.ChatMode}
+	in.Top.Set, in.Top.Value = r.HasTop, flex.Int(r.Top)
+	in.MaxReplyTokens.Set, in.MaxReplyTokens.Value = r.HasMaxTokens, flex.Int(r.MaxReplyTokens)
+	if r.NoMemory {
+		off := false
+		in.Memory = &off
+	}
+	return in
+}

@@ -1,0 +1,417 @@
+package agentruns
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/tasks"
+)
+
+// Service is the API side of agent runs: it starts them, follows them and takes approvals.
+type Service struct {
+	repo  Repo
+	chats *chats.Service
+	tools *Toolbox
+	queue tasks.Queue
+	relay Relay
+	log   *slog.Logger
+	// poll is how often a follower re-reads the execution when no notice comes.
+	poll time.Duration
+	now  func() time.Time
+}
+
+// NewService returns the API side of agent runs. Followers re-read the execution every poll
+// even when notices come (a lost notice costs at most that).
+func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue tasks.Queue, relay Relay, log *slog.Logger, poll time.Duration) *Service {
+	return &Service{repo: repo, chats: cs, tools: tools, queue: queue, relay: relay, log: log, poll: poll,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// Outcome is how a chat message is answered: a reply made at once, or a run to follow.
+type Outcome struct {
+	Reply *chats.Reply
+	Run   *Execution
+}
+
+// Chat answers a chat message: it stores the user's message, then answers by the chat's proposed
+// plan when it has one (accepted: a run carries it out; rejected: dropped; else revised), by
+// chat_mode (the request's, else the chat's default; plan: a plan is proposed; edit: the text is
+// edited), else by reasoning mode (agent: a run; standard: one retrieval and one model call). Replies made at once stream to sink when
+// there is one, after sink.Stored.
+func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, asker chats.Asker, in chats.Input, sink chats.Sink) (Outcome, error) {
+	chatMode := strings.TrimSpace(in.ChatMode) != ""
+	if err := in.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	mode := Mode(in)
+	if in.ChatMode != "ask" {
+		mode = Standard
+	}
+	t, err := s.chats.Begin(ctx, projectID, bot, asker, in, mode)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !chatMode && t.Chat.Mode != "" && t.Chat.Mode != in.ChatMode {
+		// The chat's default mode (PUT /v1/bot/chat/mode) applies to messages that name none.
+		in.ChatMode, t.Input.ChatMode = t.Chat.Mode, t.Chat.Mode
+		if in.ChatMode != "ask" {
+			mode = Standard
+		}
+	}
+	if t.Verdict == chats.Accept || (t.Verdict == "" && mode == Agent) {
+		var plan chats.Plan
+		if t.Verdict == chats.Accept {
+			if plan, err = s.chats.Accepted(ctx, t); err != nil {
+				return Outcome{}, err
+			}
+		}
+		e, err := s.StartTurn(ctx, t, in.ProviderKey, plan)
+		return Outcome{Run: &e}, err
+	}
+	if sink != nil {
+		if err := sink.Stored(t.User); err != nil {
+			return Outcome{}, err
+		}
+	}
+	var r chats.Reply
+	switch {
+	case t.Verdict == chats.Reject:
+		r, err = s.chats.Drop(ctx, t)
+	case t.Verdict == chats.Revise || in.ChatMode == "plan":
+		r, err = s.chats.Propose(ctx, t, s.tools.Offer(), sink)
+	case in.ChatMode == "edit":
+		r, err = s.chats.Edit(ctx, t, sink)
+	default:
+		r, err = s.chats.Answer(ctx, t, sink)
+	}
+	return Outcome{Reply: &r}, err
+}
+
+// StartTurn stores a new execution for the turn t (carrying out plan, when it has steps) and
+// queues the run. The execution's log begins with the stored message.
+func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (Execution, error) {
+	now := s.now()
+	id := ids.New()
+	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
+	req := requestOf(t.Input)
+	if plan.Request != "" {
+		req.Message = plan.Request
+	}
+	e := Execution{ID: id, ProjectID: t.ProjectID, BotID: t.Bot.ID, ChatID: t.Chat.UUID, Plan: plan.Steps,
+		Request: req, User: t.User, Status: StatusQueued, Cycles: []Cycle{},
+		Log: []Entry{{Seq: 1, Event: EventStored, Data: string(stored)}}, Started: t.Started, CreatedAt: now, UpdatedAt: now}
+	if err := s.repo.Insert(ctx, e); err != nil {
+		return Execution{}, err
+	}
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
+}
+
+func requestOf(in chats.Input) Request {
+	r := Request{Message: strings.TrimSpace(*in.Message), Model: in.Model, Instruction: in.Instruction, SourceIDs: in.SourceIDs,
+		Tags: in.Tags, ProviderHost: in.ProviderHost, ChatMode: in.ChatMode, NoMemory: in.Memory != nil && !*in.Memory}
+	r.Top, r.HasTop = int(in.Top.Value), in.Top.Set
+	r.MaxReplyTokens, r.HasMaxTokens = int(in.MaxReplyTokens.Value), in.MaxReplyTokens.Set
+	return r
+}
+
+// Get returns an execution of the agent.
+func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Execution, error) {
+	if id = strings.TrimSpace(id); id == "" {
+		return Execution{}, apperr.Invalidf("execution_id", "is required")
+	}
+	return s.repo.Get(ctx, projectID, botID, id)
+}
+
+// Follow emits the execution's log entries after the one numbered after, as they are kept, and
+// passes the deltas of the answer to delta while it is made (nil ignores them). It returns when
+// an entry that ends what a client follows is the last one (an approval, the answer, an error),
+// or with ctx's error.
+func (s *Service) Follow(ctx context.Context, e Execution, after int, emit func(Entry) error, delta func(string) error) (Execution, error) {
+	notices, stop, err := s.relay.Watch(e.ID)
+	if err != nil {
+		s.log.Warn("run progress notices unavailable; polling", "execution_id", e.ID, "error", err)
+	} else {
+		defer stop()
+	}
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	for {
+		got, err := s.repo.Get(ctx, e.ProjectID, e.BotID, e.ID)
+		if err != nil {
+			return e, err // the execution as last read: a follower out of time answers with it
+		}
+		e = got
+		for _, en := range e.Log {
+			if en.Seq <= after {
+				continue
+			}
+			if err := emit(en); err != nil {
+				return e, err
+			}
+			after = en.Seq
+		}
+		if last, ok := e.stop(); ok && after >= last.Seq {
+			return e, nil
+		}
+		if err := await(ctx, notices, tick.C, delta); err != nil {
+			return e, err
+		}
+	}
+}
+
+// await waits for a notice of a kept entry or the poll tick, passing deltas on meanwhile.
+func await(ctx context.Context, notices <-chan Progress, tick <-chan time.Time, delta func(string) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			return nil
+		case p := <-notices:
+			if p.Delta == "" {
+				return nil
+			}
+			if delta != nil {
+				if err := delta(p.Delta); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// Reply is the chat object of the execution as it stands: the answer or the approval it waits
+// for, else the steps so far with hasMoreSteps. A failed run is its error.
+func (s *Service) Reply(e Execution) (chats.Reply, error) {
+	if last, ok := e.stop(); ok {
+		switch last.Event {
+		case EventDone, EventApproval:
+			var v struct {
+				Chat chats.Reply `json:"chat"`
+			}
+			if err := json.Unmarshal([]byte(last.Data), &v); err != nil {
+				return chats.Reply{}, fmt.Errorf("runs: entry %d of %s: %w", last.Seq, e.ID, err)
+			}
+			return v.Chat, nil
+		case EventError:
+			return chats.Reply{}, FailureOf(last).Err()
+		}
+	}
+	return s.tools.reply(e, nil), nil
+}
+
+// Approval is the user's decision on the tool call a run waits for: by executionId, or, as
+// BoostGPT's clients send it, by chat_id and tool_calls.
+type Approval struct {
+	ExecutionID string `json:"executionId"`
+	Approve     *bool  `json:"approve"`
+	// Parameters, when given, replace the arguments the model chose.
+	Parameters json.RawMessage `json:"parameters"`
+	// ProviderKey is used for the rest of the run (it is not kept).
+	ProviderKey string `json:"provider_key"`
+	// ChatID names the chat whose paused run is decided, when ExecutionID is empty.
+	ChatID string `json:"chat_id"`
+	// ToolCalls are the client's form of the decision: the first one is the call the run waits
+	// for (approve defaults to true), with its parameters (or arguments).
+	ToolCalls []ToolCallInput `json:"tool_calls"`
+}
+
+// ToolCallInput is a tool call as BoostGPT's clients send it for approval.
+type ToolCallInput struct {
+	ID         string          `json:"id"`
+	ToolName   string          `json:"tool_name"`
+	Name       string          `json:"name"`
+	Parameters json.RawMessage `json:"parameters"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Approve    *bool           `json:"approve"`
+}
+
+// normalise turns the client's tool_calls form into the decision's own fields.
+func (a *Approval) normalise() {
+	if len(a.ToolCalls) == 0 {
+		return
+	}
+	c := a.ToolCalls[0]
+	if a.Approve == nil {
+		a.Approve = c.Approve
+	}
+	if a.Approve == nil {
+		yes := true
+		a.Approve = &yes
+	}
+	if len(a.Parameters) == 0 {
+		a.Parameters = c.Parameters
+	}
+	if len(a.Parameters) == 0 {
+		a.Parameters = c.Arguments
+	}
+	// Arguments may come as a JSON object, or as the text of one (OpenAI's form).
+	var text string
+	if json.Unmarshal(a.Parameters, &text) == nil {
+		a.Parameters = json.RawMessage(text)
+	}
+}
+
+// Decide records the approval of the tool call the execution waits for and queues the run
+// again. An execution that waits for no decision is a Conflict.
+func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approval) (Execution, error) {
+	a.normalise()
+	var p apperr.Problems
+	if a.Approve == nil {
+		p.Add("approve", "is required: true runs the tool, false rejects it")
+	}
+	params := strings.TrimSpace(string(a.Parameters))
+	if params == "null" {
+		params = ""
+	}
+	if params != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(params), &obj); err != nil {
+			p.Add("parameters", "must be a JSON object of the tool's arguments")
+		}
+	}
+	if strings.TrimSpace(a.ExecutionID) == "" && strings.TrimSpace(a.ChatID) == "" {
+		p.Add("executionId", "is required (or chat_id, to decide on that chat's paused run)")
+	}
+	if err := p.Err(); err != nil {
+		return Execution{}, err
+	}
+	var e Execution
+	var err error
+	if strings.TrimSpace(a.ExecutionID) != "" {
+		e, err = s.Get(ctx, projectID, botID, a.ExecutionID)
+	} else {
+		e, err = s.repo.Waiting(ctx, projectID, botID, strings.TrimSpace(a.ChatID))
+	}
+	if err != nil {
+		return Execution{}, err
+	}
+	if e.Status != StatusApproval || e.Pending == nil || e.Pending.Decided {
+		return Execution{}, notWaiting(e)
+	}
+	if len(a.ToolCalls) > 0 {
+		if name := cmp.Or(a.ToolCalls[0].ToolName, a.ToolCalls[0].Name); name != "" && name != e.Pending.Tool {
+			return Execution{}, apperr.Invalidf("tool_calls[0].tool_name", "the run waits for %s, not %s", e.Pending.Tool, name)
+		}
+	}
+	args := e.Pending.Arguments
+	if params != "" {
+		args = params
+	}
+	ok, err := s.repo.Decide(ctx, projectID, botID, e.ID, e.Pending.Cycle, *a.Approve, args, s.now())
+	if err != nil {
+		return Execution{}, err
+	}
+	if !ok {
+		return Execution{}, notWaiting(e)
+	}
+	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunResumeTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: a.ProviderKey}, e.Pending.Cycle))
+}
+
+// staleAfter is how long a queued run may wait, or an expired lease stay unclaimed, before the
+// reconciler queues its task again.
+const staleAfter = time.Minute
+
+// Requeue queues again the runs whose task may be lost (the enqueue failed while Redis was
+// down, or the task ended without the run ending): queued for a minute, or with a lease expired
+// for a minute. Task ids are per run and minute, so schedulers running it together queue one.
+// It also moves out of the live ones the runs that ended but were not moved.
+func (s *Service) Requeue(ctx context.Context, now time.Time) (int, error) {
+	ended, err := s.repo.Ended(ctx, 500)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ended {
+		if err := s.repo.Finish(ctx, id); err != nil {
+			return 0, err
+		}
+	}
+	ids, err := s.repo.Stale(ctx, now.Add(-staleAfter), now.Add(-staleAfter), 500)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := s.queue.Enqueue(ctx, tasks.NewAgentRunRequeueTask(id, now)); err != nil {
+			return 0, err
+		}
+	}
+	if len(ids) > 0 {
+		s.log.Info("agent runs queued again", "count", len(ids))
+	}
+	return len(ids), nil
+}
+
+func notWaiting(e Execution) error {
+	return apperr.New(apperr.Conflict, "execution_not_awaiting_approval",
+		fmt.Sprintf("The execution %s is not waiting for an approval (it is %s); it was decided already or never asked.", e.ID, e.Status))
+}
+
+// reply is the chat object of e: with its answer when answer is set, else waiting for an
+// approval or still running.
+func (tb *Toolbox) reply(e Execution, answer *chats.Message) chats.Reply {
+	cycles, executed := make([]any, len(e.Cycles)), []any{}
+	for i, c := range e.Cycles {
+		cycles[i] = c
+		if _, ok := tb.Lookup(c.Action); ok {
+			executed = append(executed, map[string]any{"name": c.Action, "cycle": c.Cycle, "input": c.ActionInput, "success": c.ActionSuccess})
+		}
+	}
+	found := passages(e.Cycles)
+	r := chats.Reply{ChatID: e.ChatID, User: e.User, Preference: e.User.Preference, ConfigUsed: e.User.Preference,
+		Meta: []memory.Ref{}, Sources: []memory.Ref{}, Usage: chats.UsageOf(e.Usage.provider(), "agent", e.User.Seq),
+		AnalyticsID: chats.AnalyticsID(e.UpdatedAt), ActualTimeMS: time.Since(e.Started).Milliseconds(),
+		AvailableTools: len(tb.tools), TotalSteps: len(e.Cycles), TotalCycles: len(e.Cycles), Type: "agent",
+		OriginalQuery: e.User.Content, Context: chats.PassageContext(found), ExecutionID: e.ID,
+		ExecutedTools: executed, ReasoningSteps: cycles, Reasoning: cycles, ReasoningCycles: cycles}
+	if answer != nil {
+		r.Reply, r.FinalAnswer, r.Agent = answer.Content, answer.Content, *answer
+		r.Meta, r.Sources = answer.Sources, answer.Sources
+		r.Preference.Model, r.ConfigUsed.Model = answer.Model, answer.Model
+		r.Usage.ConversationCount = answer.Seq
+		r.IsComplete, r.Converged = true, !e.Capped
+		r.StepInfo = fmt.Sprintf("Answered after %d cycles and %d model calls.", len(e.Cycles), e.Calls)
+		if len(e.Plan) > 0 {
+			r.TotalSteps = len(e.Plan)
+			r.StepInfo = fmt.Sprintf("Carried out the plan's %d steps in %d model calls.", len(e.Plan), e.Calls)
+		}
+		return r
+	}
+	r.HasMoreSteps = true
+	r.Agent = chats.Message{ChatID: e.ChatID, Role: chats.RoleAgent, Model: e.User.Model, Complexity: e.User.Complexity,
+		ReasoningType: "agent", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Channel: "api", CreditUsed: fmt.Sprint(e.Calls),
+		Reasoning: map[string]any{"executionId": e.ID}, Preference: e.User.Preference, Sources: []memory.Ref{},
+		IsToolExecuting: true, CreatedAt: e.UpdatedAt, UpdatedAt: e.UpdatedAt}
+	if p := e.Pending; p != nil && !p.Decided && e.Status == StatusApproval {
+		var params map[string]any
+		_ = json.Unmarshal([]byte(p.Arguments), &params)
+		desc := ""
+		if t, ok := tb.Lookup(p.Tool); ok {
+			desc = t.Description
+		}
+		r.RequiresApprove = true
+		r.Tool = &chats.Tool{Name: p.Tool, Description: desc, ServerLabel: "agentplane", Reasoning: p.Thought, Parameters: params}
+		r.StepInfo = fmt.Sprintf("Cycle %d waits for approval to run %s.", p.Cycle, p.Tool)
+		return r
+	}
+	r.StepInfo = fmt.Sprintf("Running: %d cycles done.", len(e.Cycles))
+	if len(e.Plan) > 0 {
+		r.StepInfo = e.stepInfo()
+	}
+	return r
+}
+
+// stepInfo says which step of its plan the run is carrying out.
+func (e Execution) stepInfo() string {
+	i := min(e.Step, len(e.Plan)-1)
+	return fmt.Sprintf("Step %d of %d: %s", i+1, len(e.Plan), e.Plan[i])
+}

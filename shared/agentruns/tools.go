@@ -1,0 +1,368 @@
+package agentruns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/workflows"
+)
+
+// Scope is whom a tool acts for: the project and agent of the execution, set by the API from
+// the caller's key and request. Tools never take a project or agent from the model.
+type Scope struct {
+	ProjectID string
+	BotID     string
+	Request   Request
+	// Numbered is how many memory passages earlier cycles found: new ones are numbered after.
+	Numbered int
+}
+
+// Result is what a tool observed.
+type Result struct {
+	// Observation is shown to the model and in the cycle.
+	Observation string
+	Passages    []memory.Passage
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments.
+	Parameters map[string]any
+	// Changes marks tools that change data: approval-gated unless the agent auto-approves, and
+	// run under an idempotency key.
+	Changes bool
+	run     func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
+	schema  *openapi3.Schema
+}
+
+// Toolbox holds the tools of agent runs and the services they act through.
+type Toolbox struct {
+	tools  []Tool
+	byName map[string]*Tool
+}
+
+// Services are what the tools act through.
+type Services struct {
+	Memory   *memory.Memory
+	CRM      *crm.Service
+	Calendar *calendar.Service
+	// Workflows starts workflow runs (run_workflow).
+	Workflows *workflows.Runs
+	Now       func() time.Time
+}
+
+// maxSlots bounds the slots an availability check lists.
+const maxSlots = 20
+
+// NewToolbox returns the tools of agent runs.
+func NewToolbox(s Services) *Toolbox {
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	dealFields := map[string]any{
+		"title":    str("The deal's title."),
+		"value":    map[string]any{"type": "integer", "minimum": 0, "description": "The deal's value in the currency's minor units or whole units, as the business counts."},
+		"currency": str("ISO 4217 code, such as USD."),
+		"status":   map[string]any{"type": "string", "enum": []any{"open", "won", "lost"}},
+		"stage":    str("Name or uuid of a pipeline stage."),
+		"contact": map[string]any{"type": "object", "properties": map[string]any{
+			"name": str("Contact name."), "email": str("Contact email."), "phone": str("Contact phone."), "company": str("Contact company."),
+		}},
+	}
+	withID := map[string]any{"deal_id": str("The deal's uuid.")}
+	for k, v := range dealFields {
+		withID[k] = v
+	}
+	tools := []Tool{
+		{Name: "search_memory", Description: "Searches the agent's memory (its documents, pages and notes) and returns numbered passages to cite like [1].",
+			Parameters: object(map[string]any{"query": str("What to look for."),
+				"top": map[string]any{"type": "integer", "minimum": 1, "maximum": memory.MaxTop}}, "query"),
+			run: s.searchMemory},
+		{Name: "get_deal", Description: "Reads one deal of the agent's CRM by its uuid.",
+			Parameters: object(map[string]any{"deal_id": str("The deal's uuid.")}, "deal_id"), run: s.getDeal},
+		{Name: "list_deals", Description: "Lists the agent's CRM deals, optionally by status or stage.",
+			Parameters: object(map[string]any{"status": dealFields["status"], "stage": str("Name or uuid of a stage."),
+				"page": map[string]any{"type": "integer", "minimum": 1}}), run: s.listDeals},
+		{Name: "create_deal", Description: "Creates a deal in the agent's CRM.", Changes: true,
+			Parameters: object(dealFields, "title"), run: s.createDeal},
+		{Name: "update_deal", Description: "Changes a deal of the agent's CRM: title, value, currency, status, stage or contact.", Changes: true,
+			Parameters: object(withID, "deal_id"), run: s.updateDeal},
+		{Name: "calendar_check_availability", Description: "Lists the free meeting slots of the agent's calendar between two times (RFC 3339; the next 7 days by default).",
+			Parameters: object(map[string]any{"from": str("RFC 3339 start, e.g. 2026-12-01T00:00:00Z."), "to": str("RFC 3339 end.")}),
+			run:        s.availability},
+		{Name: "calendar_book", Description: "Books a free slot of the agent's calendar for someone.", Changes: true,
+			Parameters: object(map[string]any{"start": str("RFC 3339 start of a free slot."), "name": str("Who is meeting."),
+				"email": str("Their email."), "notes": str("Anything to prepare.")}, "start", "name", "email"),
+			run: s.book},
+		{Name: "run_workflow", Description: "Starts a run of one of the agent's active workflows, with an optional input object its actions can use as {{input.name}}.", Changes: true,
+			Parameters: object(map[string]any{"workflow_id": str("The workflow's uuid."),
+				"input": map[string]any{"type": "object", "description": "Values for the workflow."}}, "workflow_id"),
+			run: s.runWorkflow},
+	}
+	tb := &Toolbox{byName: map[string]*Tool{}}
+	for _, t := range tools {
+		raw, _ := json.Marshal(t.Parameters)
+		var sch openapi3.Schema
+		if err := json.Unmarshal(raw, &sch); err != nil {
+			panic(fmt.Sprintf("runs: schema of %s: %v", t.Name, err))
+		}
+		t.schema = &sch
+		tb.tools = append(tb.tools, t)
+	}
+	for i := range tb.tools {
+		tb.byName[tb.tools[i].Name] = &tb.tools[i]
+	}
+	return tb
+}
+
+func object(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		req := make([]any, len(required))
+		for i, r := range required {
+			req[i] = r
+		}
+		o["required"] = req
+	}
+	return o
+}
+
+// Tools lists the tools, in a stable order.
+func (tb *Toolbox) Tools() []Tool { return tb.tools }
+
+// Lookup returns the tool named name.
+func (tb *Toolbox) Lookup(name string) (*Tool, bool) {
+	t, ok := tb.byName[name]
+	return t, ok
+}
+
+// Offer is the tools as the model sees them.
+func (tb *Toolbox) Offer() []provider.Tool {
+	out := make([]provider.Tool, len(tb.tools))
+	for i, t := range tb.tools {
+		out[i] = provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	return out
+}
+
+// errRefused marks a tool call that failed because of what it asked (bad arguments, a deal
+// not found): the model observes the failure and the run goes on.
+var errRefused = errors.New("refused")
+
+// Call runs t with the model's arguments after checking them against its schema. An error
+// wrapping errRefused is the model's mistake; any other is the platform's (retry the run).
+func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Result, error) {
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}"
+	}
+	var args any
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+		return Result{}, fmt.Errorf("%w: the arguments are not a JSON object: %v", errRefused, err)
+	}
+	if err := t.schema.VisitJSON(args); err != nil {
+		var se *openapi3.SchemaError
+		if errors.As(err, &se) {
+			where := strings.Join(se.JSONPointer(), ".")
+			if where == "" {
+				where = "arguments"
+			}
+			return Result{}, fmt.Errorf("%w: %s: %s", errRefused, where, se.Reason)
+		}
+		return Result{}, fmt.Errorf("%w: %v", errRefused, err)
+	}
+	res, err := t.run(ctx, sc, json.RawMessage(arguments), key)
+	if err != nil {
+		switch apperr.As(err).Kind {
+		case apperr.Invalid, apperr.NotFound, apperr.Conflict, apperr.Forbidden:
+			return Result{}, fmt.Errorf("%w: %s", errRefused, describe(err))
+		}
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// describe is an error as the model reads it: the message and the problems of each field.
+func describe(err error) string {
+	e := apperr.As(err)
+	msg := e.Message
+	for _, d := range e.Details {
+		msg += fmt.Sprintf("; %s %s", d.Field, d.Problem)
+	}
+	return msg
+}
+
+// observe writes v as the observation text.
+func observe(v any) Result {
+	raw, _ := json.Marshal(v)
+	return Result{Observation: string(raw)}
+}
+
+func (s Services) searchMemory(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		Query string `json:"query"`
+		Top   int    `json:"top"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	if sc.Request.NoMemory {
+		return Result{Observation: "Memory is turned off for this request."}, nil
+	}
+	top := a.Top
+	if top == 0 {
+		top = sc.Request.Top
+	}
+	passages, err := s.Memory.Search(ctx, memory.Query{ProjectID: sc.ProjectID, BotID: sc.BotID, Text: a.Query,
+		Top: min(max(top, 1), memory.MaxTop), Filter: memory.Filter{SourceIDs: sc.Request.SourceIDs, Tags: sc.Request.Tags}})
+	if err != nil {
+		return Result{}, err
+	}
+	if len(passages) == 0 {
+		return Result{Observation: "No passage of memory matches."}, nil
+	}
+	var b strings.Builder
+	for i, p := range passages {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "[%d] %s\n%s", sc.Numbered+i+1, p.Source.Title, p.Text)
+	}
+	return Result{Observation: b.String(), Passages: passages}, nil
+}
+
+func (s Services) getDeal(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		DealID string `json:"deal_id"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	v, err := s.CRM.Deal(ctx, sc.ProjectID, sc.BotID, strings.TrimSpace(a.DealID))
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(v), nil
+}
+
+func (s Services) listDeals(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		Status string `json:"status"`
+		Stage  string `json:"stage"`
+		Page   int    `json:"page"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	page := paging.Page{Page: max(a.Page, 1), PerPage: 20}
+	list, total, err := s.CRM.Deals(ctx, sc.ProjectID, sc.BotID, crm.DealQuery{Status: a.Status, Stage: a.Stage}, page)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"total": total, "page": page.Page, "deals": list}), nil
+}
+
+func (s Services) createDeal(ctx context.Context, sc Scope, raw json.RawMessage, key string) (Result, error) {
+	var in crm.DealInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	v, err := s.CRM.CreateDealOnce(ctx, sc.ProjectID, sc.BotID, in, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"created": v}), nil
+}
+
+func (s Services) updateDeal(ctx context.Context, sc Scope, raw json.RawMessage, key string) (Result, error) {
+	var in struct {
+		crm.DealInput
+		DealID string `json:"deal_id"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	v, err := s.CRM.UpdateDealOnce(ctx, sc.ProjectID, sc.BotID, strings.TrimSpace(in.DealID), in.DealInput, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"updated": v}), nil
+}
+
+func (s Services) availability(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	from, to := s.Now().UTC(), time.Time{}
+	var p apperr.Problems
+	if a.From != "" {
+		t, err := time.Parse(time.RFC3339, a.From)
+		if err != nil {
+			p.Add("from", "must be an RFC 3339 time")
+		}
+		from = t
+	}
+	to = from.Add(7 * 24 * time.Hour)
+	if a.To != "" {
+		t, err := time.Parse(time.RFC3339, a.To)
+		if err != nil {
+			p.Add("to", "must be an RFC 3339 time")
+		}
+		to = t
+	}
+	if err := p.Err(); err != nil {
+		return Result{}, err
+	}
+	settings, err := s.Calendar.Settings(ctx, sc.ProjectID, sc.BotID)
+	if err != nil {
+		return Result{}, err
+	}
+	if !settings.IsEnabled {
+		return Result{Observation: "The agent's calendar is not enabled for bookings."}, nil
+	}
+	slots, err := s.Calendar.Slots(ctx, sc.ProjectID, sc.BotID, from, to)
+	if err != nil {
+		return Result{}, err
+	}
+	more := len(slots) > maxSlots
+	return observe(map[string]any{"timezone": settings.Timezone, "slots": slots[:min(len(slots), maxSlots)], "more": more}), nil
+}
+
+func (s Services) book(ctx context.Context, sc Scope, raw json.RawMessage, key string) (Result, error) {
+	var in calendar.BookingInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	b, err := s.Calendar.Book(ctx, sc.ProjectID, sc.BotID, in, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"booked": b}), nil
+}
+
+func (s Services) runWorkflow(ctx context.Context, sc Scope, raw json.RawMessage, key string) (Result, error) {
+	var a struct {
+		WorkflowID string         `json:"workflow_id"`
+		Input      map[string]any `json:"input"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	r, err := s.Workflows.RunManually(ctx, sc.ProjectID, sc.BotID, a.WorkflowID, a.Input, "agent", key)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"started": map[string]any{"run_id": r.UUID, "workflow_id": r.WorkflowID, "status": r.Status}}), nil
+}

@@ -1,0 +1,92 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/shared/kit/config"
+)
+
+func TestREADMEListsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range config.Vars {
+		if !strings.Contains(string(readme), "| `"+v.Name+"` |") {
+			t.Errorf("README's configuration table lacks %s", v.Name)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	t.Run("DevDefaults", func(t *testing.T) {
+		c, err := config.Load("dev", env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.HTTPAddr != "127.0.0.1:8080" || c.MongoURI != "" || c.RedisURL != "" || c.NATSURL != "" || c.DataDir != "./data" {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("APIDefaults", func(t *testing.T) {
+		c, err := config.Load("api", env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.HTTPAddr != ":8080" || c.MongoURI == "" || c.MaxBodyBytes != 1<<20 || c.RateLimit != 600 {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("ConfiguredURLsWinInDev", func(t *testing.T) {
+		c, err := config.Load("dev", env("AGENTPLANE_MONGO_URI", "mongodb://db:27017", "AGENTPLANE_REDIS_URL", "redis://r:6379/0", "AGENTPLANE_NATS_URL", "nats://n:4222"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MongoURI != "mongodb://db:27017" || c.RedisURL != "redis://r:6379/0" || c.NATSURL != "nats://n:4222" {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("TracingOffByDefault", func(t *testing.T) {
+		c, err := config.Load("worker", env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.TraceEndpoint != "" || c.TraceRatio != 1 {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("Tracing", func(t *testing.T) {
+		c, err := config.Load("worker", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", "OTEL_TRACES_SAMPLER_ARG", "0.25"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.TraceEndpoint != "http://collector:4318" || c.TraceRatio != 0.25 {
+			t.Fatalf("%+v", c)
+		}
+	})
+	for _, bad := range [][]string{
+		{"AGENTPLANE_MAX_BODY_BYTES", "0"},
+		{"AGENTPLANE_MAX_BODY_BYTES", "lots"},
+		{"AGENTPLANE_RATE_LIMIT", "-1"},
+		{"AGENTPLANE_WORKER_CONCURRENCY", "0"},
+		{"AGENTPLANE_SHUTDOWN_TIMEOUT", "soon"},
+		{"AGENTPLANE_LOG_LEVEL", "loud"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"},
+		{"OTEL_TRACES_SAMPLER_ARG", "2"},
+	} {
+		t.Run("Rejects/"+bad[0]+"="+bad[1], func(t *testing.T) {
+			if _, err := config.Load("api", env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+				t.Fatalf("error %v, want one naming %s", err, bad[0])
+			}
+		})
+	}
+}

@@ -71,3 +71,35 @@ func connect(t *testing.T, url string) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// eventsUntil reads the events of project from the JetStream stream, in order, up to and
+// including the first one last holds for; it fails when the stream has no more events for
+// 10 s before that one.
+func eventsUntil(t *testing.T, project string, last func(outbox.Event) bool) []outbox.Event {
+	t.Helper()
+	js, err := jetstream.New(testenv.NATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"events." + project + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []outbox.Event
+	for {
+		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatalf("the awaited event did not come (%v); events so far: %v", err, eventTypes(got))
+		}
+		var ev outbox.Event
+		if err := json.Unmarshal(msg.Data(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+		if last(ev) {
+			return got
+		}
+	}
+}

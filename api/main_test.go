@@ -75,6 +75,7 @@ type options struct {
 	provider    string
 	heartbeat   time.Duration
 	runWait     time.Duration
+	logs        io.Writer
 }
 
 type option func(*options)
@@ -98,6 +99,9 @@ func withRunWait(d time.Duration) option { return func(o *options) { o.runWait =
 // withEmbedder ranks memory with embed's vectors too.
 func withEmbedder(e memory.Embedder) option { return func(o *options) { o.embed = e } }
 
+// withLogs writes the log of the server, its services and its workers to w.
+func withLogs(w io.Writer) option { return func(o *options) { o.logs = w } }
+
 // withNATS publishes events through nc instead of the shared test server.
 func withNATS(nc *nats.Conn) option { return func(o *options) { o.nats = nc } }
 
@@ -115,7 +119,11 @@ func setup(t testing.TB, opts ...option) *bundle {
 		}
 	}
 	ten := tenancy.NewService(store.NewTenancy(db))
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	logs := io.Discard
+	if o.logs != nil {
+		logs = o.logs
+	}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	ev := dispatcher(t, db, o.nats, log)
 	queueName := testenv.NewName()
 	mem := memory.New(store.NewMemory(db), o.embed, 64<<20, log)
@@ -130,7 +138,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	cs := chats.NewService(store.NewChats(db), ev, mem, providers, log)
 	q := queue.New(asynqClient(t), asynqInspector(t), queueName)
 	flows := workflows.NewService(store.NewWorkflows(db), ev)
-	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q)
+	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q, log)
 	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
 	tools := agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: deals, Calendar: cal, Workflows: flowRuns})
 	relay := events.NewRunRelay(o.nats)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,10 +16,13 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/tmaxmax/go-sse"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
 
 // agentSetup is an agent answering through a scripted fake provider, with a worker running
@@ -533,6 +537,195 @@ func TestAgentRunRetriedAfterAFailedStep(t *testing.T) {
 	if chat["isComplete"] != true || !strings.Contains(chat["reply"].(string), "All fine now.") {
 		t.Fatalf("reply %v", chat)
 	}
+}
+
+// collectionsHolding names the collections of db with a document whose raw BSON holds s.
+func collectionsHolding(t *testing.T, db *mongo.Database, s string) []string {
+	t.Helper()
+	ctx := context.Background()
+	names, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holding []string
+	for _, name := range names {
+		cur, err := db.Collection(name).Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cur.Next(ctx) {
+			if bytes.Contains(cur.Current, []byte(s)) {
+				holding = append(holding, name)
+				break
+			}
+		}
+		if err := cur.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cur.Close(ctx)
+	}
+	return holding
+}
+
+// A request's provider_key is used for the run it starts and for the rest of it after an
+// approval, and is written to no collection of the store; the agent's own key, which is
+// stored, is found by the same scan.
+func TestAgentRunKeepsNoProviderKey(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	b := setup(t, withProvider(fake.URL))
+	const agentKey = "sk-agent-key-stored-with-the-agent"
+	a := b.chatBot(t, map[string]any{"provider_key": agentKey})
+	b.startWorker(t, workerOptions{})
+	requestKey := "sk-request-key-" + testenv.NewName()
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("list_deals", `{}`),
+		call("create_deal", `{"title":"Umbrella"}`),
+		{Reply: "Created the Umbrella deal."},
+	}})
+	_, paused := a.chat(t, map[string]any{"message": "Create a deal for Umbrella", "reasoning_mode": "agent", "provider_key": requestKey})
+	if paused["requiresApproval"] != true {
+		t.Fatalf("reply %v", paused)
+	}
+	_, done := a.executeTool(t, map[string]any{"executionId": paused["executionId"], "approve": true, "provider_key": requestKey})
+	if done == nil || done["reply"] != "Created the Umbrella deal." {
+		t.Fatalf("after approval %v", done)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d provider requests, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := r.Header.Get("Authorization"); got != "Bearer "+requestKey {
+			t.Fatalf("provider request %d authorized with %q, want the request's key", i+1, got)
+		}
+	}
+	// The worker moves the run to the finished ones just after it answered: wait for the move,
+	// its last write.
+	byID := bson.D{{Key: "_id", Value: done["executionId"]}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := b.db.Collection("executions_finished").CountDocuments(context.Background(), byID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ended run was not moved to the finished ones")
+		}
+		waitABit()
+	}
+	if held := collectionsHolding(t, b.db, agentKey); !slices.Equal(held, []string{"bots"}) {
+		t.Fatalf("the agent's key is found in %v, want bots: the scan does not see stored strings", held)
+	}
+	if held := collectionsHolding(t, b.db, requestKey); len(held) != 0 {
+		t.Fatalf("the request's provider_key is stored in %v", held)
+	}
+}
+
+// runStream is an open event stream of an agent run, read one event at a time.
+type runStream struct {
+	next func() (sse.Event, error, bool)
+	// cut goes away from the stream, as a client that disconnects.
+	cut context.CancelFunc
+}
+
+// openRunStream opens POST /v1/bot/chat with body when it is not nil, else GET
+// /v1/bot/chat/stream of the execution exec; it is closed when t ends.
+func (a chatAPI) openRunStream(t *testing.T, body map[string]any, exec string) runStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var res *http.Response
+	if body != nil {
+		res = a.streamChat(t, ctx, body)
+	} else {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/v1/bot/chat/stream?"+a.query("&execution_id="+exec), nil)
+		req.Header.Set("Authorization", "Bearer "+a.b.key)
+		var err error
+		if res, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, stop := iter.Pull2(sse.Read(res.Body, nil))
+	t.Cleanup(func() {
+		stop()
+		_ = res.Body.Close()
+	})
+	return runStream{next: next, cut: cancel}
+}
+
+// until reads the stream up to and including the first event of type typ, and returns the
+// types it read.
+func (s runStream) until(t *testing.T, typ string) []string {
+	t.Helper()
+	var types []string
+	for {
+		ev, err, ok := s.next()
+		if !ok {
+			t.Fatalf("the stream ended without %s, after %v", typ, types)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if types = append(types, ev.Type); ev.Type == typ {
+			return types
+		}
+	}
+}
+
+// A client that cuts the stream of an agent run mid-answer, the chat's own stream or a
+// follower's, leaves no goroutine behind; the run goes on and the other stream sees it end.
+func TestAgentStreamCut(t *testing.T) {
+	_, a, fake := agentSetup(t, nil)
+	// A first run, to its end, has the worker serving before the goroutines are counted.
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{{Reply: "Ready."}}})
+	if _, ready := a.chat(t, map[string]any{"message": "Are you there?", "reasoning_mode": "agent"}); ready == nil || ready["isComplete"] != true {
+		t.Fatalf("first run %v", ready)
+	}
+	// The embedded store runs in this process: the connections the driver opens meanwhile are
+	// served by goroutines of its own (FerretDB's and its proxy's), which are not the stream's;
+	// so are the two of the worker's subscription to task cancelations in Redis (asynq's), which
+	// it may open after its start.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("github.com/FerretDB/FerretDB/internal/clientconn.acceptLoop.func1"),
+		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/clientconn.(*conn).run.func2"),
+		goleak.IgnoreTopFunction("github.com/FerretDB/FerretDB/internal/util/ctxutil.WithDelay.func1"),
+		goleak.IgnoreAnyFunction("github.com/agentplane/agentplane/shared/devenv/devstack.(*serializer).serve"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"))
+	// The answer comes a word at a time, so that the cut falls in the middle of it.
+	fake.Set(providertest.Behavior{ChunkDelay: 50 * time.Millisecond, Script: []providertest.Turn{
+		call("list_deals", `{}`),
+		{Reply: "There are no deals yet, so nothing is open and nothing is due this week."},
+	}})
+	for _, tt := range []struct {
+		name        string
+		cutFollower bool
+	}{
+		{"ChatStreamCut", false},
+		{"FollowerCut", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := a.openRunStream(t, map[string]any{"message": "Which deals are open?", "reasoning_mode": "agent", "stream": true}, "")
+			ev, err, _ := chat.next()
+			var stored struct{ ExecutionID string }
+			if err != nil || ev.Type != "stored" || json.Unmarshal([]byte(ev.Data), &stored) != nil {
+				t.Fatalf("first event %+v (%v)", ev, err)
+			}
+			follower := a.openRunStream(t, nil, stored.ExecutionID)
+			cut, kept := chat, follower
+			if tt.cutFollower {
+				cut, kept = follower, chat
+			}
+			cut.until(t, "delta")
+			cut.cut()
+			kept.until(t, "done")
+		})
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
 
 // A run the provider refuses fails: the chat answers the provider's error as the API's error

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -466,4 +467,72 @@ func TestSourceFetchesAreGuarded(t *testing.T) {
 			t.Errorf("the local listener accepted %d connections", n)
 		}
 	})
+}
+
+// ingestAttempts is how many times an ingestion is tried: once, and 8 retries.
+const ingestAttempts = 9
+
+// flakyPage is a page that answers with the statuses of answers in turn, then with the page
+// (or, when failing is not zero, with failing for ever), counting the requests it gets.
+type flakyPage struct {
+	*httptest.Server
+	requests atomic.Int64
+}
+
+func newFlakyPage(t *testing.T, failing int, answers ...int) *flakyPage {
+	t.Helper()
+	p := &flakyPage{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(p.requests.Add(1))
+		switch {
+		case n <= len(answers):
+			http.Error(w, http.StatusText(answers[n-1]), answers[n-1])
+		case failing != 0:
+			http.Error(w, http.StatusText(failing), failing)
+		default:
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, `<html><head><title>Opening hours</title></head><body><main>
+<p>The tea room opens at eight in the morning and closes at five in the afternoon on weekdays.</p></main></body></html>`)
+		}
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// A page that is missing or refused fails its source at once, without a retry; one whose server
+// fails (5xx) is fetched again until it answers, or until the attempts run out.
+func TestSourceFetchRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	a := b.sources(t)
+	for _, tt := range []struct {
+		name     string
+		failing  int
+		answers  []int
+		status   string
+		reason   string
+		requests int64
+	}{
+		{"NotFound", 0, []int{404}, "failed", "404", 1},
+		{"Forbidden", 0, []int{403}, "failed", "403", 1},
+		{"ServerErrorsThenThePage", 0, []int{503, 500}, "success", "", 3},
+		{"ServerErrorForGood", 500, nil, "failed", "500", ingestAttempts},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			page := newFlakyPage(t, tt.failing, tt.answers...)
+			src := a.ingest(t, map[string]any{"title": tt.name, "type": "url", "source": page.URL + "/hours"})
+			reason, _ := src["failure_reason"].(string)
+			if src["status"] != tt.status || !strings.Contains(reason, tt.reason) {
+				t.Fatalf("source %v, want %s with %q", src, tt.status, tt.reason)
+			}
+			if tt.status == "success" && !strings.Contains(src["content"].(string), "closes at five") {
+				t.Fatalf("content %q", src["content"])
+			}
+			if n := page.requests.Load(); n != tt.requests {
+				t.Fatalf("the page was requested %d times, want %d", n, tt.requests)
+			}
+		})
+	}
 }

@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,16 +25,19 @@ import (
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
-// receiver is a webhook receiver: it answers with the statuses of answers in turn (then 200)
-// and keeps every delivery.
+// receiver is a webhook receiver: it answers with the statuses of answers in turn (then 200),
+// failures with the Retry-After set by askRetryAfter, and keeps every delivery.
 type receiver struct {
 	*httptest.Server
 	mu         sync.Mutex
 	answers    []int
+	retryAfter string
 	deliveries []delivery
 }
 
 type delivery struct {
+	// at is when the delivery arrived.
+	at     time.Time
 	header http.Header
 	body   []byte
 }
@@ -42,20 +47,31 @@ func newReceiver(t *testing.T, answers ...int) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.deliveries = append(r.deliveries, delivery{header: req.Header.Clone(), body: body})
+		r.deliveries = append(r.deliveries, delivery{at: time.Now(), header: req.Header.Clone(), body: body})
 		status := http.StatusOK
 		if len(r.answers) > 0 {
 			status, r.answers = r.answers[0], r.answers[1:]
 		}
+		retryAfter := r.retryAfter
 		r.mu.Unlock()
 		if status == http.StatusFound {
 			w.Header().Set("Location", "https://example.com/")
+		}
+		if status >= 400 && retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
 		}
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// askRetryAfter makes the receiver's failures carry Retry-After: v.
+func (r *receiver) askRetryAfter(v string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retryAfter = v
 }
 
 func (r *receiver) got() []delivery {
@@ -278,6 +294,48 @@ func TestWorkflowWebhookFailures(t *testing.T) {
 	slices.Sort(ended)
 	if want := []string{"workflow.run.failed", "workflow.run.failed", "workflow.run.failed", "workflow.run.succeeded", "workflow.run.succeeded"}; !slices.Equal(ended, want) {
 		t.Fatalf("run events %v, want %v", ended, want)
+	}
+}
+
+// A receiver that answers 408 or 429 gets the delivery again, after the Retry-After it asked for
+// (at most 5 s), else after the backoff (250 ms at first), and the next attempt is delivered.
+func TestWorkflowWebhookRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{})
+	for _, tt := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		// waited is the least time between the two attempts.
+		waited time.Duration
+	}{
+		{"TooManyRequests", http.StatusTooManyRequests, "1", time.Second},
+		{"RequestTimeout", http.StatusRequestTimeout, "1", time.Second},
+		{"RequestTimeoutWithoutRetryAfter", http.StatusRequestTimeout, "", 250 * time.Millisecond},
+		{"RetryAfterPastTheBound", http.StatusTooManyRequests, "3600", 5 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hook := newReceiver(t, tt.status)
+			hook.askRetryAfter(tt.retryAfter)
+			id := a.create(t, map[string]any{"trigger_type": "manual", "actions": []map[string]any{
+				{"type": "webhook", "params": map[string]any{"url": hook.URL}}}})
+			_, run := a.run(t, map[string]any{"workflow_id": id})
+			done := a.wait(t, run["uuid"].(string))
+			act := actionsOf(done)[0]
+			if done["status"] != "succeeded" || act["attempts"] != float64(2) || act["response_code"] != float64(200) {
+				t.Fatalf("run %v", done)
+			}
+			got := hook.got()
+			if len(got) != 2 || got[0].header.Get("X-Agentplane-Delivery") != got[1].header.Get("X-Agentplane-Delivery") {
+				t.Fatalf("%d deliveries, want two attempts of one delivery", len(got))
+			}
+			if gap := got[1].at.Sub(got[0].at); gap < tt.waited {
+				t.Fatalf("the second attempt came %s after the first, want at least %s", gap, tt.waited)
+			}
+		})
 	}
 }
 
@@ -629,5 +687,91 @@ func TestWorkflowDraft(t *testing.T) {
 	done := a.wait(t, run["uuid"].(string))
 	if done["status"] != "succeeded" || done["error"] != "" || len(done["actions"].([]any)) != 0 {
 		t.Fatalf("run of a draft %v", done)
+	}
+}
+
+// logLines keeps the JSON lines of a log.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// waitFor waits for a line that match holds for, and returns it decoded.
+func (l *logLines) waitFor(t *testing.T, what string, match func(line map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l.mu.Lock()
+		text := l.buf.String()
+		l.mu.Unlock()
+		for _, raw := range strings.Split(text, "\n") {
+			var line map[string]any
+			if json.Unmarshal([]byte(raw), &line) == nil && match(line) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log does not tell %s", what)
+		}
+		waitABit()
+	}
+}
+
+// A workflow's action triggers another workflow, whose action triggers a third, and so on: the
+// chain runs up to 5 workflows; the sixth, which the fifth's change would trigger, is not run,
+// and the worker's log says so.
+func TestWorkflowChain(t *testing.T) {
+	t.Parallel()
+	const limit = 5 // the README's: no run starts from a chain of 5
+	logs := &logLines{}
+	b := setup(t, withLogs(logs))
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{})
+	// Step 1 creates a deal titled "step 1"; step n changes the title from "step n-1" to "step n".
+	chain := []string{a.create(t, map[string]any{"name": "step 1", "trigger_type": "manual",
+		"actions": []map[string]any{{"type": "create_deal", "params": map[string]any{"title": "step 1"}}}})}
+	for step := 2; step <= limit+1; step++ {
+		trigger := "deal.updated"
+		if step == 2 {
+			trigger = "deal.created"
+		}
+		chain = append(chain, a.create(t, map[string]any{"name": fmt.Sprintf("step %d", step), "trigger_type": "event", "trigger_event": trigger,
+			"conditions": []map[string]any{{"field": "data.title", "operator": "eq", "value": fmt.Sprintf("step %d", step-1)}},
+			"actions":    []map[string]any{{"type": "update_deal", "params": map[string]any{"deal_id": "{{data.uuid}}", "title": fmt.Sprintf("step %d", step)}}}}))
+	}
+	_, run := a.run(t, map[string]any{"workflow_id": chain[0]})
+	if run == nil {
+		t.Fatal("the first workflow did not start")
+	}
+
+	stopped := logs.waitFor(t, "of a chain stopped", func(line map[string]any) bool { return line["chain"] != nil })
+	if msg, _ := stopped["msg"].(string); stopped["workflow_id"] != chain[limit] || stopped["level"] != "WARN" || !strings.Contains(msg, "not run") || !strings.Contains(msg, "limit") {
+		t.Fatalf("log line %v, want a warning that the sixth workflow (%s) was not run", stopped, chain[limit])
+	}
+	if got := fmt.Sprint(stopped["chain"]); got != fmt.Sprint(chain[:limit]) {
+		t.Fatalf("the log names the chain %s, want %v", got, chain[:limit])
+	}
+	for step, id := range chain[:limit] {
+		runs := a.runsOf(t, id)
+		if len(runs) != 1 {
+			t.Fatalf("step %d ran %d times", step+1, len(runs))
+		}
+		if done := a.wait(t, runs[0]["uuid"].(string)); done["status"] != "succeeded" {
+			t.Fatalf("step %d: %v", step+1, done)
+		}
+	}
+	if runs := a.runsOf(t, chain[limit]); len(runs) != 0 {
+		t.Fatalf("the workflow past the limit ran: %v", runs)
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/deals?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if deals := res.JSON(t)["deals"].([]any); len(deals) != 1 || deals[0].(map[string]any)["title"] != "step 5" {
+		t.Fatalf("deals %v, want one titled step 5", deals)
 	}
 }

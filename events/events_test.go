@@ -14,8 +14,10 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 )
@@ -192,4 +194,90 @@ func TestTraceContextInHeaders(t *testing.T) {
 	if strings.Contains(string(msg.Data), "trace") {
 		t.Errorf("the envelope carries the trace: %s", msg.Data)
 	}
+}
+
+// A consumer that starts, handles an event and stops leaves no goroutine behind, also when it
+// is stopped while its handler is busy with the event (which then finishes).
+func TestConsumeStopLeavesNoGoroutine(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// midEvent stops the consumer while its handler still handles the event.
+		midEvent bool
+	}{
+		{"Idle", false},
+		{"MidEvent", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pub, project := setup(t)
+			ctx := context.Background()
+			nc := testenv.NATS(t)
+			cfg := events.ConsumeConfig{Durable: "t-" + project, Filter: "events." + project + ".>"}
+			// The durable consumer lives in the NATS server, which runs in this process, and
+			// outlives its clients by design: a first client creates it (and the connection's
+			// subscription for replies) before the goroutines are counted.
+			first, err := events.Consume(ctx, nc, cfg, func(context.Context, outbox.Event) error { return nil }, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Stop()
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			handling, handled, release := make(chan outbox.Event, 1), make(chan struct{}), make(chan struct{})
+			c, err := events.Consume(ctx, nc, cfg,
+				func(_ context.Context, ev outbox.Event) error {
+					defer close(handled)
+					handling <- ev
+					<-release
+					return nil
+				}, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := outbox.New(ctx, outbox.DealCreated, project, "b", map[string]any{})
+			if err := pub.Publish(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case got := <-handling:
+				if got.ID != ev.ID {
+					t.Fatalf("handled %s, want %s", got.ID, ev.ID)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the event was not delivered")
+			}
+			if !tt.midEvent {
+				close(release)
+				<-handled
+			}
+			c.Stop()
+			if tt.midEvent {
+				close(release)
+				<-handled
+			}
+		})
+	}
+}
+
+// A follower of a run's progress that stops watching leaves no goroutine behind.
+func TestRunRelayWatchLeavesNoGoroutine(t *testing.T) {
+	nc := testenv.NATS(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	relay := events.NewRunRelay(nc)
+	exec := testenv.NewName()
+	notices, stop, err := relay.Watch(exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the server has the subscription before the notice
+		t.Fatal(err)
+	}
+	relay.Notify(context.Background(), exec, agentruns.Progress{Delta: "Hello"})
+	select {
+	case p := <-notices:
+		if p.Delta != "Hello" {
+			t.Fatalf("notice %+v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notice was not delivered")
+	}
+	stop()
 }

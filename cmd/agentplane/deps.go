@@ -160,7 +160,7 @@ func (d *deps) domain() (domain, error) {
 		sources:   sources.NewService(store.NewSources(d.db), ev, d.queue(), int(d.cfg.MaxBodyBytes), d.log),
 		workflows: workflows.NewService(store.NewWorkflows(d.db), ev),
 	}
-	dm.workflowRuns = workflows.NewRuns(dm.workflows, store.NewWorkflowRuns(d.db), d.queue())
+	dm.workflowRuns = workflows.NewRuns(dm.workflows, store.NewWorkflowRuns(d.db), d.queue(), d.log.With("component", "workflows"))
 	dm.tools = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: dm.crm, Calendar: dm.calendar, Workflows: dm.workflowRuns})
 	d.dom = &dm
 	return dm, nil

@@ -96,7 +96,8 @@ func (s *Service) Book(ctx context.Context, projectID, botID string, in BookingI
 	if !settings.IsEnabled {
 		return Booking{}, apperr.New(apperr.Conflict, "calendar_disabled", "The agent's calendar is not enabled for bookings.")
 	}
-	slots, err := s.Slots(ctx, projectID, botID, start, start.Add(time.Minute))
+	// Slots lists the slots lying wholly in the range: the range is the one slot's length.
+	slots, err := s.Slots(ctx, projectID, botID, start, start.Add(time.Duration(settings.SlotDurationMinutes)*time.Minute))
 	if err != nil {
 		return Booking{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -111,12 +112,13 @@ type Runs struct {
 	workflows *Service
 	repo      RunRepo
 	queue     tasks.Queue
+	log       *slog.Logger
 	now       func() time.Time
 }
 
-// NewRuns returns the runs service.
-func NewRuns(workflows *Service, repo RunRepo, queue tasks.Queue) *Runs {
-	return &Runs{workflows: workflows, repo: repo, queue: queue, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// NewRuns returns the runs service; log tells of the triggers it does not follow.
+func NewRuns(workflows *Service, repo RunRepo, queue tasks.Queue, log *slog.Logger) *Runs {
+	return &Runs{workflows: workflows, repo: repo, queue: queue, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // runNamespace derives run ids from what triggered them, so a trigger starts one run.

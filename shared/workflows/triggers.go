@@ -12,7 +12,8 @@ import (
 )
 
 // MaxChain is how many workflows an event's chain of causes may hold: a run started by an event
-// whose chain is that long does not start (nor does a workflow in the chain already).
+// whose chain is that long does not start (nor does a workflow in the chain already); the
+// workflow that would have run is named in the log.
 const MaxChain = 5
 
 // OnEvent starts a run of every active workflow of the event's agent that the event triggers:
@@ -20,11 +21,8 @@ const MaxChain = 5
 // derive from the workflow and the event, so an event delivered twice, or to two consumers,
 // starts one run of each workflow. A workflow never runs for an event its own run caused,
 // directly or through other workflows, and a chain of workflows stops at MaxChain (the event's
-// cause lists the workflows that led to it).
+// cause lists the workflows that led to it), saying so in the log.
 func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event) error {
-	if len(ev.Cause) >= MaxChain {
-		return nil
-	}
 	list, err := s.workflows.repo.Triggered(ctx, ev.ProjectID, ev.BotID, ev.Type)
 	if err != nil || len(list) == 0 {
 		return err
@@ -39,6 +37,11 @@ func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event) error {
 	}
 	for _, w := range list {
 		if slices.Contains(ev.Cause, w.UUID) || !Matches(w.Conditions, envelope) {
+			continue
+		}
+		if len(ev.Cause) >= MaxChain {
+			s.log.Warn("workflow not run: the chain of workflows that led to its trigger is at its limit",
+				"workflow_id", w.UUID, "event_id", ev.ID, "event_type", ev.Type, "chain", ev.Cause, "limit", MaxChain)
 			continue
 		}
 		id := uuid.NewSHA1(runNamespace, []byte(w.UUID+"/event/"+ev.ID)).String()

@@ -13,30 +13,29 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/shared/adapters/metrics"
-	"github.com/agentplane/agentplane/shared/adapters/provider"
-	"github.com/agentplane/agentplane/shared/adapters/queue"
-	"github.com/agentplane/agentplane/shared/adapters/safehttp"
-	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
-	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// bundle is what an API test needs: a real server on real stores, and a tenant to call it as.
+// bundle is what an API test needs: a real server on real stores, built by the composition root
+// as production builds it, and a tenant to call it as.
 type bundle struct {
-	client  *apitest.Client
+	client *apitest.Client
+	// app is the API's application; workers run in applications of their own (startWorker), as
+	// they run in processes of their own.
+	app     *app.App
 	tenancy *tenancy.Service
 	db      *mongo.Database
 	outbox  *outbox.Dispatcher
@@ -44,17 +43,13 @@ type bundle struct {
 	chats   *chats.Service
 	agents  *agents.Service
 	tools   *agentruns.Toolbox
-	relay   agentruns.Relay
 	runs    *agentruns.Service
 	deals   *crm.Service
 	flows   *workflows.Runs
-	metrics *metrics.Metrics
 	nats    *nats.Conn
-	srcs    *sources.Service
 	// queue is the test's own task queue on Redis; workers started by startWorker serve it.
-	queue    string
-	redisURL string
-	log      *slog.Logger
+	queue string
+	log   *slog.Logger
 	// key and project belong to one fresh account.
 	key     string
 	project tenancy.Project
@@ -71,7 +66,7 @@ type options struct {
 	redis       *redis.Client
 	nats        *nats.Conn
 	checks      []api.Check
-	embed       memory.Embedder
+	embeddings  string
 	provider    string
 	heartbeat   time.Duration
 	runWait     time.Duration
@@ -96,8 +91,9 @@ func withHeartbeat(d time.Duration) option { return func(o *options) { o.heartbe
 // withRunWait bounds how long a non-streamed agent run is waited for.
 func withRunWait(d time.Duration) option { return func(o *options) { o.runWait = d } }
 
-// withEmbedder ranks memory with embed's vectors too.
-func withEmbedder(e memory.Embedder) option { return func(o *options) { o.embed = e } }
+// withEmbeddings ranks memory with the vectors of the OpenAI-compatible embeddings endpoint at
+// baseURL too.
+func withEmbeddings(baseURL string) option { return func(o *options) { o.embeddings = baseURL } }
 
 // withLogs writes the log of the server, its services and its workers to w.
 func withLogs(w io.Writer) option { return func(o *options) { o.logs = w } }
@@ -112,83 +108,68 @@ func setup(t testing.TB, opts ...option) *bundle {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.checks == nil {
-		o.checks = []api.Check{
-			{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, db) }},
-			{Name: "redis", Ping: func(ctx context.Context) error { return o.redis.Ping(ctx).Err() }},
-		}
-	}
-	ten := tenancy.NewService(store.NewTenancy(db))
 	logs := io.Discard
 	if o.logs != nil {
 		logs = o.logs
 	}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	ev := dispatcher(t, db, o.nats, log)
-	queueName := testenv.NewName()
-	mem := memory.New(store.NewMemory(db), o.embed, 64<<20, log)
-	providers := chats.Providers{Default: provider.NewOffline(), BaseURL: o.provider, Timeout: 2 * time.Second,
-		Guarded: safehttp.New(safehttp.Options{AllowPrivate: true, Timeout: time.Minute}).HTTPClient()}
-	if o.provider != "" {
-		providers.Default = provider.NewOpenAI(provider.Config{BaseURL: o.provider, Timeout: 2 * time.Second})
+	if err := events.EnsureStream(context.Background(), o.nats); err != nil {
+		t.Fatal(err)
 	}
-	bots := agents.NewService(store.NewAgents(db), ev)
-	deals := crm.NewService(store.NewCRM(db), ev, "USD")
-	cal := calendar.NewService(store.NewCalendars(db), ev)
-	cs := chats.NewService(store.NewChats(db), ev, mem, providers, log)
-	q := queue.New(asynqClient(t), asynqInspector(t), queueName)
-	flows := workflows.NewService(store.NewWorkflows(db), ev)
-	flowRuns := workflows.NewRuns(flows, store.NewWorkflowRuns(db), q, log)
-	srcs := sources.NewService(store.NewSources(db), ev, q, 1<<20, log)
-	tools := agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: deals, Calendar: cal, Workflows: flowRuns})
-	relay := events.NewRunRelay(o.nats)
-	met := metrics.New()
-	rs := agentruns.NewService(store.NewExecutions(db), cs, tools, q, relay, log, 200*time.Millisecond)
-	deps := api.Deps{
-		Logger:        log,
-		Tenancy:       ten,
-		Agents:        bots,
-		CRM:           deals,
-		Calendar:      cal,
-		Workflows:     flows,
-		WorkflowRuns:  flowRuns,
-		Sources:       srcs,
-		Memory:        mem,
-		Chats:         cs,
-		Runs:          rs,
-		RunWait:       o.runWait,
-		Metrics:       met,
-		Heartbeat:     o.heartbeat,
-		Redis:         o.redis,
-		Checks:        o.checks,
-		AdminToken:    o.adminToken,
-		MaxBodyBytes:  1 << 20,
-		BodyTimeout:   o.bodyTimeout,
-		RateLimit:     o.rateLimit,
-		AccountBudget: o.budget,
-		BudgetWait:    time.Second,
+	cfg := testConfig(o)
+	a := app.New(cfg, log, app.Conns{DB: db, Redis: o.redis, RedisOpt: redisOpt(t), NATS: o.nats})
+	a.RunPoll = 200 * time.Millisecond
+	t.Cleanup(a.Close)
+	d, err := a.Domain()
+	if err != nil {
+		t.Fatal(err)
 	}
-	b := &bundle{client: apitest.New(t, api.NewServer(deps)), tenancy: ten, db: db, outbox: ev, memory: mem,
-		chats: cs, agents: bots, tools: tools, relay: relay, runs: rs, deals: deals, srcs: srcs, flows: flowRuns, metrics: met, nats: o.nats, queue: queueName, redisURL: testenv.RedisURL(), log: log}
+	deps, err := a.API()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.checks != nil {
+		deps.Checks = o.checks
+	}
+	deps.Heartbeat, deps.BudgetWait = o.heartbeat, time.Second
+	b := &bundle{client: apitest.New(t, api.NewServer(deps)), app: a, tenancy: d.Tenancy, db: db, outbox: d.Events, memory: d.Memory,
+		chats: d.Chats, agents: d.Agents, tools: d.Tools, runs: d.AgentRuns, deals: d.CRM, flows: d.WorkflowRuns,
+		nats: o.nats, queue: cfg.Queue, log: log}
 	b.key, b.project = b.newTenant(t)
 	return b
 }
 
+// testConfig is the configuration of a test's processes: a queue of its own, loopback peers
+// allowed, short timeouts and polls.
+func testConfig(o options) config.Config {
+	return config.Config{
+		Role:              "test",
+		Queue:             testenv.NewName(),
+		DefaultCurrency:   "USD",
+		AdminToken:        o.adminToken,
+		MaxBodyBytes:      1 << 20,
+		BodyTimeout:       o.bodyTimeout,
+		RateLimit:         o.rateLimit,
+		AccountBudget:     o.budget,
+		RunWait:           o.runWait,
+		AllowPrivate:      true,
+		ProviderURL:       o.provider,
+		ProviderTimeout:   2 * time.Second,
+		EmbeddingURL:      o.embeddings,
+		EmbeddingKey:      "test-key",
+		EmbeddingModel:    "axes",
+		MemoryCacheBytes:  64 << 20,
+		WorkerConcurrency: 4,
+		WorkerPoll:        10 * time.Millisecond,
+		ShutdownTimeout:   5 * time.Second,
+		RunLease:          3 * time.Second,
+		FetchTimeout:      2 * time.Second,
+		CrawlMaxPages:     20,
+	}
+}
+
 // waitABit paces a loop that polls for something to happen.
 func waitABit() { time.Sleep(50 * time.Millisecond) }
-
-// dispatcher publishes events to nc's stream.
-func dispatcher(t testing.TB, db *mongo.Database, nc *nats.Conn, log *slog.Logger) *outbox.Dispatcher {
-	t.Helper()
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})
-}
 
 // newTenant creates an account with a key and a project.
 func (b *bundle) newTenant(t testing.TB) (string, tenancy.Project) {

@@ -16,16 +16,24 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/adapters/queue"
-	"github.com/agentplane/agentplane/shared/adapters/store"
-	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 
-// planner is the scheduler's source planning on the test's queue.
+// planner is the scheduler's source planning on the test's queue, built by the composition root
+// as a scheduler process is.
 func (b *bundle) planner(t *testing.T, stuckAfter time.Duration) *sources.Planner {
-	return sources.NewPlanner(store.NewSources(b.db), queue.New(asynqClient(t), asynqInspector(t), b.queue), stuckAfter, b.log)
+	t.Helper()
+	cfg := b.app.Cfg
+	cfg.Role, cfg.SourceStuckAfter = "scheduler", stuckAfter
+	a := app.New(cfg, b.log, b.app.Conns)
+	t.Cleanup(a.Close)
+	d, err := a.Scheduler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Sources
 }
 
 // plan runs the planner as the scheduler would at now, and waits for the queue to drain.
@@ -366,9 +374,8 @@ func embeddingServer(t *testing.T) *httptest.Server {
 func TestHybridRetrieval(t *testing.T) {
 	t.Parallel()
 	srv := embeddingServer(t)
-	embed := memory.NewEmbedder(srv.URL, "test-key", "axes", srv.Client())
-	b := setup(t, withEmbedder(embed))
-	b.startWorker(t, workerOptions{embed: embed})
+	b := setup(t, withEmbeddings(srv.URL))
+	b.startWorker(t, workerOptions{})
 	a := b.sources(t)
 	a.ingest(t, map[string]any{"title": "garage", "type": "text", "source": "Our garage fits new tyres on any car within the hour."})
 	a.ingest(t, map[string]any{"title": "grocer", "type": "text", "source": "The grocer sells a ripe banana and other yellow fruit."})

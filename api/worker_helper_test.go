@@ -9,14 +9,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/shared/adapters/safehttp"
-	"github.com/agentplane/agentplane/shared/adapters/store"
-	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
-	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
-	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -27,13 +22,6 @@ func redisOpt(t testing.TB) asynq.RedisConnOpt {
 		t.Fatal(err)
 	}
 	return opt
-}
-
-func asynqClient(t testing.TB) *asynq.Client {
-	t.Helper()
-	c := asynq.NewClient(redisOpt(t))
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 func asynqInspector(t testing.TB) *asynq.Inspector {
@@ -50,53 +38,51 @@ type workerOptions struct {
 	fetchTimeout time.Duration
 	maxBytes     int64
 	maxPages     int
-	embed        memory.Embedder
 }
 
-// startWorker runs a real worker on the test's queue until the test ends, and returns its
-// ingester (whose clock a test may set).
+// startWorker runs a real worker, built by the composition root as a worker process is, on the
+// test's queue and stores until the test ends, and returns its ingester (whose clock a test may
+// set). It returns once the worker takes tasks and its workflow triggers consume.
 func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 	t.Helper()
-	if o.fetchTimeout == 0 {
-		o.fetchTimeout = 2 * time.Second
+	cfg := b.app.Cfg
+	cfg.Role, cfg.AllowPrivate = "worker", !o.guarded
+	if o.fetchTimeout != 0 {
+		cfg.FetchTimeout = o.fetchTimeout
 	}
-	if o.maxPages == 0 {
-		o.maxPages = 20
+	if o.maxPages != 0 {
+		cfg.CrawlMaxPages = o.maxPages
 	}
-	fetch := safehttp.New(safehttp.Options{AllowPrivate: !o.guarded, Timeout: o.fetchTimeout, MaxBytes: o.maxBytes})
-	ing := sources.NewIngester(store.NewSources(b.db), b.outbox, fetch, o.embed, o.maxPages, b.log, func(string, int) {})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- workers.Serve(ctx, workers.Deps{Logger: b.log, Redis: redisOpt(t), Queue: b.queue, Concurrency: 4,
-			ShutdownTimeout: 5 * time.Second, Sources: ing, Runs: b.runner(), Workflows: b.executor(o.guarded), Metrics: b.metrics, Poll: 10 * time.Millisecond, RetryDelay: func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond },
-			RetryCheckInterval: 100 * time.Millisecond})
-	}()
-	triggers, err := events.Consume(ctx, b.nats, events.ConsumeConfig{Durable: "workflows-" + b.queue, New: true, RetryDelay: 100 * time.Millisecond},
-		b.flows.OnEvent, b.log)
+	cfg.FetchMaxBytes = o.maxBytes
+	w := app.New(cfg, b.log, b.app.Conns)
+	t.Cleanup(w.Close)
+	// The API's /metrics shows the worker's too, as one `dev` process's does.
+	w.Metrics = b.app.Metrics
+	d, err := w.Worker()
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.RetryDelay = func(int, error, *asynq.Task) time.Duration { return 20 * time.Millisecond }
+	d.RetryCheckInterval = 100 * time.Millisecond
+	d.Triggers.RetryDelay = 100 * time.Millisecond
+	started := make(chan struct{})
+	d.Started = func() { close(started) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- workers.Serve(ctx, d) }()
+	select {
+	case <-started:
+	case err := <-done:
+		cancel()
+		t.Fatalf("the worker stopped before it started: %v", err)
+	}
 	t.Cleanup(func() {
-		triggers.Stop()
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
 	})
-	return ing
-}
-
-// runner is a worker's side of agent runs, over the bundle's services.
-func (b *bundle) runner() *agentruns.Runner {
-	return agentruns.NewRunner(store.NewExecutions(b.db), b.chats, b.agents, b.tools, b.relay, b.log, 3*time.Second, b.metrics.RunCycle)
-}
-
-// executor is a worker's side of workflow runs; its webhooks may reach loopback unless guarded.
-func (b *bundle) executor(guarded bool) *workflows.Executor {
-	hooks := safehttp.New(safehttp.Options{AllowPrivate: !guarded, Timeout: 10 * time.Second, MaxRedirects: -1})
-	return workflows.NewExecutor(store.NewWorkflowRuns(b.db), b.outbox, workflows.Actors{Bots: b.agents, CRM: b.deals, Sources: b.srcs,
-		Chats: b.chats, Webhooks: hooks}, b.log)
+	return d.Sources
 }
 
 // waitSource polls the source until its status is not processing, and returns it.

@@ -1,4 +1,5 @@
-// Package workers is the asynq server: one handler per task type, registered on one mux.
+// Package workers is the worker role: the asynq server, with one handler per task type registered
+// on one mux, and the workflow triggers that turn domain events into workflow runs.
 package workers
 
 import (
@@ -45,6 +46,10 @@ type Deps struct {
 	RetryDelay asynq.RetryDelayFunc
 	// RetryCheckInterval is how often tasks waiting for a retry are looked for; 0 is asynq's 5s.
 	RetryCheckInterval time.Duration
+	// Triggers start workflow runs for domain events.
+	Triggers Triggers
+	// Started, when set, is called once the worker takes tasks and its triggers consume.
+	Started func()
 }
 
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
@@ -88,7 +93,21 @@ func Serve(ctx context.Context, d Deps) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	d.Logger.Info("worker started", "concurrency", d.Concurrency, "queue", d.Queue)
+	triggers := make(chan struct{})
+	consuming := make(chan struct{})
+	go func() {
+		defer close(triggers)
+		d.Triggers.serve(ctx, d.Metrics, d.Logger, func() { close(consuming) })
+	}()
+	select {
+	case <-consuming:
+		if d.Started != nil {
+			d.Started()
+		}
+	case <-ctx.Done():
+	}
 	<-ctx.Done()
+	<-triggers
 	aborting := time.AfterFunc(d.ShutdownTimeout, cancelBase)
 	srv.Shutdown()
 	aborting.Stop()

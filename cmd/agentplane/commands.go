@@ -6,20 +6,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/shared/kit/config"
 )
 
 // migrate creates MongoDB indexes and the JetStream stream.
 func migrate(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	d, err := commandDeps("migrate", getenv, stderr)
+	a, err := commandApp("migrate", getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer d.close(context.WithoutCancel(ctx))
-	if err := d.migrate(ctx); err != nil {
+	defer closeApp(context.WithoutCancel(ctx), a)
+	if err := a.Migrate(ctx); err != nil {
 		return err
 	}
-	d.log.Info("migrated")
+	a.Log.Info("migrated")
 	return nil
 }
 
@@ -34,23 +35,35 @@ func accounts(ctx context.Context, args []string, getenv func(string) string, st
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	d, err := commandDeps("accounts", getenv, stderr)
+	a, err := commandApp("accounts", getenv, stderr)
 	if err != nil {
 		return err
 	}
-	defer d.close(context.WithoutCancel(ctx))
-	a, key, err := d.tenancy().CreateAccount(ctx, *name)
+	defer closeApp(context.WithoutCancel(ctx), a)
+	acc, key, err := a.Tenancy().CreateAccount(ctx, *name)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "account  %s (%s)\nAPI key  %s\n(the key is shown only now)\n", a.ID, a.Name, key)
+	fmt.Fprintf(stdout, "account  %s (%s)\nAPI key  %s\n(the key is shown only now)\n", acc.ID, acc.Name, key)
 	return nil
 }
 
-func commandDeps(role string, getenv func(string) string, stderr io.Writer) (*deps, error) {
+// commandApp is the application of a one-off command.
+func commandApp(role string, getenv func(string) string, stderr io.Writer) (*app.App, error) {
 	cfg, err := config.Load(role, getenv)
 	if err != nil {
 		return nil, err
 	}
-	return connect(cfg, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	conns, err := app.Connect(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return app.New(cfg, log, conns), nil
+}
+
+// closeApp closes the application and its connections.
+func closeApp(ctx context.Context, a *app.App) {
+	a.Close()
+	a.Conns.Close(ctx)
 }

@@ -8,22 +8,24 @@ import (
 	"io"
 	"net"
 	"strings"
+
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 )
 
 // devSetup prepares the dev stack for a newcomer: indexes and stream, the dev account, project
 // and key, and an admin token. It returns the banner to print once the address is known.
-func devSetup(ctx context.Context, d *deps, stdout io.Writer) (func(addr string), error) {
-	if err := d.migrate(ctx); err != nil {
+func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr string), error) {
+	if err := a.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	setup, err := d.tenancy().EnsureDev(ctx, d.cfg.DevAPIKey)
+	setup, err := a.Tenancy().EnsureDev(ctx, a.Cfg.DevAPIKey)
 	if err != nil {
 		return nil, err
 	}
-	if d.cfg.AdminToken == "" {
+	if a.Cfg.AdminToken == "" {
 		b := make([]byte, 24)
 		_, _ = rand.Read(b)
-		d.cfg.AdminToken = hex.EncodeToString(b)
+		a.Cfg.AdminToken = hex.EncodeToString(b)
 	}
 	return func(addr string) {
 		base := "http://" + browsable(addr)
@@ -38,9 +40,9 @@ func devSetup(ctx context.Context, d *deps, stdout io.Writer) (func(addr string)
 		fmt.Fprintf(&b, "  base URL     %s/v1\n", base)
 		fmt.Fprintf(&b, "  API key      %s %s\n", key, keyNote)
 		fmt.Fprintf(&b, "  project id   %s\n", setup.Project.ID)
-		fmt.Fprintf(&b, "  admin token  %s\n", d.cfg.AdminToken)
-		fmt.Fprintf(&b, "  MongoDB      %s (embedded unless AGENTPLANE_MONGO_URI is set)\n", d.cfg.MongoURI)
-		fmt.Fprintf(&b, "  data         %s\n\n", d.cfg.DataDir)
+		fmt.Fprintf(&b, "  admin token  %s\n", a.Cfg.AdminToken)
+		fmt.Fprintf(&b, "  MongoDB      %s (embedded unless AGENTPLANE_MONGO_URI is set)\n", a.Cfg.MongoURI)
+		fmt.Fprintf(&b, "  data         %s\n\n", a.Cfg.DataDir)
 		fmt.Fprintf(&b, "  try:\n    curl -s %s/v1/projects/%s -H 'Authorization: Bearer %s'\n\n", base, setup.Project.ID, key)
 		_, _ = io.WriteString(stdout, b.String())
 	}, nil

@@ -11,15 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/agentplane/agentplane/api"
+	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/devenv/devstack"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/outbox"
-	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -42,11 +40,12 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		}
 		defer stack.Close(context.WithoutCancel(ctx))
 	}
-	d, err := connect(cfg, log)
+	conns, err := app.Connect(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer d.close(context.WithoutCancel(ctx))
+	d := app.New(cfg, log, conns)
+	defer closeApp(context.WithoutCancel(ctx), d)
 
 	var banner func(addr string)
 	if role == "dev" {
@@ -63,7 +62,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	writer, err := d.dispatcher()
+	writer, err := d.Events()
 	if err != nil {
 		return err
 	}
@@ -96,47 +95,22 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
 		}
-		start(func() error { return listen(ctx, d, ln, api.NewOps(d.log, d.checks(), d.metrics), "ops") })
+		start(func() error { return listen(ctx, d, ln, api.NewOps(d.Log, d.Checks(), d.Metrics), "ops") })
 	}
 	if role == "worker" || role == "dev" {
-		ingester, err := d.ingester()
+		w, err := d.Worker()
 		if err != nil {
 			return err
 		}
-		runner, err := d.runner()
-		if err != nil {
-			return err
-		}
-		executor, err := d.executor()
-		if err != nil {
-			return err
-		}
-		dm, err := d.domain()
-		if err != nil {
-			return err
-		}
-		insp := asynq.NewInspector(d.redisOp)
-		defer insp.Close()
-		d.metrics.WatchQueue(insp, cfg.Queue)
-		start(func() error { return d.triggers(ctx, dm.workflowRuns) })
-		start(func() error {
-			return workers.Serve(ctx, workers.Deps{Logger: log, Redis: d.redisOp, Queue: cfg.Queue, Concurrency: cfg.WorkerConcurrency,
-				ShutdownTimeout: cfg.ShutdownTimeout, Sources: ingester, Runs: runner, Workflows: executor, Poll: cfg.WorkerPoll, Metrics: d.metrics})
-		})
+		d.WatchQueue()
+		start(func() error { return workers.Serve(ctx, w) })
 	}
 	if role == "scheduler" || role == "dev" {
-		relay, err := d.dispatcher()
+		s, err := d.Scheduler()
 		if err != nil {
 			return err
 		}
-		dm, err := d.domain()
-		if err != nil {
-			return err
-		}
-		start(func() error {
-			return jobs.Schedule(ctx, jobs.Deps{Logger: log, Outbox: relay, Sources: d.planner(), Runs: d.runs(dm),
-				Schedules: workflows.NewSchedules(dm.workflowRuns, log.With("component", "schedules")), Metrics: d.metrics})
-		})
+		start(func() error { return jobs.Schedule(ctx, s) })
 	}
 	wg.Wait()
 	close(errs)
@@ -178,8 +152,8 @@ func collect(errs <-chan error) []error {
 
 // serveHTTP serves the API on ln until ctx ends, then stops accepting and lets in-flight
 // requests finish within the shutdown timeout.
-func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
-	deps, err := d.apiDeps()
+func serveHTTP(ctx context.Context, d *app.App, ln net.Listener) error {
+	deps, err := d.API()
 	if err != nil {
 		return err
 	}
@@ -187,7 +161,7 @@ func serveHTTP(ctx context.Context, d *deps, ln net.Listener) error {
 }
 
 // listen serves h on ln until ctx ends, then shuts down gracefully.
-func listen(ctx context.Context, d *deps, ln net.Listener, h http.Handler, name string) error {
+func listen(ctx context.Context, d *app.App, ln net.Listener, h http.Handler, name string) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -198,17 +172,17 @@ func listen(ctx context.Context, d *deps, ln net.Listener, h http.Handler, name 
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	d.log.Info(name+" listening", "addr", ln.Addr().String())
+	d.Log.Info(name+" listening", "addr", ln.Addr().String())
 	select {
 	case err := <-served:
 		return fmt.Errorf("%s: %w", name, err)
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.Cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("%s shutdown: %w", name, err)
 	}
-	d.log.Info(name + " stopped")
+	d.Log.Info(name + " stopped")
 	return nil
 }

@@ -43,6 +43,8 @@ type Providers struct {
 	// Guarded is the SSRF-guarded client, for provider hosts requests name.
 	Guarded *http.Client
 	Timeout time.Duration
+	// Pool keeps the clients of provider hosts and keys that requests and agents name.
+	Pool *provider.Pool
 }
 
 // Model is the model answering in for bot: the request's provider host, else the configured
@@ -56,9 +58,9 @@ func (p Providers) pick(in Input, bot agents.Bot) provider.Model {
 	}
 	switch {
 	case in.ProviderHost != "":
-		return provider.NewOpenAI(provider.Config{BaseURL: in.ProviderHost, APIKey: in.ProviderKey, HTTPClient: p.Guarded, Timeout: p.Timeout})
+		return p.Pool.OpenAI(provider.Config{BaseURL: in.ProviderHost, APIKey: in.ProviderKey, HTTPClient: p.Guarded, Timeout: p.Timeout})
 	case p.BaseURL != "" && key != "":
-		return provider.NewOpenAI(provider.Config{BaseURL: p.BaseURL, APIKey: key, Timeout: p.Timeout})
+		return p.Pool.OpenAI(provider.Config{BaseURL: p.BaseURL, APIKey: key, Timeout: p.Timeout})
 	}
 	return p.Default
 }

@@ -1,0 +1,320 @@
+// Package app is the composition root: it builds the application of one process from its
+// configuration and connections, the domain services once, and what each role (the API, the
+// workers, the scheduler) needs of them. `cmd/agentplane` and the tests build through it, so
+// what a test runs is wired as production is.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/agentplane/agentplane/api"
+	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/jobs"
+	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/adapters/queue"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/kit/config"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/tasks"
+	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/workflows"
+	"github.com/agentplane/agentplane/workers"
+)
+
+// Conns are the connections of a process to its dependencies. Whoever opened them closes them.
+type Conns struct {
+	DB    *mongo.Database
+	Redis *redis.Client
+	// RedisOpt is the Redis of the task queue.
+	RedisOpt asynq.RedisConnOpt
+	NATS     *nats.Conn
+}
+
+// Connect opens every dependency of cfg. Connections are lazy: a dependency that is down makes
+// requests fail with 503 and /readyz report it, it does not stop the process.
+func Connect(cfg config.Config, log *slog.Logger) (Conns, error) {
+	db, err := store.Open(cfg.MongoURI, cfg.MongoDatabase)
+	if err != nil {
+		return Conns{}, err
+	}
+	ropt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return Conns{}, fmt.Errorf("AGENTPLANE_REDIS_URL: %w", err)
+	}
+	aopt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return Conns{}, fmt.Errorf("AGENTPLANE_REDIS_URL: %w", err)
+	}
+	nc, err := events.Connect(cfg.NATSURL, "agentplane-"+cfg.Role, log)
+	if err != nil {
+		return Conns{}, err
+	}
+	return Conns{DB: db, Redis: redis.NewClient(ropt), RedisOpt: aopt, NATS: nc}, nil
+}
+
+// Close closes the connections.
+func (c Conns) Close(ctx context.Context) {
+	c.NATS.Close()
+	_ = c.Redis.Close()
+	_ = c.DB.Client().Disconnect(ctx)
+}
+
+// App is the application of one process.
+type App struct {
+	Cfg     config.Config
+	Log     *slog.Logger
+	Conns   Conns
+	Metrics *metrics.Metrics
+	// RunPoll is how often a follower of an agent run reads it from the store when no progress
+	// message came (1 s).
+	RunPoll time.Duration
+
+	tasks     *asynq.Client
+	inspector *asynq.Inspector
+	// closers close what the roles opened on the way (the dashboard's Redis clients).
+	closers []func() error
+
+	mu     sync.Mutex
+	dom    *Domain            // made once: the roles of a process share its services (and memory's cache)
+	events *outbox.Dispatcher // made once: one writer of events per process
+}
+
+// New returns the application of cfg over conns.
+func New(cfg config.Config, log *slog.Logger, conns Conns) *App {
+	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: metrics.New(), RunPoll: time.Second,
+		tasks: asynq.NewClient(conns.RedisOpt), inspector: asynq.NewInspector(conns.RedisOpt)}
+}
+
+// Close closes what the application opened (not its connections).
+func (a *App) Close() {
+	for _, c := range a.closers {
+		_ = c()
+	}
+	_ = a.tasks.Close()
+	_ = a.inspector.Close()
+}
+
+// Migrate creates indexes and the event stream.
+func (a *App) Migrate(ctx context.Context) error {
+	if err := store.Migrate(ctx, a.Conns.DB); err != nil {
+		return err
+	}
+	return events.EnsureStream(ctx, a.Conns.NATS)
+}
+
+// Tenancy is accounts, projects and keys.
+func (a *App) Tenancy() *tenancy.Service { return tenancy.NewService(store.NewTenancy(a.Conns.DB)) }
+
+// Events publishes domain events as changes commit, and relays the ones left behind; the roles
+// of a process share it.
+func (a *App) Events() (*outbox.Dispatcher, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.eventsLocked()
+}
+
+func (a *App) eventsLocked() (*outbox.Dispatcher, error) {
+	if a.events != nil {
+		return a.events, nil
+	}
+	pub, err := events.NewPublisher(a.Conns.NATS)
+	if err != nil {
+		return nil, err
+	}
+	a.events = outbox.NewDispatcher(pub, store.NewOutbox(a.Conns.DB), a.Log.With("component", "outbox"), a.Metrics.OutboxSetAside)
+	return a.events, nil
+}
+
+// Domain are the services the API, the workers and the scheduler act through.
+type Domain struct {
+	Tenancy      *tenancy.Service
+	Agents       *agents.Service
+	CRM          *crm.Service
+	Calendar     *calendar.Service
+	Memory       *memory.Memory
+	Chats        *chats.Service
+	Sources      *sources.Service
+	Workflows    *workflows.Service
+	WorkflowRuns *workflows.Runs
+	Tools        *agentruns.Toolbox
+	AgentRuns    *agentruns.Service
+	Events       *outbox.Dispatcher
+}
+
+// Domain builds the domain services once and returns them.
+func (a *App) Domain() (Domain, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dom != nil {
+		return *a.dom, nil
+	}
+	ev, err := a.eventsLocked()
+	if err != nil {
+		return Domain{}, err
+	}
+	db := a.Conns.DB
+	mem := memory.New(store.NewMemory(db), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
+	d := Domain{
+		Tenancy:   a.Tenancy(),
+		Agents:    agents.NewService(store.NewAgents(db), ev),
+		CRM:       crm.NewService(store.NewCRM(db), ev, a.Cfg.DefaultCurrency),
+		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
+		Memory:    mem,
+		Chats:     chats.NewService(store.NewChats(db), ev, mem, a.providers(), a.Log),
+		Sources:   sources.NewService(store.NewSources(db), ev, a.Queue(), int(a.Cfg.MaxBodyBytes), a.Log),
+		Workflows: workflows.NewService(store.NewWorkflows(db), ev),
+		Events:    ev,
+	}
+	d.WorkflowRuns = workflows.NewRuns(d.Workflows, store.NewWorkflowRuns(db), a.Queue(), a.Log.With("component", "workflows"))
+	d.Tools = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns})
+	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Tools, a.Queue(), events.NewRunRelay(a.Conns.NATS),
+		a.Log.With("component", "runs"), a.RunPoll)
+	a.dom = &d
+	return d, nil
+}
+
+// API is everything the HTTP API needs.
+func (a *App) API() (api.Deps, error) {
+	d, err := a.Domain()
+	if err != nil {
+		return api.Deps{}, err
+	}
+	return api.Deps{
+		Logger:        a.Log,
+		Tenancy:       d.Tenancy,
+		Agents:        d.Agents,
+		CRM:           d.CRM,
+		Calendar:      d.Calendar,
+		Workflows:     d.Workflows,
+		WorkflowRuns:  d.WorkflowRuns,
+		Sources:       d.Sources,
+		Memory:        d.Memory,
+		Chats:         d.Chats,
+		Runs:          d.AgentRuns,
+		Metrics:       a.Metrics,
+		RunWait:       a.Cfg.RunWait,
+		Redis:         a.Conns.Redis,
+		Checks:        a.Checks(),
+		AdminToken:    a.Cfg.AdminToken,
+		MaxBodyBytes:  a.Cfg.MaxBodyBytes,
+		BodyTimeout:   a.Cfg.BodyTimeout,
+		RateLimit:     a.Cfg.RateLimit,
+		AccountBudget: a.Cfg.AccountBudget,
+		Queues:        a.dashboard(),
+	}, nil
+}
+
+// Checks are the readiness checks of the process's dependencies.
+func (a *App) Checks() []api.Check {
+	return []api.Check{
+		{Name: "mongodb", Ping: func(ctx context.Context) error { return store.Ping(ctx, a.Conns.DB) }},
+		{Name: "redis", Ping: func(ctx context.Context) error { return a.Conns.Redis.Ping(ctx).Err() }},
+		{Name: "nats", Ping: func(ctx context.Context) error { return events.Ping(ctx, a.Conns.NATS) }},
+	}
+}
+
+// dashboard is asynqmon, the queue dashboard, read-only and showing task payloads redacted;
+// none without an admin token to guard it.
+func (a *App) dashboard() http.Handler {
+	if a.Cfg.AdminToken == "" {
+		return nil
+	}
+	redacted := asynqmon.PayloadFormatterFunc(func(_ string, payload []byte) string { return tasks.Redacted(payload) })
+	h := asynqmon.New(asynqmon.Options{RootPath: api.QueuesPath, RedisConnOpt: a.Conns.RedisOpt, ReadOnly: true,
+		PayloadFormatter: redacted, ResultFormatter: asynqmon.ResultFormatterFunc(func(_ string, result []byte) string { return tasks.Redacted(result) })})
+	a.closers = append(a.closers, h.Close)
+	return h
+}
+
+// Worker is everything the worker role needs: the task handlers' services and the workflow
+// triggers.
+func (a *App) Worker() (workers.Deps, error) {
+	d, err := a.Domain()
+	if err != nil {
+		return workers.Deps{}, err
+	}
+	fetch := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: a.Cfg.FetchTimeout, MaxBytes: a.Cfg.FetchMaxBytes})
+	// Webhooks go through the SSRF guard and follow no redirect.
+	hooks := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: time.Minute, MaxBytes: 1 << 20, MaxRedirects: -1})
+	return workers.Deps{
+		Logger:          a.Log,
+		Redis:           a.Conns.RedisOpt,
+		Queue:           a.Cfg.Queue,
+		Concurrency:     a.Cfg.WorkerConcurrency,
+		ShutdownTimeout: a.Cfg.ShutdownTimeout,
+		Poll:            a.Cfg.WorkerPoll,
+		Metrics:         a.Metrics,
+		Sources: sources.NewIngester(store.NewSources(a.Conns.DB), d.Events, fetch, a.embedder(), a.Cfg.CrawlMaxPages,
+			a.Log.With("component", "ingest"), a.Metrics.Ingested),
+		Runs: agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Tools, events.NewRunRelay(a.Conns.NATS),
+			a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle),
+		Workflows: workflows.NewExecutor(store.NewWorkflowRuns(a.Conns.DB), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
+			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows")),
+		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
+	}, nil
+}
+
+// Scheduler is everything the scheduler role needs.
+func (a *App) Scheduler() (jobs.Deps, error) {
+	d, err := a.Domain()
+	if err != nil {
+		return jobs.Deps{}, err
+	}
+	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics,
+		Sources:   sources.NewPlanner(store.NewSources(a.Conns.DB), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
+		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules"))}, nil
+}
+
+// Queue is the task queue of the process.
+func (a *App) Queue() *queue.Queue { return queue.New(a.tasks, a.inspector, a.Cfg.Queue) }
+
+// embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
+// operator configures it, so it is called directly, not through the guarded client.
+func (a *App) embedder() memory.Embedder {
+	if a.Cfg.EmbeddingURL == "" {
+		return nil
+	}
+	return memory.NewEmbedder(a.Cfg.EmbeddingURL, a.Cfg.EmbeddingKey, a.Cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
+}
+
+// providerClients is how many clients of provider hosts and keys that requests and agents name
+// a process keeps for reuse.
+const providerClients = 256
+
+// providers are the model providers chats use: the configured one (or the offline model), and
+// for hosts requests name, clients through the SSRF guard. Streams may run long: the guard's
+// own time limit is the provider timeout's business here.
+func (a *App) providers() chats.Providers {
+	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: 30 * time.Minute, MaxBytes: 64 << 20}).HTTPClient()
+	guarded.Transport = a.Metrics.Provider(guarded.Transport)
+	p := chats.Providers{Default: provider.NewOffline(), BaseURL: a.Cfg.ProviderURL, Guarded: guarded, Timeout: a.Cfg.ProviderTimeout,
+		Pool: provider.NewPool(providerClients)}
+	if a.Cfg.ProviderURL != "" {
+		p.Default = provider.NewOpenAI(provider.Config{BaseURL: a.Cfg.ProviderURL, APIKey: a.Cfg.ProviderKey, Timeout: a.Cfg.ProviderTimeout,
+			HTTPClient: &http.Client{Transport: a.Metrics.Provider(nil)}})
+	}
+	return p
+}
+
+// WatchQueue reports the depth of the process's queue in its metrics.
+func (a *App) WatchQueue() { a.Metrics.WatchQueue(a.inspector, a.Cfg.Queue) }

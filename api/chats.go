@@ -48,10 +48,17 @@ func (s *server) chat(c *gin.Context) {
 		defer stream.close()
 		sink = stream
 	}
-	out, err := s.runs.Chat(ctx, req.ProjectID, bot, asker, req.Input, sink)
+	out, err := s.chats.Chat(ctx, req.ProjectID, bot, asker, req.Input, sink)
+	if err == nil && out.RunID != "" {
+		e, err := s.runs.Get(ctx, req.ProjectID, bot.ID, out.RunID)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		s.follow(c, e, 0, stream)
+		return
+	}
 	switch {
-	case err == nil && out.Run != nil:
-		s.follow(c, *out.Run, 0, stream)
 	case err == nil && stream == nil:
 		c.JSON(200, gin.H{"chat": out.Reply})
 	case err == nil:

@@ -61,18 +61,19 @@ func BenchmarkAgentRun(b *testing.B) {
 
 	var seq atomic.Int64
 	// start starts a run of a new message (which tells its provider requests apart) and returns
-	// it with the message and the time agentruns.Service.Chat returned (after the enqueue).
+	// it with the message and the time chats.Service.Chat returned (after the enqueue).
 	start := func() (agentruns.Execution, string, time.Time, error) {
 		msg := fmt.Sprintf("Which deals are open? (run %d)", seq.Add(1))
-		out, err := bb.runs.Chat(ctx, bb.project.ID, bot, asker, chats.Input{Message: &msg, ReasoningMode: "agent"}, nil)
+		out, err := bb.chats.Chat(ctx, bb.project.ID, bot, asker, chats.Input{Message: &msg, ReasoningMode: "agent"}, nil)
 		enqueued := time.Now()
 		if err != nil {
 			return agentruns.Execution{}, "", time.Time{}, err
 		}
-		if out.Run == nil {
+		if out.RunID == "" {
 			return agentruns.Execution{}, "", time.Time{}, fmt.Errorf("answered without a run: %+v", out.Reply)
 		}
-		return *out.Run, msg, enqueued, nil
+		e, err := bb.runs.Get(ctx, bb.project.ID, bot.ID, out.RunID)
+		return e, msg, enqueued, err
 	}
 	// finish waits for the run's answer.
 	finish := func(e agentruns.Execution) error {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
@@ -37,69 +37,11 @@ func NewService(repo Repo, cs *chats.Service, tools *Toolbox, queue tasks.Queue,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
-// Outcome is how a chat message is answered: a reply made at once, or a run to follow.
-type Outcome struct {
-	Reply *chats.Reply
-	Run   *Execution
-}
+var _ chats.AgentRuns = (*Service)(nil)
 
-// Chat answers a chat message: it stores the user's message, then answers by the chat's proposed
-// plan when it has one (accepted: a run carries it out; rejected: dropped; else revised), by
-// chat_mode (the request's, else the chat's default; plan: a plan is proposed; edit: the text is
-// edited), else by reasoning mode (agent: a run; standard: one retrieval and one model call). Replies made at once stream to sink when
-// there is one, after sink.Stored.
-func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, asker chats.Asker, in chats.Input, sink chats.Sink) (Outcome, error) {
-	chatMode := strings.TrimSpace(in.ChatMode) != ""
-	if err := in.Validate(); err != nil {
-		return Outcome{}, err
-	}
-	mode := Mode(in)
-	if in.ChatMode != "ask" {
-		mode = Standard
-	}
-	t, err := s.chats.Begin(ctx, projectID, bot, asker, in, mode)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !chatMode && t.Chat.Mode != "" && t.Chat.Mode != in.ChatMode {
-		// The chat's default mode (PUT /v1/bot/chat/mode) applies to messages that name none.
-		in.ChatMode, t.Input.ChatMode = t.Chat.Mode, t.Chat.Mode
-		if in.ChatMode != "ask" {
-			mode = Standard
-		}
-	}
-	if t.Verdict == chats.Accept || (t.Verdict == "" && mode == Agent) {
-		var plan chats.Plan
-		if t.Verdict == chats.Accept {
-			if plan, err = s.chats.Accepted(ctx, t); err != nil {
-				return Outcome{}, err
-			}
-		}
-		e, err := s.StartTurn(ctx, t, in.ProviderKey, plan)
-		return Outcome{Run: &e}, err
-	}
-	if sink != nil {
-		if err := sink.Stored(t.User); err != nil {
-			return Outcome{}, err
-		}
-	}
-	var r chats.Reply
-	switch {
-	case t.Verdict == chats.Reject:
-		r, err = s.chats.Drop(ctx, t)
-	case t.Verdict == chats.Revise || in.ChatMode == "plan":
-		r, err = s.chats.Propose(ctx, t, s.tools.Offer(), sink)
-	case in.ChatMode == "edit":
-		r, err = s.chats.Edit(ctx, t, sink)
-	default:
-		r, err = s.chats.Answer(ctx, t, sink)
-	}
-	return Outcome{Reply: &r}, err
-}
-
-// StartTurn stores a new execution for the turn t (carrying out plan, when it has steps) and
-// queues the run. The execution's log begins with the stored message.
-func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (Execution, error) {
+// Start stores a new execution for the turn t (carrying out plan, when it has steps) and queues
+// the run; it returns the execution's id. The execution's log begins with the stored message.
+func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (string, error) {
 	now := s.now()
 	id := ids.New()
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
@@ -111,10 +53,13 @@ func (s *Service) StartTurn(ctx context.Context, t chats.Turn, providerKey strin
 		Request: req, User: t.User, Status: StatusQueued, Cycles: []Cycle{},
 		Log: []Entry{{Seq: 1, Event: EventStored, Data: string(stored)}}, Started: t.Started, CreatedAt: now, UpdatedAt: now}
 	if err := s.repo.Insert(ctx, e); err != nil {
-		return Execution{}, err
+		return "", err
 	}
-	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
+	return e.ID, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
 }
+
+// Tools are the tools runs may use.
+func (s *Service) Tools() []provider.Tool { return s.tools.Offer() }
 
 func requestOf(in chats.Input) Request {
 	r := Request{Message: strings.TrimSpace(*in.Message), Model: in.Model, Instruction: in.Instruction, SourceIDs: in.SourceIDs,
@@ -366,48 +311,38 @@ func (tb *Toolbox) reply(e Execution, answer *chats.Message) chats.Reply {
 			executed = append(executed, map[string]any{"name": c.Action, "cycle": c.Cycle, "input": c.ActionInput, "success": c.ActionSuccess})
 		}
 	}
-	found := passages(e.Cycles)
-	r := chats.Reply{ChatID: e.ChatID, User: e.User, Preference: e.User.Preference, ConfigUsed: e.User.Preference,
-		Meta: []memory.Ref{}, Sources: []memory.Ref{}, Usage: chats.UsageOf(e.Usage.provider(), "agent", e.User.Seq),
-		AnalyticsID: chats.AnalyticsID(e.UpdatedAt), ActualTimeMS: time.Since(e.Started).Milliseconds(),
-		AvailableTools: len(tb.tools), TotalSteps: len(e.Cycles), TotalCycles: len(e.Cycles), Type: "agent",
-		OriginalQuery: e.User.Content, Context: chats.PassageContext(found), ExecutionID: e.ID,
-		ExecutedTools: executed, ReasoningSteps: cycles, Reasoning: cycles, ReasoningCycles: cycles}
-	if answer != nil {
-		r.Reply, r.FinalAnswer, r.Agent = answer.Content, answer.Content, *answer
-		r.Meta, r.Sources = answer.Sources, answer.Sources
-		r.Preference.Model, r.ConfigUsed.Model = answer.Model, answer.Model
-		r.Usage.ConversationCount = answer.Seq
-		r.IsComplete, r.Converged = true, !e.Capped
-		r.StepInfo = fmt.Sprintf("Answered after %d cycles and %d model calls.", len(e.Cycles), e.Calls)
+	a := chats.Answered{Kind: "agent", Usage: chats.UsageOf(e.Usage.provider(), "agent", e.User.Seq), Context: chats.PassageContext(passages(e.Cycles)),
+		Steps: len(e.Cycles), Cycles: len(e.Cycles), Reasoning: cycles, Executed: executed, Tools: len(tb.tools), ExecutionID: e.ID,
+		Capped: e.Capped, At: e.UpdatedAt}
+	switch p := e.Pending; {
+	case answer != nil:
+		a.Agent, a.Done, a.Sources = *answer, true, answer.Sources
+		a.Usage.ConversationCount = answer.Seq
+		a.StepInfo = fmt.Sprintf("Answered after %d cycles and %d model calls.", len(e.Cycles), e.Calls)
 		if len(e.Plan) > 0 {
-			r.TotalSteps = len(e.Plan)
-			r.StepInfo = fmt.Sprintf("Carried out the plan's %d steps in %d model calls.", len(e.Plan), e.Calls)
+			a.Steps = len(e.Plan)
+			a.StepInfo = fmt.Sprintf("Carried out the plan's %d steps in %d model calls.", len(e.Plan), e.Calls)
 		}
-		return r
-	}
-	r.HasMoreSteps = true
-	r.Agent = chats.Message{ChatID: e.ChatID, Role: chats.RoleAgent, Model: e.User.Model, Complexity: e.User.Complexity,
-		ReasoningType: "agent", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Channel: "api", CreditUsed: fmt.Sprint(e.Calls),
-		Reasoning: map[string]any{"executionId": e.ID}, Preference: e.User.Preference, Sources: []memory.Ref{},
-		IsToolExecuting: true, CreatedAt: e.UpdatedAt, UpdatedAt: e.UpdatedAt}
-	if p := e.Pending; p != nil && !p.Decided && e.Status == StatusApproval {
+		return chats.NewReply(e.ChatID, e.User, e.Started, a)
+	case p != nil && !p.Decided && e.Status == StatusApproval:
 		var params map[string]any
 		_ = json.Unmarshal([]byte(p.Arguments), &params)
 		desc := ""
 		if t, ok := tb.Lookup(p.Tool); ok {
 			desc = t.Description
 		}
-		r.RequiresApprove = true
-		r.Tool = &chats.Tool{Name: p.Tool, Description: desc, ServerLabel: "agentplane", Reasoning: p.Thought, Parameters: params}
-		r.StepInfo = fmt.Sprintf("Cycle %d waits for approval to run %s.", p.Cycle, p.Tool)
-		return r
+		a.Tool = &chats.Tool{Name: p.Tool, Description: desc, ServerLabel: "agentplane", Reasoning: p.Thought, Parameters: params}
+		a.StepInfo = fmt.Sprintf("Cycle %d waits for approval to run %s.", p.Cycle, p.Tool)
+	case len(e.Plan) > 0:
+		a.StepInfo = e.stepInfo()
+	default:
+		a.StepInfo = fmt.Sprintf("Running: %d cycles done.", len(e.Cycles))
 	}
-	r.StepInfo = fmt.Sprintf("Running: %d cycles done.", len(e.Cycles))
-	if len(e.Plan) > 0 {
-		r.StepInfo = e.stepInfo()
-	}
-	return r
+	a.Agent = chats.Message{ChatID: e.ChatID, Role: chats.RoleAgent, Model: e.User.Model, Complexity: e.User.Complexity,
+		ReasoningType: "agent", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Channel: "api", CreditUsed: fmt.Sprint(e.Calls),
+		Reasoning: map[string]any{"executionId": e.ID}, Preference: e.User.Preference, Sources: []memory.Ref{},
+		IsToolExecuting: true, CreatedAt: e.UpdatedAt, UpdatedAt: e.UpdatedAt}
+	return chats.NewReply(e.ChatID, e.User, e.Started, a)
 }
 
 // stepInfo says which step of its plan the run is carrying out.

@@ -138,10 +138,8 @@ func (s *Service) say(ctx context.Context, t Turn, kind, text string) (Reply, er
 	if err := s.Append(ctx, t.ProjectID, t.Bot, t.Chat, &agent); err != nil {
 		return Reply{}, err
 	}
-	return Reply{ChatID: t.Chat.UUID, Reply: text, User: t.User, Agent: agent, Preference: t.User.Preference, ConfigUsed: t.User.Preference,
-		Meta: []memory.Ref{}, Sources: []memory.Ref{}, AnalyticsID: AnalyticsID(agent.CreatedAt), Usage: UsageOf(provider.Usage{}, t.User.ReasoningType, agent.Seq),
-		ActualTimeMS: time.Since(t.Started).Milliseconds(), Type: kind, OriginalQuery: t.Question(), FinalAnswer: text,
-		IsComplete: true, Converged: true, ExecutedTools: []any{}, ReasoningSteps: []any{}, Reasoning: []any{}, ReasoningCycles: []any{}}, nil
+	return NewReply(t.Chat.UUID, t.User, t.Started, Answered{Agent: agent, Done: true, Kind: kind,
+		Usage: UsageOf(provider.Usage{}, t.User.ReasoningType, agent.Seq), At: agent.CreatedAt}), nil
 }
 
 // Edit answers a turn of chat_mode edit: the text to edit is the first fenced block (```) of the

@@ -71,6 +71,7 @@ type Service struct {
 	events    *outbox.Dispatcher
 	memory    *memory.Memory
 	providers Providers
+	runs      AgentRuns
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -230,7 +231,7 @@ type pass struct {
 // and stores the agent's message. When ctx ends while the model streams (the client went
 // away), what was generated is stored marked interrupted.
 func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply, error) {
-	bot, chat, question := t.Bot, t.Chat, t.Question()
+	bot, chat := t.Bot, t.Chat
 	model := s.Model(t.Input, bot)
 	called := time.Now()
 	var res provider.Reply
@@ -268,13 +269,8 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 	if err := s.Append(ctx, t.ProjectID, bot, chat, &agent); err != nil {
 		return Reply{}, err
 	}
-	r := Reply{
-		ChatID: chat.UUID, Reply: content, User: t.User, Agent: agent, Preference: pref, ConfigUsed: pref,
-		Meta: cited, Sources: cited, AnalyticsID: AnalyticsID(agent.CreatedAt), Usage: UsageOf(res.Usage, pref.ReasoningType, agent.Seq),
-		ActualTimeMS: time.Since(t.Started).Milliseconds(), TotalSteps: 1, Type: p.kind, OriginalQuery: question,
-		Context: PassageContext(p.passages), FinalAnswer: content, IsComplete: true, Converged: true,
-		ExecutedTools: []any{}, ReasoningSteps: []any{}, Reasoning: []any{}, ReasoningCycles: []any{},
-	}
+	r := NewReply(chat.UUID, t.User, t.Started, Answered{Agent: agent, Done: true, Kind: p.kind, Steps: 1,
+		Usage: UsageOf(res.Usage, pref.ReasoningType, agent.Seq), Sources: cited, Context: PassageContext(p.passages), At: agent.CreatedAt})
 	if p.after != nil {
 		p.after(&r)
 	}

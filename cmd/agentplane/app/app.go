@@ -189,6 +189,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Tools = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Tools, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
+	d.Chats.UseAgentRuns(d.AgentRuns)
 	a.dom = &d
 	return d, nil
 }

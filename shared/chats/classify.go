@@ -1,16 +1,14 @@
-package agentruns
+package chats
 
 import (
 	"regexp"
 	"strings"
-
-	"github.com/agentplane/agentplane/shared/chats"
 )
 
 // Reasoning types a request is answered with.
 const (
-	Standard = "standard"
-	Agent    = "agent"
+	ModeStandard = "standard"
+	ModeAgent    = "agent"
 )
 
 var (
@@ -24,17 +22,17 @@ var (
 // choice: agent when the message asks about deals, meetings, the calendar or workflows (what
 // tools serve), or asks for several steps ("first ... then", "and then", "compare",
 // "research"), or asks three or more questions; standard otherwise (greetings, one question).
-func Mode(in chats.Input) string {
+func Mode(in Input) string {
 	switch in.ReasoningMode {
-	case Standard, Agent:
+	case ModeStandard, ModeAgent:
 		return in.ReasoningMode
 	}
 	if in.Message == nil {
-		return Standard
+		return ModeStandard
 	}
 	msg := *in.Message
 	if acting.MatchString(msg) || stepwise.MatchString(msg) || strings.Count(msg, "?") >= 3 {
-		return Agent
+		return ModeAgent
 	}
-	return Standard
+	return ModeStandard
 }

@@ -1,32 +1,6 @@
 package agentruns
 
-import (
-	"testing"
-
-	"github.com/agentplane/agentplane/shared/chats"
-)
-
-func TestMode(t *testing.T) {
-	for _, tt := range []struct {
-		mode, message, want string
-	}{
-		{"auto", "hello there", Standard},
-		{"auto", "What is your refund policy?", Standard},
-		{"auto", "Which deals are open?", Agent},
-		{"auto", "Book a meeting with Ana next Tuesday", Agent},
-		{"auto", "Is the calendar free on Friday?", Agent},
-		{"auto", "First read the docs, then summarise them", Agent},
-		{"auto", "Compare the two plans", Agent},
-		{"auto", "Who? What? When?", Agent},
-		{"standard", "Which deals are open?", Standard},
-		{"agent", "hello", Agent},
-	} {
-		msg := tt.message
-		if got := Mode(chats.Input{ReasoningMode: tt.mode, Message: &msg}); got != tt.want {
-			t.Errorf("Mode(%s, %q) = %s, want %s", tt.mode, tt.message, got, tt.want)
-		}
-	}
-}
+import "testing"
 
 func TestParseText(t *testing.T) {
 	for _, tt := range []struct {

@@ -84,7 +84,7 @@ func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *ss
 			fail(c, err)
 			return
 		}
-		reply, err := s.runs.Reply(e)
+		reply, err := s.runs.Reply(c, e)
 		if err != nil {
 			fail(c, err)
 			return

@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/config"
+	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tenancy"
@@ -71,6 +72,8 @@ type options struct {
 	heartbeat   time.Duration
 	runWait     time.Duration
 	logs        io.Writer
+	// refusePrivate refuses loopback and private addresses to outbound requests, as production does.
+	refusePrivate bool
 }
 
 type option func(*options)
@@ -94,6 +97,10 @@ func withRunWait(d time.Duration) option { return func(o *options) { o.runWait =
 // withEmbeddings ranks memory with the vectors of the OpenAI-compatible embeddings endpoint at
 // baseURL too.
 func withEmbeddings(baseURL string) option { return func(o *options) { o.embeddings = baseURL } }
+
+// withPrivateRefused refuses loopback and private addresses to the server's outbound requests,
+// as production's SSRF guard does.
+func withPrivateRefused() option { return func(o *options) { o.refusePrivate = true } }
 
 // withLogs writes the log of the server, its services and its workers to w.
 func withLogs(w io.Writer) option { return func(o *options) { o.logs = w } }
@@ -133,7 +140,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	}
 	deps.Heartbeat, deps.BudgetWait = o.heartbeat, time.Second
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), app: a, tenancy: d.Tenancy, db: db, outbox: d.Events, memory: d.Memory,
-		chats: d.Chats, agents: d.Agents, tools: d.Tools, runs: d.AgentRuns, deals: d.CRM, flows: d.WorkflowRuns,
+		chats: d.Chats, agents: d.Agents, tools: d.Toolbox, runs: d.AgentRuns, deals: d.CRM, flows: d.WorkflowRuns,
 		nats: o.nats, queue: cfg.Queue, log: log}
 	b.key, b.project = b.newTenant(t)
 	return b
@@ -152,7 +159,7 @@ func testConfig(o options) config.Config {
 		RateLimit:         o.rateLimit,
 		AccountBudget:     o.budget,
 		RunWait:           o.runWait,
-		AllowPrivate:      true,
+		AllowPrivate:      !o.refusePrivate,
 		ProviderURL:       o.provider,
 		ProviderTimeout:   2 * time.Second,
 		EmbeddingURL:      o.embeddings,
@@ -165,8 +172,12 @@ func testConfig(o options) config.Config {
 		RunLease:          3 * time.Second,
 		FetchTimeout:      2 * time.Second,
 		CrawlMaxPages:     20,
+		SecretsKey:        testSecretsKey,
 	}
 }
+
+// testSecretsKey seals tools' credentials in tests.
+var testSecretsKey, _ = secrets.ParseKey(secrets.NewKey())
 
 // waitABit paces a loop that polls for something to happen.
 func waitABit() { time.Sleep(50 * time.Millisecond) }

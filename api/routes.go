@@ -74,6 +74,16 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
 	v1.POST("/bot/search", handle(s.searchMemory))
 
+	v1.GET("/bot/tool", handle(s.listTools))
+	v1.POST("/bot/tool", handle(s.createTool))
+	v1.GET("/bot/tool/:tool_id", handle(s.readTool))
+	v1.PUT("/bot/tool/:tool_id", handle(s.updateTool))
+	v1.DELETE("/bot/tool/:tool_id", handle(s.deleteTool))
+	v1.PUT("/bot/tool/:tool_id/configure", handle(s.configureTool))
+	v1.POST("/bot/tool/:tool_id/refresh", handle(s.refreshTool))
+	v1.POST("/bot/tool/:tool_id/toggle", handle(s.toggleTool))
+	v1.POST("/bot/tool/:tool_id/test", handle(s.testTool))
+
 	v1.POST("/bot/chat", s.chat)
 	v1.POST("/bot/chat/execute-tool", s.executeTool)
 	v1.GET("/bot/chat/stream", s.chatStream)

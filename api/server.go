@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -44,6 +45,8 @@ type Deps struct {
 	Memory    *memory.Memory
 	Chats     *chats.Service
 	Runs      *agentruns.Service
+	// Tools are agents' own tools (MCP servers).
+	Tools *tools.Service
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
 	// RunWait bounds how long a non-streamed agent run is waited for.
@@ -84,6 +87,7 @@ type server struct {
 	memory       *memory.Memory
 	chats        *chats.Service
 	runs         *agentruns.Service
+	tools        *tools.Service
 	workflowRuns *workflows.Runs
 	runWait      time.Duration
 	heartbeat    time.Duration
@@ -121,6 +125,7 @@ func NewServer(d Deps) http.Handler {
 		memory:       d.Memory,
 		chats:        d.Chats,
 		runs:         d.Runs,
+		tools:        d.Tools,
 		workflowRuns: d.WorkflowRuns,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,

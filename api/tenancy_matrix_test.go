@@ -32,7 +32,7 @@ type matrixFixture struct {
 	key, project, bot                                                         string
 	keyID, source, chat, message, deal, contact, contactName, pipeline, stage string
 	// defaultPipeline is the project's default pipeline, where a new deal goes.
-	defaultPipeline, workflow, run, execution, pausedChat string
+	defaultPipeline, workflow, run, execution, pausedChat, tool string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -46,7 +46,7 @@ func missingFixture(key string) matrixFixture {
 	return matrixFixture{key: key, project: "no-such-project", bot: "no-such-bot", keyID: "no-such-key",
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
-		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat"}
+		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool"}
 }
 
 // matrixScope is what a route names besides the caller's account.
@@ -113,7 +113,7 @@ func (r matrixRow) label() string {
 func (r matrixRow) request(f matrixFixture) apitest.Request {
 	path := r.path
 	for param, v := range map[string]string{":project_id": f.project, ":key_id": f.keyID, ":deal_id": f.deal,
-		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact} {
+		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":tool_id": f.tool} {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
 	q := url.Values{}
@@ -166,7 +166,7 @@ func qs(kv ...string) string {
 }
 
 // tenancyMatrix is the table: one row (or more) for every route under /v1.
-func tenancyMatrix(hookURL string) []matrixRow {
+func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 	const filters, refused = http.StatusOK, http.StatusUnprocessableEntity
 	q := func(kv func(f matrixFixture) []string) func(f matrixFixture) string {
 		return func(f matrixFixture) string { return qs(kv(f)...) }
@@ -230,6 +230,24 @@ func tenancyMatrix(hookURL string) []matrixRow {
 			body: func(matrixFixture) map[string]any { return map[string]any{"content": "Called back.", "type": "call"} }},
 		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true, last: 2},
+
+		{method: "GET", path: "/v1/bot/tool", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/tool", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return shopTool("Another tool", mcpURL, "") }},
+		{method: "GET", path: "/v1/bot/tool/:tool_id", scope: botScope, in: inQuery, resource: true},
+		{method: "PUT", path: "/v1/bot/tool/:tool_id", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"description": "Changed."} }},
+		{method: "PUT", path: "/v1/bot/tool/:tool_id/configure", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"settings": map[string]any{"timeout_seconds": 10}}
+			}},
+		{method: "POST", path: "/v1/bot/tool/:tool_id/refresh", scope: botScope, in: inBody, resource: true},
+		{method: "POST", path: "/v1/bot/tool/:tool_id/toggle", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"tool_name": "lookup_order", "active": false}
+			}},
+		{method: "POST", path: "/v1/bot/tool/:tool_id/test", scope: botScope, in: inBody, resource: true},
+		{method: "DELETE", path: "/v1/bot/tool/:tool_id", scope: botScope, in: inQuery, resource: true, last: 2},
 
 		{method: "POST", path: "/v1/bot/workflow/create", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any { return matrixWorkflow("Another workflow", hookURL) }},
@@ -333,7 +351,7 @@ func TestTenancyMatrixCoversEveryRoute(t *testing.T) {
 		t.Fatalf("only %d routes under /v1: %v", len(registered), registered)
 	}
 	rows := map[string]bool{}
-	for _, r := range tenancyMatrix("http://hooks.invalid") {
+	for _, r := range tenancyMatrix("http://hooks.invalid", "http://mcp.invalid") {
 		k := r.method + " " + r.path
 		rows[k] = true
 		if !registered[k] {
@@ -361,8 +379,8 @@ type matrixTenant struct {
 
 // matrixEnv makes fixtures over one server.
 type matrixEnv struct {
-	b    *bundle
-	hook string
+	b         *bundle
+	hook, mcp string
 }
 
 func (m matrixEnv) do(t *testing.T, r apitest.Request) map[string]any {
@@ -410,6 +428,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		Body: scoped(matrixWorkflow("Workflow "+tag, m.hook))})["workflow"].(map[string]any)["uuid"].(string)
 	f.run = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/workflow/run", Key: key,
 		Body: scoped(map[string]any{"workflow_id": f.workflow})})["run"].(map[string]any)["uuid"].(string)
+	f.tool = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/tool", Key: key,
+		Body: scoped(shopTool("Tool "+tag, m.mcp, ""))})["tool"].(map[string]any)["id"].(string)
 
 	// Wait for the source's ingestion and the run's end, so that the tenant's data stays put.
 	q := "project_id=" + f.project + "&bot_id=" + f.bot
@@ -430,7 +450,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	res.Decode(t, &keys)
 	tn := &matrixTenant{matrixFixture: f}
 	tn.markers = []string{tag, key, secret, project, f.bot, bot["uuid"].(string), f.source, f.chat, f.message,
-		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run}
+		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run, f.tool}
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
@@ -549,8 +569,9 @@ func TestTenancyMatrix(t *testing.T) {
 	b := setup(t, withProvider(fake.URL))
 	b.startWorker(t, workerOptions{})
 	hook := newReceiver(t)
-	m := matrixEnv{b: b, hook: hook.URL}
-	rows := tenancyMatrix(hook.URL)
+	peer := startMCP(t)
+	m := matrixEnv{b: b, hook: hook.URL, mcp: peer.streamable}
+	rows := tenancyMatrix(hook.URL, peer.streamable)
 
 	start := time.Now()
 	fake.Set(providertest.Behavior{Reply: "Fixture reply."})

@@ -39,7 +39,7 @@ var rules = []rule{
 		"domain rules know no queue, web framework or database driver: adapters implement the interfaces they declare"},
 	{"shared/kit", append(drivers, "api", "workers", "jobs", "events", "cmd", "shared/devenv", "shared/adapters",
 		"shared/agents", "shared/agentruns", "shared/calendar", "shared/chats", "shared/crm", "shared/limits", "shared/memory",
-		"shared/outbox", "shared/sources", "shared/tasks", "shared/tenancy", "shared/workflows"),
+		"shared/outbox", "shared/sources", "shared/tasks", "shared/tenancy", "shared/tools", "shared/workflows"),
 		"utilities depend on nothing of the domain"},
 	{"shared/adapters", []string{"api", "workers", "jobs", "events", "cmd", "shared/devenv"}, "adapters serve every role"},
 	{"api", []string{"workers", "jobs", "cmd", "shared/devenv", "shared/adapters/store", "shared/adapters/queue"},

@@ -4,12 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentplane/agentplane/cmd/agentplane/app"
+	"github.com/agentplane/agentplane/shared/kit/secrets"
 )
 
 // devSetup prepares the dev stack for a newcomer: indexes and stream, the dev account, project
@@ -21,6 +26,11 @@ func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr stri
 	setup, err := a.Tenancy().EnsureDev(ctx, a.Cfg.DevAPIKey)
 	if err != nil {
 		return nil, err
+	}
+	if a.Cfg.SecretsKey == nil {
+		if a.Cfg.SecretsKey, err = devSecretsKey(a.Cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	if a.Cfg.AdminToken == "" {
 		b := make([]byte, 24)
@@ -46,6 +56,28 @@ func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr stri
 		fmt.Fprintf(&b, "  try:\n    curl -s %s/v1/projects/%s -H 'Authorization: Bearer %s'\n\n", base, setup.Project.ID, key)
 		_, _ = io.WriteString(stdout, b.String())
 	}, nil
+}
+
+// devSecretsKey is the key dev seals tools' credentials with: kept in the data dir, made on
+// first start, so that credentials stored in one run open in the next.
+func devSecretsKey(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, "secrets.key")
+	text, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, err
+		}
+		text = []byte(secrets.NewKey())
+		err = os.WriteFile(path, text, 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the secrets key of dev: %w", err)
+	}
+	key, err := secrets.ParseKey(strings.TrimSpace(string(text)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return key, nil
 }
 
 // browsable turns a listen address into one a client can dial (":8080" -> "127.0.0.1:8080").

@@ -141,11 +141,16 @@ type holder struct {
 	turn  chats.Turn
 	model provider.Model
 	in    chats.Input
+	// set is the run's toolbox: the built-in tools and the agent's own.
+	set *Toolbox
 }
 
 func (h *holder) run(ctx context.Context) error {
 	var err error
 	if h.bot, err = h.bots.Get(ctx, h.e.ProjectID, h.e.BotID); err != nil {
+		return err
+	}
+	if h.set, err = h.tools.For(ctx, h.e.ProjectID, h.e.BotID); err != nil {
 		return err
 	}
 	if h.chat, err = h.chats.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ChatID); err != nil {
@@ -277,9 +282,9 @@ func (h *holder) nextStep(ctx context.Context, result string) error {
 // act runs (or holds for approval) the tool call of the next cycle and persists the cycle.
 func (h *holder) act(ctx context.Context, thought string, call provider.ToolCall) error {
 	n := len(h.e.Cycles) + 1
-	tool, ok := h.tools.Lookup(call.Name)
-	if ok && tool.Changes && h.bot.AutoApproveTools != 1 {
-		p := &Pending{Cycle: n, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Thought: thought}
+	tool, ok := h.set.Lookup(call.Name)
+	if ok && tool.asks(h.bot.AutoApproveTools) {
+		p := &Pending{Cycle: n, CallID: call.ID, Tool: call.Name, Label: tool.ServerLabel, Operation: tool.Operation, Arguments: call.Arguments, Thought: thought}
 		h.e.Pending, h.e.Status = p, StatusApproval
 		reply := h.reply(nil)
 		return h.advance(ctx, Change{
@@ -288,25 +293,28 @@ func (h *holder) act(ctx context.Context, thought string, call provider.ToolCall
 		})
 	}
 	c := Cycle{Cycle: n, Thought: thought, Action: call.Name, ActionInput: call.Arguments, CallID: call.ID}
-	if err := h.execute(ctx, &c, ok); err != nil {
+	if err := h.execute(ctx, &c); err != nil {
 		return err
 	}
 	return h.record(ctx, c, nil)
 }
 
-// execute runs the cycle's tool (known says it exists) and fills in what it observed.
-func (h *holder) execute(ctx context.Context, c *Cycle, known bool) error {
+// execute runs the cycle's tool and fills in what it observed. A tool the run does not have (a
+// name the model made up, or an agent tool removed while its call waited for approval) is
+// observed as such.
+func (h *holder) execute(ctx context.Context, c *Cycle) error {
 	c.Sources = []memory.Ref{}
-	if !known {
-		names := make([]string, 0, len(h.tools.Tools()))
-		for _, t := range h.tools.Tools() {
+	tool, ok := h.set.Lookup(c.Action)
+	if !ok {
+		names := make([]string, 0, len(h.set.Tools()))
+		for _, t := range h.set.Tools() {
 			names = append(names, t.Name)
 		}
 		c.Observation = fmt.Sprintf("There is no tool %q. The tools are: %s.", c.Action, strings.Join(names, ", "))
 		return nil
 	}
-	tool, _ := h.tools.Lookup(c.Action)
-	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
+	c.ServerLabel, c.Operation = tool.ServerLabel, tool.Operation
+	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ExecutionID: h.e.ID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
 	res, err := tool.Call(ctx, sc, c.ActionInput, h.e.ID+":"+strconv.Itoa(c.Cycle))
 	switch {
 	case errors.Is(err, errRefused):
@@ -328,7 +336,7 @@ func (h *holder) execute(ctx context.Context, c *Cycle, known bool) error {
 func (h *holder) resolve(ctx context.Context, p Pending) error {
 	c := Cycle{Cycle: p.Cycle, Thought: p.Thought, Action: p.Tool, ActionInput: p.Arguments, CallID: p.CallID, Sources: []memory.Ref{}}
 	if p.Approved {
-		if err := h.execute(ctx, &c, true); err != nil {
+		if err := h.execute(ctx, &c); err != nil {
 			return err
 		}
 	} else {
@@ -411,7 +419,7 @@ func (h *holder) fail(ctx context.Context, err error) error {
 }
 
 // reply is the chat object of the run as it stands, with answer when it has one.
-func (h *holder) reply(answer *chats.Message) chats.Reply { return h.tools.reply(h.e, answer) }
+func (h *holder) reply(answer *chats.Message) chats.Reply { return h.set.reply(h.e, answer) }
 
 // entry is the next log entry of the execution.
 func (h *holder) entry(event string, data any) Entry {
@@ -468,7 +476,7 @@ func (h *holder) request(last bool) provider.Request {
 		sys.WriteString(" You have no more tool calls: answer now with what you found.")
 	}
 	if h.e.TextProtocol {
-		sys.WriteString(textProtocol(h.tools))
+		sys.WriteString(textProtocol(h.set))
 	}
 	msgs := []provider.Message{{Role: provider.RoleSystem, Content: sys.String()}}
 	msgs = append(msgs, chats.History(h.turn.Earlier)...)
@@ -487,7 +495,7 @@ func (h *holder) request(last bool) provider.Request {
 	req := provider.Request{Model: chats.ModelName(h.in, h.bot), MaxTokens: chats.MaxTokens(h.in, h.bot), Messages: msgs,
 		Passages: passages(h.e.Cycles), NoAnswer: h.bot.NoAnswerReply}
 	if !h.e.TextProtocol {
-		req.Tools, req.NoTools = h.tools.Offer(), last
+		req.Tools, req.NoTools = h.set.Offer(), last
 	}
 	return req
 }

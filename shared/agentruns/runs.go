@@ -63,6 +63,10 @@ type Cycle struct {
 	ActionSuccess bool         `json:"actionSuccess" bson:"action_success"`
 	Timestamp     string       `json:"timestamp" bson:"timestamp"`
 	Sources       []memory.Ref `json:"sources" bson:"sources"`
+	// ServerLabel and Operation name the tool called: whose it is (an agent tool's name, or
+	// agentplane) and its own name on its server.
+	ServerLabel string `json:"server_label,omitempty" bson:"server_label,omitempty"`
+	Operation   string `json:"operation,omitempty" bson:"operation,omitempty"`
 	// CallID is the model's id of the tool call.
 	CallID string `json:"-" bson:"call_id"`
 	// Passages are the memory passages the cycle found, numbered after those of earlier cycles.
@@ -71,9 +75,12 @@ type Cycle struct {
 
 // Pending is a tool call that waits for the user's approval.
 type Pending struct {
-	Cycle     int    `bson:"cycle"`
-	CallID    string `bson:"call_id"`
-	Tool      string `bson:"tool"`
+	Cycle  int    `bson:"cycle"`
+	CallID string `bson:"call_id"`
+	Tool   string `bson:"tool"`
+	// Label and Operation are the tool's server label and its own name there.
+	Label     string `bson:"label"`
+	Operation string `bson:"operation"`
 	Arguments string `bson:"arguments"`
 	Thought   string `bson:"thought"`
 	// Decided is set by the approval: Approved, with the Arguments the user may have edited.

@@ -58,8 +58,14 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 	return e.ID, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
 }
 
-// Tools are the tools runs may use.
-func (s *Service) Tools() []provider.Tool { return s.tools.Offer() }
+// Tools are the tools runs of the agent may use.
+func (s *Service) Tools(ctx context.Context, projectID, botID string) ([]provider.Tool, error) {
+	set, err := s.tools.For(ctx, projectID, botID)
+	if err != nil {
+		return nil, err
+	}
+	return set.Offer(), nil
+}
 
 func requestOf(in chats.Input) Request {
 	r := Request{Message: strings.TrimSpace(*in.Message), Model: in.Model, Instruction: in.Instruction, SourceIDs: in.SourceIDs,
@@ -137,7 +143,7 @@ func await(ctx context.Context, notices <-chan Progress, tick <-chan time.Time, 
 
 // Reply is the chat object of the execution as it stands: the answer or the approval it waits
 // for, else the steps so far with hasMoreSteps. A failed run is its error.
-func (s *Service) Reply(e Execution) (chats.Reply, error) {
+func (s *Service) Reply(ctx context.Context, e Execution) (chats.Reply, error) {
 	if last, ok := e.stop(); ok {
 		switch last.Event {
 		case EventDone, EventApproval:
@@ -152,7 +158,11 @@ func (s *Service) Reply(e Execution) (chats.Reply, error) {
 			return chats.Reply{}, FailureOf(last).Err()
 		}
 	}
-	return s.tools.reply(e, nil), nil
+	set, err := s.tools.For(ctx, e.ProjectID, e.BotID)
+	if err != nil {
+		return chats.Reply{}, err
+	}
+	return set.reply(e, nil), nil
 }
 
 // Approval is the user's decision on the tool call a run waits for: by executionId, or, as
@@ -245,7 +255,7 @@ func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approva
 		return Execution{}, notWaiting(e)
 	}
 	if len(a.ToolCalls) > 0 {
-		if name := cmp.Or(a.ToolCalls[0].ToolName, a.ToolCalls[0].Name); name != "" && name != e.Pending.Tool {
+		if name := cmp.Or(a.ToolCalls[0].ToolName, a.ToolCalls[0].Name); name != "" && name != e.Pending.Tool && name != e.Pending.Operation {
 			return Execution{}, apperr.Invalidf("tool_calls[0].tool_name", "the run waits for %s, not %s", e.Pending.Tool, name)
 		}
 	}
@@ -307,8 +317,9 @@ func (tb *Toolbox) reply(e Execution, answer *chats.Message) chats.Reply {
 	cycles, executed := make([]any, len(e.Cycles)), []any{}
 	for i, c := range e.Cycles {
 		cycles[i] = c
-		if _, ok := tb.Lookup(c.Action); ok {
-			executed = append(executed, map[string]any{"name": c.Action, "cycle": c.Cycle, "input": c.ActionInput, "success": c.ActionSuccess})
+		if t, ok := tb.Lookup(c.Action); ok {
+			executed = append(executed, map[string]any{"name": t.Operation, "server_label": t.ServerLabel, "cycle": c.Cycle,
+				"input": c.ActionInput, "success": c.ActionSuccess})
 		}
 	}
 	a := chats.Answered{Kind: "agent", Usage: chats.UsageOf(e.Usage.provider(), "agent", e.User.Seq), Context: chats.PassageContext(passages(e.Cycles)),
@@ -327,11 +338,14 @@ func (tb *Toolbox) reply(e Execution, answer *chats.Message) chats.Reply {
 	case p != nil && !p.Decided && e.Status == StatusApproval:
 		var params map[string]any
 		_ = json.Unmarshal([]byte(p.Arguments), &params)
-		desc := ""
-		if t, ok := tb.Lookup(p.Tool); ok {
-			desc = t.Description
+		tool := chats.Tool{Name: p.Tool, ServerLabel: builtin, Reasoning: p.Thought, Parameters: params}
+		if p.Operation != "" {
+			tool.Name, tool.ServerLabel = p.Operation, p.Label
 		}
-		a.Tool = &chats.Tool{Name: p.Tool, Description: desc, ServerLabel: "agentplane", Reasoning: p.Thought, Parameters: params}
+		if t, ok := tb.Lookup(p.Tool); ok {
+			tool.Description = t.Description
+		}
+		a.Tool = &tool
 		a.StepInfo = fmt.Sprintf("Cycle %d waits for approval to run %s.", p.Cycle, p.Tool)
 	case len(e.Plan) > 0:
 		a.StepInfo = e.stepInfo()

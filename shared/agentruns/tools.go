@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -24,7 +26,9 @@ import (
 type Scope struct {
 	ProjectID string
 	BotID     string
-	Request   Request
+	// ExecutionID is the run's.
+	ExecutionID string
+	Request     Request
 	// Numbered is how many memory passages earlier cycles found: new ones are numbered after.
 	Numbered int
 }
@@ -45,14 +49,37 @@ type Tool struct {
 	// Changes marks tools that change data: approval-gated unless the agent auto-approves, and
 	// run under an idempotency key.
 	Changes bool
-	run     func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
-	schema  *openapi3.Schema
+	// ServerLabel names whose tool it is: the agent tool's name, or agentplane for the built-in
+	// ones; Operation is the tool's own name on its server (Name for the built-in ones).
+	ServerLabel string
+	Operation   string
+	// Approval is the policy of an agent tool's operation (tools.ApprovalAlways, Never or
+	// Auto); the built-in ones have none: Changes decides.
+	Approval string
+	run      func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
+	schema   *openapi3.Schema
 }
 
-// Toolbox holds the tools of agent runs and the services they act through.
+// builtin labels the platform's own tools.
+const builtin = "agentplane"
+
+// asks reports whether calling t waits for the user's approval on an agent of autoApprove.
+func (t *Tool) asks(autoApprove int) bool {
+	switch t.Approval {
+	case tools.ApprovalAlways:
+		return true
+	case tools.ApprovalNever:
+		return false
+	}
+	return t.Changes && autoApprove != 1
+}
+
+// Toolbox holds the tools of agent runs and the services they act through: the built-in ones,
+// and, for one run (For), the operations of its agent's own tools.
 type Toolbox struct {
-	tools  []Tool
-	byName map[string]*Tool
+	tools    []Tool
+	byName   map[string]*Tool
+	external *tools.Service
 }
 
 // Services are what the tools act through.
@@ -62,7 +89,9 @@ type Services struct {
 	Calendar *calendar.Service
 	// Workflows starts workflow runs (run_workflow).
 	Workflows *workflows.Runs
-	Now       func() time.Time
+	// Tools are the agents' own tools (MCP servers); nil offers the built-in ones only.
+	Tools *tools.Service
+	Now   func() time.Time
 }
 
 // maxSlots bounds the slots an availability check lists.
@@ -88,7 +117,7 @@ func NewToolbox(s Services) *Toolbox {
 	for k, v := range dealFields {
 		withID[k] = v
 	}
-	tools := []Tool{
+	builtins := []Tool{
 		{Name: "search_memory", Description: "Searches the agent's memory (its documents, pages and notes) and returns numbered passages to cite like [1].",
 			Parameters: object(map[string]any{"query": str("What to look for."),
 				"top": map[string]any{"type": "integer", "minimum": 1, "maximum": memory.MaxTop}}, "query"),
@@ -114,20 +143,80 @@ func NewToolbox(s Services) *Toolbox {
 				"input": map[string]any{"type": "object", "description": "Values for the workflow."}}, "workflow_id"),
 			run: s.runWorkflow},
 	}
-	tb := &Toolbox{byName: map[string]*Tool{}}
-	for _, t := range tools {
-		raw, _ := json.Marshal(t.Parameters)
-		var sch openapi3.Schema
-		if err := json.Unmarshal(raw, &sch); err != nil {
-			panic(fmt.Sprintf("runs: schema of %s: %v", t.Name, err))
+	for i := range builtins {
+		t := &builtins[i]
+		t.ServerLabel, t.Operation = builtin, t.Name
+		if t.schema = schemaOf(t.Parameters); t.schema == nil {
+			panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
 		}
-		t.schema = &sch
-		tb.tools = append(tb.tools, t)
 	}
+	return newToolbox(builtins, s.Tools)
+}
+
+func newToolbox(list []Tool, external *tools.Service) *Toolbox {
+	tb := &Toolbox{tools: list, byName: map[string]*Tool{}, external: external}
 	for i := range tb.tools {
 		tb.byName[tb.tools[i].Name] = &tb.tools[i]
 	}
 	return tb
+}
+
+// schemaOf is the JSON schema params as the validator reads it; nil when it cannot.
+func schemaOf(params map[string]any) *openapi3.Schema {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil
+	}
+	var sch openapi3.Schema
+	if err := json.Unmarshal(raw, &sch); err != nil {
+		return nil
+	}
+	return &sch
+}
+
+// maxOffered bounds the tools a model is offered (OpenAI takes at most 128).
+const maxOffered = 128
+
+// For is the toolbox of a run of the agent: the built-in tools and the active operations of
+// the agent's own tools, which call the agent's servers (and are checked against their schemas
+// where the validator reads them; the server checks them anyway).
+func (tb *Toolbox) For(ctx context.Context, projectID, botID string) (*Toolbox, error) {
+	if tb.external == nil {
+		return tb, nil
+	}
+	offers, err := tb.external.Offers(ctx, projectID, botID)
+	if err != nil || len(offers) == 0 {
+		return tb, err
+	}
+	list := slices.Clone(tb.tools)
+	for _, o := range offers {
+		if len(list) == maxOffered {
+			break
+		}
+		if _, taken := tb.byName[o.Name]; taken {
+			continue
+		}
+		list = append(list, Tool{Name: o.Name, Description: o.Description, Parameters: o.Schema, Changes: !o.ReadOnly,
+			ServerLabel: o.Label, Operation: o.Operation, Approval: o.Approval, schema: schemaOf(o.Schema), run: tb.invoke(o)})
+	}
+	return newToolbox(list, tb.external), nil
+}
+
+// invoke is the function of an agent tool's operation o: a call of its server, whose own
+// failures and the server's silence are what the model observes.
+func (tb *Toolbox) invoke(o tools.Offer) func(context.Context, Scope, json.RawMessage, string) (Result, error) {
+	return func(ctx context.Context, sc Scope, args json.RawMessage, _ string) (Result, error) {
+		out, err := tb.external.Invoke(ctx, sc.ProjectID, sc.BotID, o, sc.ExecutionID, args)
+		switch {
+		case errors.Is(err, tools.ErrCall):
+			return Result{}, fmt.Errorf("%w: %s", errRefused, strings.TrimPrefix(err.Error(), tools.ErrCall.Error()+": "))
+		case err != nil:
+			return Result{}, err
+		case out.IsError:
+			return Result{}, fmt.Errorf("%w: %s", errRefused, out.Text)
+		}
+		return Result{Observation: out.Text}, nil
+	}
 }
 
 func object(props map[string]any, required ...string) map[string]any {
@@ -174,7 +263,7 @@ func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Resul
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
 		return Result{}, fmt.Errorf("%w: the arguments are not a JSON object: %v", errRefused, err)
 	}
-	if err := t.schema.VisitJSON(args); err != nil {
+	if err := t.validate(args); err != nil {
 		var se *openapi3.SchemaError
 		if errors.As(err, &se) {
 			where := strings.Join(se.JSONPointer(), ".")
@@ -194,6 +283,15 @@ func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Resul
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// validate checks args against t's schema. An agent tool whose schema the validator does not
+// read is not checked here: its server checks its arguments.
+func (t *Tool) validate(args any) error {
+	if t.schema == nil {
+		return nil
+	}
+	return t.schema.VisitJSON(args)
 }
 
 // describe is an error as the model reads it: the message and the problems of each field.

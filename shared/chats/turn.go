@@ -14,8 +14,8 @@ type AgentRuns interface {
 	// returns the run's id. providerKey, the request's own, travels with the run and is never
 	// stored.
 	Start(ctx context.Context, t Turn, providerKey string, plan Plan) (string, error)
-	// Tools are the tools runs may use, as a proposed plan describes them.
-	Tools() []provider.Tool
+	// Tools are the tools runs of the agent may use, as a proposed plan describes them.
+	Tools(ctx context.Context, projectID, botID string) ([]provider.Tool, error)
 }
 
 // UseAgentRuns gives the service the agent runs that carry out the turns it does not answer at
@@ -75,7 +75,10 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	case t.Verdict == Reject:
 		r, err = s.Drop(ctx, t)
 	case t.Verdict == Revise || in.ChatMode == "plan":
-		r, err = s.Propose(ctx, t, s.runs.Tools(), sink)
+		var offered []provider.Tool
+		if offered, err = s.runs.Tools(ctx, t.ProjectID, t.Bot.ID); err == nil {
+			r, err = s.Propose(ctx, t, offered, sink)
+		}
 	case in.ChatMode == "edit":
 		r, err = s.Edit(ctx, t, sink)
 	default:

@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/jobs"
+	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/queue"
@@ -32,11 +33,13 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/config"
+	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
@@ -156,9 +159,11 @@ type Domain struct {
 	Sources      *sources.Service
 	Workflows    *workflows.Service
 	WorkflowRuns *workflows.Runs
-	Tools        *agentruns.Toolbox
-	AgentRuns    *agentruns.Service
-	Events       *outbox.Dispatcher
+	// Toolbox is what agent runs use: the built-in tools and the agents' own (Tools).
+	Toolbox   *agentruns.Toolbox
+	Tools     *tools.Service
+	AgentRuns *agentruns.Service
+	Events    *outbox.Dispatcher
 }
 
 // Domain builds the domain services once and returns them.
@@ -186,12 +191,29 @@ func (a *App) Domain() (Domain, error) {
 		Events:    ev,
 	}
 	d.WorkflowRuns = workflows.NewRuns(d.Workflows, store.NewWorkflowRuns(db), a.Queue(), a.Log.With("component", "workflows"))
-	d.Tools = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns})
-	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Tools, a.Queue(), events.NewRunRelay(a.Conns.NATS),
+	box, err := a.secrets()
+	if err != nil {
+		return Domain{}, err
+	}
+	// Agents' tools reach their users' servers through the guarded client; a call takes at
+	// most its tool's time limit, which the client's own outlasts.
+	mcp := mcpclient.New(safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,
+		MaxBytes: 16 << 20}).HTTPClient())
+	d.Tools = tools.NewService(store.NewTools(db), mcp, box, a.Log.With("component", "tools"))
+	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
+	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
 	a.dom = &d
 	return d, nil
+}
+
+// secrets is the box that seals tools' credentials: empty (sealing refused) without a key.
+func (a *App) secrets() (secrets.Box, error) {
+	if a.Cfg.SecretsKey == nil {
+		return secrets.Box{}, nil
+	}
+	return secrets.New(a.Cfg.SecretsKey)
 }
 
 // API is everything the HTTP API needs.
@@ -212,6 +234,7 @@ func (a *App) API() (api.Deps, error) {
 		Memory:        d.Memory,
 		Chats:         d.Chats,
 		Runs:          d.AgentRuns,
+		Tools:         d.Tools,
 		Metrics:       a.Metrics,
 		RunWait:       a.Cfg.RunWait,
 		Redis:         a.Conns.Redis,
@@ -267,7 +290,7 @@ func (a *App) Worker() (workers.Deps, error) {
 		Metrics:         a.Metrics,
 		Sources: sources.NewIngester(store.NewSources(a.Conns.DB), d.Events, fetch, a.embedder(), a.Cfg.CrawlMaxPages,
 			a.Log.With("component", "ingest"), a.Metrics.Ingested),
-		Runs: agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Tools, events.NewRunRelay(a.Conns.NATS),
+		Runs: agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
 			a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle),
 		Workflows: workflows.NewExecutor(store.NewWorkflowRuns(a.Conns.DB), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
 			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows")),

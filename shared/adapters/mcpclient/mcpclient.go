@@ -11,73 +11,34 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
-// Transports of an MCP server.
-const (
-	Streamable = "streamable"
-	SSE        = "sse"
-)
+// Client talks to MCP servers: it is the tools' connector of type mcp.
+type Client struct{ http *http.Client }
 
-// Server is an MCP server as an agent's tool names it.
-type Server struct {
-	URL string
-	// Transport is Streamable (the default) or SSE.
-	Transport string
-	// Headers go with every request to the server (its credentials, say).
-	Headers map[string]string
-}
+var _ tools.Connector = (*Client)(nil)
 
-// Tool is one tool a server offers.
-type Tool struct {
-	Name        string
-	Description string
-	// InputSchema is the JSON schema of the tool's arguments.
-	InputSchema json.RawMessage
-	// ReadOnly is the server's word that the tool changes nothing.
-	ReadOnly bool
-}
+// New returns a client whose requests go through hc.
+func New(hc *http.Client) *Client { return &Client{http: hc} }
 
-// Result is what a tool answered, as text for the model.
-type Result struct {
-	Text string
-	// IsError is the tool's own report of a failure (the call itself went through).
-	IsError bool
-	// Truncated says Text was cut to the size limit.
-	Truncated bool
-}
-
-// Client talks to MCP servers.
-type Client struct {
-	http      *http.Client
-	timeout   time.Duration
-	maxResult int
-}
-
-// New returns a client whose requests go through hc, each exchange (connect, then list or call)
-// within timeout, with results cut to maxResult bytes.
-func New(hc *http.Client, timeout time.Duration, maxResult int) *Client {
-	return &Client{http: hc, timeout: timeout, maxResult: maxResult}
-}
-
-// Tools lists every tool of the server s.
-func (c *Client) Tools(ctx context.Context, s Server) ([]Tool, error) {
-	var out []Tool
-	err := c.session(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
+// List lists every tool of the server e as an operation.
+func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation, error) {
+	var out []tools.Operation
+	err := c.session(ctx, e, func(ctx context.Context, cs *mcp.ClientSession) error {
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				return err
 			}
-			schema, err := json.Marshal(t.InputSchema)
-			if err != nil {
-				return err
+			var schema map[string]any
+			if raw, err := json.Marshal(t.InputSchema); err == nil {
+				_ = json.Unmarshal(raw, &schema)
 			}
-			out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema,
+			out = append(out, tools.Operation{Name: t.Name, Description: t.Description, InputSchema: schema,
 				ReadOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint})
 		}
 		return nil
@@ -85,34 +46,34 @@ func (c *Client) Tools(ctx context.Context, s Server) ([]Tool, error) {
 	return out, err
 }
 
-// Call calls the tool name of the server s with args (a JSON object).
-func (c *Client) Call(ctx context.Context, s Server, name string, args json.RawMessage) (Result, error) {
-	var res Result
-	err := c.session(ctx, s, func(ctx context.Context, cs *mcp.ClientSession) error {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+// Call calls the tool operation of the server e with args (a JSON object).
+func (c *Client) Call(ctx context.Context, e tools.Endpoint, operation string, args json.RawMessage) (tools.Output, error) {
+	var out tools.Output
+	err := c.session(ctx, e, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: operation, Arguments: args})
 		if err != nil {
 			return err
 		}
-		res = c.result(r)
+		out = output(r, e.MaxBytes)
 		return nil
 	})
-	return res, err
+	return out, err
 }
 
-// session connects to s, runs f on the session and closes it, within the client's time limit.
-func (c *Client) session(ctx context.Context, s Server, f func(context.Context, *mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+// session connects to e, runs f on the session and closes it, within e's time limit.
+func (c *Client) session(ctx context.Context, e tools.Endpoint, f func(context.Context, *mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
 	hc := *c.http
-	hc.Transport = headers{base: hc.Transport, set: s.Headers}
+	hc.Transport = headers{base: hc.Transport, set: e.Headers}
 	var t mcp.Transport
-	switch s.Transport {
-	case "", Streamable:
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
-	case SSE:
-		t = &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: &hc}
+	switch e.Transport {
+	case "", tools.TransportStreamable:
+		t = &mcp.StreamableClientTransport{Endpoint: e.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	case tools.TransportSSE:
+		t = &mcp.SSEClientTransport{Endpoint: e.URL, HTTPClient: &hc}
 	default:
-		return apperr.Invalidf("transport", "must be %s or %s", Streamable, SSE)
+		return apperr.Invalidf("transport", "must be %s or %s", tools.TransportStreamable, tools.TransportSSE)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentplane", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, t, nil)
@@ -146,9 +107,9 @@ func failure(ctx context.Context, err error) error {
 	return &apperr.Error{Kind: apperr.BadGateway, Code: "mcp_unreachable", Message: "The MCP server could not be reached or did not speak MCP.", Err: err}
 }
 
-// result turns a tool's answer into text: its text contents, else its structured content as
-// JSON, cut to the size limit with a note saying so.
-func (c *Client) result(r *mcp.CallToolResult) Result {
+// output turns a tool's answer into text: its text contents, else its structured content as
+// JSON, cut to max bytes with a note saying so.
+func output(r *mcp.CallToolResult, max int) tools.Output {
 	var parts []string
 	for _, content := range r.Content {
 		switch v := content.(type) {
@@ -163,12 +124,13 @@ func (c *Client) result(r *mcp.CallToolResult) Result {
 		raw, _ := json.Marshal(r.StructuredContent)
 		text = string(raw)
 	}
-	res := Result{Text: text, IsError: r.IsError}
-	if len(text) > c.maxResult {
-		res.Text = fmt.Sprintf("%s\n[truncated: the tool answered %d bytes; the first %d are shown]", text[:c.maxResult], len(text), c.maxResult)
-		res.Truncated = true
+	out := tools.Output{Text: text, IsError: r.IsError, Bytes: len(text)}
+	if max > 0 && len(text) > max {
+		cut := strings.ToValidUTF8(text[:max], "")
+		out.Text = fmt.Sprintf("%s\n[truncated: the tool answered %d bytes; the first %d are shown]", cut, len(text), len(cut))
+		out.Truncated = true
 	}
-	return res
+	return out
 }
 
 // headers sets a server's headers on every request.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 type lookupIn struct {
@@ -81,9 +82,12 @@ func startServer(t *testing.T) *mcpServer {
 	return m
 }
 
-func client(allowPrivate bool, timeout time.Duration) *mcpclient.Client {
-	hc := safehttp.New(safehttp.Options{AllowPrivate: allowPrivate, Timeout: time.Minute}).HTTPClient()
-	return mcpclient.New(hc, timeout, 1000)
+func client(allowPrivate bool) *mcpclient.Client {
+	return mcpclient.New(safehttp.New(safehttp.Options{AllowPrivate: allowPrivate, Timeout: time.Minute}).HTTPClient())
+}
+
+func endpoint(url, transport string, headers map[string]string, timeout time.Duration) tools.Endpoint {
+	return tools.Endpoint{URL: url, Transport: transport, Headers: headers, Timeout: timeout, MaxBytes: 1000}
 }
 
 // Over both transports, the client lists the server's tools with their schemas and whether they
@@ -91,32 +95,29 @@ func client(allowPrivate bool, timeout time.Duration) *mcpclient.Client {
 // as results.
 func TestToolsAndCalls(t *testing.T) {
 	m := startServer(t)
-	c := client(true, 10*time.Second)
+	c := client(true)
 	headers := map[string]string{"Authorization": "Bearer shop-secret"}
-	for _, s := range []mcpclient.Server{
-		{URL: m.streamable, Headers: headers},
-		{URL: m.streamable, Transport: mcpclient.Streamable, Headers: headers},
-		{URL: m.sse, Transport: mcpclient.SSE, Headers: headers},
+	for _, s := range []tools.Endpoint{
+		endpoint(m.streamable, "", headers, 10*time.Second),
+		endpoint(m.streamable, tools.TransportStreamable, headers, 10*time.Second),
+		endpoint(m.sse, tools.TransportSSE, headers, 10*time.Second),
 	} {
 		t.Run(s.Transport, func(t *testing.T) {
 			ctx := context.Background()
-			tools, err := c.Tools(ctx, s)
+			ops, err := c.List(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			byName := map[string]mcpclient.Tool{}
-			for _, tool := range tools {
-				byName[tool.Name] = tool
+			byName := map[string]tools.Operation{}
+			for _, op := range ops {
+				byName[op.Name] = op
 			}
 			lookup, refund := byName["lookup_order"], byName["refund"]
-			if len(tools) != 4 || !lookup.ReadOnly || refund.ReadOnly || lookup.Description != "Find a customer's last order." {
-				t.Fatalf("tools %+v", tools)
+			if len(ops) != 4 || !lookup.ReadOnly || refund.ReadOnly || lookup.Description != "Find a customer's last order." {
+				t.Fatalf("operations %+v", ops)
 			}
-			var schema struct {
-				Properties map[string]json.RawMessage
-			}
-			if err := json.Unmarshal(lookup.InputSchema, &schema); err != nil || schema.Properties["customer"] == nil {
-				t.Fatalf("lookup's schema %s (%v)", lookup.InputSchema, err)
+			if props, _ := lookup.InputSchema["properties"].(map[string]any); props["customer"] == nil {
+				t.Fatalf("lookup's schema %v", lookup.InputSchema)
 			}
 
 			res, err := c.Call(ctx, s, "lookup_order", json.RawMessage(`{"customer":"Ada"}`))
@@ -148,21 +149,21 @@ func TestFailures(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		client *mcpclient.Client
-		server mcpclient.Server
+		server tools.Endpoint
 		call   string
 		code   string
 	}{
-		{"PrivateAddressRefused", client(false, 10*time.Second), mcpclient.Server{URL: m.streamable}, "", "mcp_unreachable"},
-		{"NotMCP", client(true, 10*time.Second), mcpclient.Server{URL: plain.URL}, "", "mcp_unreachable"},
-		{"Hangs", client(true, 500*time.Millisecond), mcpclient.Server{URL: m.streamable}, "hang", "mcp_timeout"},
-		{"UnknownTransport", client(true, 10*time.Second), mcpclient.Server{URL: m.streamable, Transport: "carrier-pigeon"}, "", "invalid_field"},
+		{"PrivateAddressRefused", client(false), endpoint(m.streamable, "", nil, 10*time.Second), "", "mcp_unreachable"},
+		{"NotMCP", client(true), endpoint(plain.URL, "", nil, 10*time.Second), "", "mcp_unreachable"},
+		{"Hangs", client(true), endpoint(m.streamable, "", nil, 500*time.Millisecond), "hang", "mcp_timeout"},
+		{"UnknownTransport", client(true), endpoint(m.streamable, "carrier-pigeon", nil, 10*time.Second), "", "invalid_field"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
 			if tt.call != "" {
 				_, err = tt.client.Call(context.Background(), tt.server, tt.call, json.RawMessage(`{}`))
 			} else {
-				_, err = tt.client.Tools(context.Background(), tt.server)
+				_, err = tt.client.List(context.Background(), tt.server)
 			}
 			if got := apperr.As(err).Code; got != tt.code {
 				t.Fatalf("error %v (code %q), want %s", err, got, tt.code)

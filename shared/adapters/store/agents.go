@@ -26,7 +26,7 @@ const (
 
 // ownedByBot are the collections whose documents an agent owns and its deletion tombstones
 // (the sweep then purges the chunks of its sources).
-var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl, chatsColl}
+var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl, chatsColl, toolsColl}
 
 // Agents stores agents.
 type Agents struct{ db *mongo.Database }

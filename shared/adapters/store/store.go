@@ -139,6 +139,12 @@ func indexes() map[string][]mongo.IndexModel {
 		finishedColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
 		},
+		toolsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "key", Value: 1}}, Options: options.Index().SetUnique(true).SetName("bot_key_unique")},
+		},
+		toolCallsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
+		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
 		},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentplane/agentplane/shared/kit/secrets"
 )
 
 // Var describes one environment variable: the README's configuration table and the
@@ -28,6 +30,7 @@ var Vars = []Var{
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
+	{"AGENTPLANE_SECRETS_KEY", "unset (`dev` makes one and keeps it in its data dir)", "32 random bytes in base64 (`openssl rand -base64 32`): the AES-256-GCM key that seals the credentials of agents' tools at rest. Without it, tools that need credentials cannot be added (503 `secrets_key_missing`). Every role needs the same key; changing it makes stored credentials unreadable."},
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},
@@ -73,6 +76,8 @@ type Config struct {
 	NATSURL           string
 	AdminToken        string
 	DevAPIKey         string
+	// SecretsKey seals tools' credentials; nil when none is configured.
+	SecretsKey        []byte
 	DefaultCurrency   string
 	MaxBodyBytes      int64
 	BodyTimeout       time.Duration
@@ -195,6 +200,11 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	c.MemoryCacheBytes = cacheMB << 20
 	if c.AllowPrivate, err = strconv.ParseBool(get("AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "false")); err != nil {
 		return c, fmt.Errorf("AGENTPLANE_ALLOW_PRIVATE_NETWORKS: want true or false")
+	}
+	if v := get("AGENTPLANE_SECRETS_KEY", ""); v != "" {
+		if c.SecretsKey, err = secrets.ParseKey(v); err != nil {
+			return c, fmt.Errorf("AGENTPLANE_SECRETS_KEY: %v (make one with: openssl rand -base64 32)", err)
+		}
 	}
 	if len(c.DefaultCurrency) != 3 {
 		return c, fmt.Errorf("AGENTPLANE_DEFAULT_CURRENCY: want a 3-letter ISO 4217 code, got %q", c.DefaultCurrency)

@@ -73,6 +73,16 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%+v", c)
 		}
 	})
+	t.Run("SecretsKey", func(t *testing.T) {
+		key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+		c, err := config.Load("api", env("AGENTPLANE_SECRETS_KEY", key))
+		if err != nil || string(c.SecretsKey) != "0123456789abcdef0123456789abcdef" {
+			t.Fatalf("key %q, %v", c.SecretsKey, err)
+		}
+		if c, _ := config.Load("api", env()); c.SecretsKey != nil {
+			t.Fatalf("a key without one configured: %q", c.SecretsKey)
+		}
+	})
 	for _, bad := range [][]string{
 		{"AGENTPLANE_MAX_BODY_BYTES", "0"},
 		{"AGENTPLANE_MAX_BODY_BYTES", "lots"},
@@ -82,6 +92,8 @@ func TestLoad(t *testing.T) {
 		{"AGENTPLANE_LOG_LEVEL", "loud"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"},
 		{"OTEL_TRACES_SAMPLER_ARG", "2"},
+		{"AGENTPLANE_SECRETS_KEY", "c2hvcnQ="},
+		{"AGENTPLANE_SECRETS_KEY", "not base64!"},
 	} {
 		t.Run("Rejects/"+bad[0]+"="+bad[1], func(t *testing.T) {
 			if _, err := config.Load("api", env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {

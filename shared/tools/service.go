@@ -1,0 +1,614 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/kit/secrets"
+)
+
+// Service manages agents' tools and calls their operations for agent runs.
+type Service struct {
+	log   *slog.Logger
+	repo  Repo
+	mcp   Connector
+	box   secrets.Box
+	now   func() time.Time
+	clock func() time.Time
+}
+
+// NewService returns the tools service: mcp reaches MCP servers, box seals credentials.
+func NewService(repo Repo, mcp Connector, box secrets.Box, log *slog.Logger) *Service {
+	return &Service{log: log, repo: repo, mcp: mcp, box: box,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }, clock: time.Now}
+}
+
+// Create adds a tool to the agent, then reads its operations: a server that cannot be read
+// leaves the tool in StatusError with the reason, to be fixed and refreshed.
+func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Tool, error) {
+	t := Tool{ID: ids.New(), ProjectID: projectID, BotID: botID, Status: StatusNew, Operations: []Operation{}, Disabled: []string{},
+		Settings: Settings{Approval: ApprovalAuto, TimeoutSeconds: DefaultTimeout, MaxResultBytes: DefaultResultBytes}}
+	if err := s.apply(&t, in); err != nil {
+		return Tool{}, err
+	}
+	n, err := s.repo.Count(ctx, projectID, botID)
+	if err != nil {
+		return Tool{}, err
+	}
+	if n >= MaxPerAgent {
+		return Tool{}, apperr.New(apperr.Conflict, "tool_limit", fmt.Sprintf("An agent has at most %d tools; delete one first.", MaxPerAgent))
+	}
+	t.CreatedAt, t.UpdatedAt = s.now(), s.now()
+	if err := s.repo.Insert(ctx, t); err != nil {
+		return Tool{}, err
+	}
+	t, _ = s.refresh(ctx, t)
+	return t.view(), nil
+}
+
+// Update replaces the tool's name, description, type and config with those given (a field
+// left out keeps its value; credentials left out are kept while the auth type stays), then
+// reads its operations again.
+func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Tool, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return Tool{}, err
+	}
+	creds, err := s.open(t)
+	if err != nil {
+		return Tool{}, err
+	}
+	if in.Name == "" {
+		in.Name = t.Name
+	}
+	if in.Description == "" {
+		in.Description = t.Description
+	}
+	if in.Type == "" {
+		in.Type = t.Type
+	}
+	if in.Config.URL == "" {
+		in.Config.URL = t.Config.URL
+	}
+	if in.Config.Transport == "" {
+		in.Config.Transport = t.Config.Transport
+	}
+	if in.Config.Headers == nil {
+		in.Config.Headers = creds.Headers
+	}
+	switch a := in.Config.Auth; {
+	case a == nil:
+		in.Config.Auth = &AuthInput{Type: t.Config.Auth.Type, Name: t.Config.Auth.Name, Username: t.Config.Auth.Username}
+		in.Config.Auth.Token, in.Config.Auth.Password = creds.Secret, creds.Secret
+	case cmp(a.Type, AuthNone) == t.Config.Auth.Type && a.Token == "" && a.Password == "":
+		a.Token, a.Password = creds.Secret, creds.Secret
+	}
+	if err := s.apply(&t, in); err != nil {
+		return Tool{}, err
+	}
+	t, err = s.repo.Set(ctx, projectID, botID, id, map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
+		"type": t.Type, "config": t.Config, "sealed": t.Sealed, "updated_at": s.now()})
+	if err != nil {
+		return Tool{}, err
+	}
+	t, _ = s.refresh(ctx, t)
+	return t.view(), nil
+}
+
+func cmp(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// apply checks in and sets it on t, sealing its credentials for t.
+func (s *Service) apply(t *Tool, in Input) error {
+	var p apperr.Problems
+	name, desc := strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
+	switch {
+	case name == "":
+		p.Add("name", "is required")
+	case utf8.RuneCountInString(name) > MaxNameLength:
+		p.Add("name", "must be at most %d characters", MaxNameLength)
+	case keyOf(name) == "":
+		p.Add("name", "must contain a letter or a digit")
+	}
+	if utf8.RuneCountInString(desc) > MaxDescription {
+		p.Add("description", "must be at most %d characters", MaxDescription)
+	}
+	typ := strings.ToLower(strings.TrimSpace(in.Type))
+	switch typ {
+	case TypeMCP:
+	case "":
+		p.Add("type", "is required: %s", TypeMCP)
+	case TypeOpenAPI, TypeHTTP:
+		p.Add("type", "%s tools are not available yet; connect the service through an MCP server (type %s)", typ, TypeMCP)
+	default:
+		p.Add("type", "must be %s", TypeMCP)
+	}
+	c := in.Config
+	if strings.TrimSpace(c.MCPServerID) != "" {
+		p.Add("config.mcp_server_id", "hosted MCP servers are not available yet; give the server's url")
+	}
+	u, err := url.Parse(strings.TrimSpace(c.URL))
+	switch {
+	case strings.TrimSpace(c.URL) == "":
+		p.Add("config.url", "is required")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		p.Add("config.url", "must be an http or https URL")
+	case u.User != nil:
+		p.Add("config.url", "must not carry credentials; use config.auth")
+	}
+	transport := strings.ToLower(strings.TrimSpace(c.Transport))
+	switch transport {
+	case "":
+		transport = TransportStreamable
+	case TransportStreamable, TransportSSE:
+	default:
+		p.Add("config.transport", "must be %s or %s", TransportStreamable, TransportSSE)
+	}
+	creds := credentials{Headers: map[string]string{}}
+	headers := make([]string, 0, len(c.Headers))
+	if len(c.Headers) > MaxHeaders {
+		p.Add("config.headers", "must have at most %d headers", MaxHeaders)
+	}
+	for k, v := range c.Headers {
+		name := http.CanonicalHeaderKey(strings.TrimSpace(k))
+		if !validHeader(name) || strings.ContainsAny(v, "\r\n") {
+			p.Add("config.headers", "%q is not a header name and value", k)
+			continue
+		}
+		creds.Headers[name] = v
+		headers = append(headers, name)
+	}
+	slices.Sort(headers)
+	auth := Auth{Type: AuthNone}
+	if a := c.Auth; a != nil {
+		auth.Type = strings.ToLower(strings.TrimSpace(cmp(a.Type, AuthNone)))
+		switch auth.Type {
+		case AuthNone:
+		case AuthBearer:
+			creds.Secret = a.Token
+		case AuthHeader, AuthQuery:
+			auth.Name, creds.Secret = strings.TrimSpace(a.Name), a.Token
+			if auth.Name == "" {
+				p.Add("config.auth.name", "is required: the %s that carries the token", map[string]string{AuthHeader: "header", AuthQuery: "query parameter"}[auth.Type])
+			} else if auth.Type == AuthHeader && !validHeader(auth.Name) {
+				p.Add("config.auth.name", "is not a header name")
+			}
+		case AuthBasic:
+			auth.Username, creds.Secret = strings.TrimSpace(a.Username), a.Password
+			if auth.Username == "" {
+				p.Add("config.auth.username", "is required")
+			}
+		default:
+			p.Add("config.auth.type", "must be one of none, bearer, header, query, basic")
+		}
+		if auth.Type != AuthNone && creds.Secret == "" {
+			field := "token"
+			if auth.Type == AuthBasic {
+				field = "password"
+			}
+			p.Add("config.auth."+field, "is required for %s auth", auth.Type)
+		}
+		if strings.ContainsAny(creds.Secret, "\r\n") {
+			p.Add("config.auth", "the secret must not contain line breaks")
+		}
+	}
+	if err := p.Err(); err != nil {
+		return err
+	}
+	auth.Set = creds.Secret != ""
+	t.Name, t.Key, t.Description, t.Type = name, keyOf(name), desc, typ
+	t.Config = Config{URL: u.String(), Transport: transport, Auth: auth, Headers: headers}
+	t.Sealed = ""
+	if len(creds.Headers) > 0 || creds.Secret != "" {
+		if !s.box.Ready() {
+			return apperr.New(apperr.Unavailable, "secrets_key_missing",
+				"This deployment has no key to store credentials with (AGENTPLANE_SECRETS_KEY); ask its operator to set one.")
+		}
+		plain, _ := json.Marshal(creds)
+		sealed, err := s.box.Seal(plain, t.ID)
+		if err != nil {
+			return err
+		}
+		t.Sealed = sealed
+	}
+	return nil
+}
+
+func validHeader(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if r > 127 || !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// open returns the tool's credentials.
+func (s *Service) open(t Tool) (credentials, error) {
+	var c credentials
+	if t.Sealed == "" {
+		return c, nil
+	}
+	plain, err := s.box.Open(t.Sealed, t.ID)
+	if err != nil {
+		return c, apperr.New(apperr.Unavailable, "secrets_unreadable",
+			"The tool's credentials cannot be read with this deployment's key (AGENTPLANE_SECRETS_KEY changed?); give them again with an update.")
+	}
+	return c, json.Unmarshal(plain, &c)
+}
+
+// endpoint is how the connector reaches t, credentials included.
+func (s *Service) endpoint(t Tool) (Endpoint, error) {
+	c, err := s.open(t)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{URL: t.Config.URL, Transport: t.Config.Transport, Headers: map[string]string{},
+		Timeout:  time.Duration(cmpInt(t.Settings.TimeoutSeconds, DefaultTimeout)) * time.Second,
+		MaxBytes: cmpInt(t.Settings.MaxResultBytes, DefaultResultBytes)}
+	for k, v := range c.Headers {
+		e.Headers[k] = v
+	}
+	switch t.Config.Auth.Type {
+	case AuthBearer:
+		e.Headers["Authorization"] = "Bearer " + c.Secret
+	case AuthHeader:
+		e.Headers[t.Config.Auth.Name] = c.Secret
+	case AuthBasic:
+		e.Headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(t.Config.Auth.Username+":"+c.Secret))
+	case AuthQuery:
+		u, err := url.Parse(t.Config.URL)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		q := u.Query()
+		q.Set(t.Config.Auth.Name, c.Secret)
+		u.RawQuery = q.Encode()
+		e.URL = u.String()
+	}
+	return e, nil
+}
+
+func cmpInt(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Get returns a tool of the agent.
+func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Tool, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
+	return t.view(), err
+}
+
+// List returns a page of the agent's tools, of one type when typ is given.
+func (s *Service) List(ctx context.Context, projectID, botID, typ string, page paging.Page) ([]Tool, int, error) {
+	list, total, err := s.repo.List(ctx, projectID, botID, strings.ToLower(strings.TrimSpace(typ)), page)
+	for i := range list {
+		list[i] = list[i].view()
+	}
+	return list, total, err
+}
+
+// Delete removes a tool of the agent.
+func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error {
+	return s.repo.Delete(ctx, projectID, botID, strings.TrimSpace(id))
+}
+
+// Configure changes how the agent uses the tool: approval policies, limits, allowed operations.
+func (s *Service) Configure(ctx context.Context, projectID, botID, id string, in SettingsInput) (Tool, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
+	if err != nil {
+		return Tool{}, err
+	}
+	st := t.Settings
+	var p apperr.Problems
+	policy := func(field, v string) string {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v != ApprovalAuto && v != ApprovalAlways && v != ApprovalNever {
+			p.Add(field, "must be auto, always or never")
+		}
+		return v
+	}
+	if in.Approval != nil {
+		st.Approval = policy("settings.approval", *in.Approval)
+	}
+	if in.Operations != nil {
+		ops := map[string]any{}
+		for name, v := range in.Operations {
+			text, ok := v.(string)
+			if !ok {
+				p.Add("settings.operations."+name, "must be auto, always or never")
+				continue
+			}
+			ops[name] = policy("settings.operations."+name, text)
+		}
+		if len(ops) > MaxOperations {
+			p.Add("settings.operations", "must name at most %d operations", MaxOperations)
+		}
+		st.Operations = ops
+	}
+	if in.TimeoutSeconds != nil {
+		if st.TimeoutSeconds = *in.TimeoutSeconds; st.TimeoutSeconds < 1 || st.TimeoutSeconds > MaxTimeout {
+			p.Add("settings.timeout_seconds", "must be from 1 to %d", MaxTimeout)
+		}
+	}
+	if in.MaxResultBytes != nil {
+		if st.MaxResultBytes = *in.MaxResultBytes; st.MaxResultBytes < MinResultBytes || st.MaxResultBytes > MaxResultBytes {
+			p.Add("settings.max_result_bytes", "must be from %d to %d", MinResultBytes, MaxResultBytes)
+		}
+	}
+	if in.AllowedOperations != nil {
+		st.AllowedOperations = []string{}
+		for _, op := range *in.AllowedOperations {
+			if op = strings.TrimSpace(op); op != "" && !slices.Contains(st.AllowedOperations, op) {
+				st.AllowedOperations = append(st.AllowedOperations, op)
+			}
+		}
+		if len(st.AllowedOperations) > MaxOperations {
+			p.Add("settings.allowed_operations", "must name at most %d operations", MaxOperations)
+		}
+	}
+	if err := p.Err(); err != nil {
+		return Tool{}, err
+	}
+	t, err = s.repo.Set(ctx, projectID, botID, t.ID, map[string]any{"settings": st, "updated_at": s.now()})
+	return t.view(), err
+}
+
+// Toggle turns one operation of the tool on or off.
+func (s *Service) Toggle(ctx context.Context, projectID, botID, id, operation string, active *bool) (Tool, error) {
+	var p apperr.Problems
+	if operation = strings.TrimSpace(operation); operation == "" {
+		p.Add("tool_name", "is required: the operation to turn on or off")
+	}
+	if active == nil {
+		p.Add("active", "is required: true or false")
+	}
+	if err := p.Err(); err != nil {
+		return Tool{}, err
+	}
+	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
+	if err != nil {
+		return Tool{}, err
+	}
+	if !slices.ContainsFunc(t.Operations, func(o Operation) bool { return o.Name == operation }) {
+		return Tool{}, apperr.New(apperr.NotFound, "operation_not_found",
+			fmt.Sprintf("The tool has no operation %q (refresh it if the server has a new one).", operation))
+	}
+	disabled := slices.DeleteFunc(slices.Clone(t.Disabled), func(d string) bool { return d == operation })
+	if !*active {
+		disabled = append(disabled, operation)
+	}
+	t, err = s.repo.Set(ctx, projectID, botID, t.ID, map[string]any{"disabled": disabled, "updated_at": s.now()})
+	return t.view(), err
+}
+
+// Refresh reads the tool's operations from its server again.
+func (s *Service) Refresh(ctx context.Context, projectID, botID, id string) (Tool, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err = s.refresh(ctx, t)
+	return t.view(), err
+}
+
+// refresh lists t's operations and stores them, or the reason it could not.
+func (s *Service) refresh(ctx context.Context, t Tool) (Tool, error) {
+	ops, lerr := s.list(ctx, t)
+	set := map[string]any{"refreshed_at": s.now()}
+	if lerr != nil {
+		set["status"], set["last_error"] = StatusError, apperr.As(lerr).Message
+		if apperr.As(lerr).Kind == apperr.Unavailable {
+			return t, lerr
+		}
+	} else {
+		set["status"], set["last_error"], set["operations"] = StatusReady, "", ops
+	}
+	stored, err := s.repo.Set(ctx, t.ProjectID, t.BotID, t.ID, set)
+	if err != nil {
+		return t, err
+	}
+	return stored, lerr
+}
+
+// list reads t's operations from its server.
+func (s *Service) list(ctx context.Context, t Tool) ([]Operation, error) {
+	e, err := s.endpoint(t)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := s.mcp.List(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) > MaxOperations {
+		ops = ops[:MaxOperations]
+	}
+	for i := range ops {
+		if ops[i].InputSchema == nil {
+			ops[i].InputSchema = map[string]any{"type": "object"}
+		}
+		if len(ops[i].Description) > MaxDescription {
+			ops[i].Description = ops[i].Description[:MaxDescription]
+		}
+	}
+	return ops, nil
+}
+
+// TestResult is what a tool test found.
+type TestResult struct {
+	OK         bool          `json:"ok"`
+	Operations []Operation   `json:"operations"`
+	Error      *apperr.Error `json:"error,omitempty"`
+	DurationMS int64         `json:"duration_ms"`
+}
+
+// Test connects to the tool's server and lists its operations, without storing anything: what
+// it found, or why it could not.
+func (s *Service) Test(ctx context.Context, projectID, botID, id string) (TestResult, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
+	if err != nil {
+		return TestResult{}, err
+	}
+	started := s.clock()
+	ops, err := s.list(ctx, t)
+	t.Operations = ops
+	res := TestResult{OK: err == nil, Operations: t.view().Operations, DurationMS: time.Since(started).Milliseconds()}
+	if err != nil {
+		if e := apperr.As(err); e.Kind == apperr.Unavailable && e.Code == "dependency_unavailable" {
+			return TestResult{}, err
+		}
+		res.Error, res.Operations = publicError(err), []Operation{}
+	}
+	return res, nil
+}
+
+// publicError is err as a user may see it: its kind, code and message, not what it wraps.
+func publicError(err error) *apperr.Error {
+	e := apperr.As(err)
+	return &apperr.Error{Kind: e.Kind, Code: e.Code, Message: e.Message, Details: e.Details}
+}
+
+// view is t as a user reads it: each operation's effective state.
+func (t Tool) view() Tool {
+	if t.Operations == nil {
+		t.Operations = []Operation{}
+	}
+	if t.Config.Headers == nil {
+		t.Config.Headers = []string{}
+	}
+	if t.Settings.AllowedOperations == nil {
+		t.Settings.AllowedOperations = []string{}
+	}
+	if t.Settings.Operations == nil {
+		t.Settings.Operations = map[string]any{}
+	}
+	ops := make([]Operation, len(t.Operations))
+	for i, o := range t.Operations {
+		o.Active = t.active(o.Name)
+		o.Approval = t.policy(o.Name)
+		ops[i] = o
+	}
+	t.Operations = ops
+	return t
+}
+
+// active reports whether the agent is offered the operation.
+func (t Tool) active(op string) bool {
+	if slices.Contains(t.Disabled, op) {
+		return false
+	}
+	return len(t.Settings.AllowedOperations) == 0 || slices.Contains(t.Settings.AllowedOperations, op)
+}
+
+// policy is the approval policy of the operation.
+func (t Tool) policy(op string) string {
+	if v, ok := t.Settings.Operations[op].(string); ok && v != "" {
+		return v
+	}
+	return cmp(t.Settings.Approval, ApprovalAuto)
+}
+
+// Offer is one operation an agent run may call.
+type Offer struct {
+	ToolID string
+	// Label is the tool's name (the server label of replies), Operation the operation's.
+	Label     string
+	Operation string
+	// Name is what the model calls it by (CallName).
+	Name        string
+	Description string
+	Schema      map[string]any
+	ReadOnly    bool
+	// Approval is the operation's policy: ApprovalAuto, ApprovalAlways or ApprovalNever.
+	Approval string
+}
+
+// Offers are the operations of the agent's tools that its runs may call: the active ones of
+// its tools that were read.
+func (s *Service) Offers(ctx context.Context, projectID, botID string) ([]Offer, error) {
+	all, err := s.repo.All(ctx, projectID, botID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Offer
+	seen := map[string]bool{}
+	for _, t := range all {
+		for _, o := range t.Operations {
+			name := CallName(t.Key, o.Name)
+			if !t.active(o.Name) || seen[name] {
+				continue
+			}
+			seen[name] = true
+			desc := o.Description
+			if t.Description != "" {
+				desc = fmt.Sprintf("%s (%s: %s)", desc, t.Name, t.Description)
+			}
+			out = append(out, Offer{ToolID: t.ID, Label: t.Name, Operation: o.Name, Name: name, Description: desc,
+				Schema: o.InputSchema, ReadOnly: o.ReadOnly, Approval: t.policy(o.Name)})
+		}
+	}
+	return out, nil
+}
+
+// ErrCall marks a call that did not get an answer from the tool's server (unreachable, too
+// slow, not speaking its protocol): what the model is told, not a failure of the run.
+var ErrCall = errors.New("the tool could not be called")
+
+// Invoke calls an offered operation for an agent run (execution) of the agent, with the
+// model's arguments, and records the call. A call the server did not answer is an error
+// wrapping ErrCall with the reason; a store failure is returned as it is.
+func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, executionID string, args json.RawMessage) (Output, error) {
+	t, err := s.repo.Get(ctx, projectID, botID, o.ToolID)
+	if err != nil {
+		if apperr.As(err).Kind == apperr.NotFound {
+			return Output{}, fmt.Errorf("%w: the tool %s was removed", ErrCall, o.Label)
+		}
+		return Output{}, err
+	}
+	e, err := s.endpoint(t)
+	if err != nil {
+		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(err).Message)
+	}
+	started := s.clock()
+	out, cerr := s.mcp.Call(ctx, e, o.Operation, args)
+	c := Call{ID: ids.New(), ProjectID: projectID, BotID: botID, ToolID: t.ID, Operation: o.Operation, ExecutionID: executionID,
+		DurationMS: time.Since(started).Milliseconds(), Outcome: OutcomeOK, Bytes: out.Bytes, At: s.now()}
+	switch {
+	case cerr != nil:
+		c.Outcome = OutcomeFailed
+	case out.IsError:
+		c.Outcome = OutcomeToolError
+	}
+	if err := s.repo.RecordCall(context.WithoutCancel(ctx), c); err != nil {
+		// The call happened: failing the run here would make it again when the run is retried.
+		s.log.Warn("tool call not recorded", "tool_id", t.ID, "operation", o.Operation, "execution_id", executionID, "error", err)
+	}
+	if cerr != nil {
+		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(cerr).Message)
+	}
+	return out, nil
+}

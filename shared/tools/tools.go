@@ -1,0 +1,265 @@
+// Package tools is an agent's own tools: the MCP servers (and, later, the OpenAPI services) of
+// its users' systems that agent runs may call, beside the platform's built-in tools. A tool is
+// configured per agent, with credentials sealed at rest; its operations are read from the
+// server (refresh) and offered to the model under the tool's name, each call recorded.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kit/freeform"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+)
+
+// Resource names tools in errors.
+const Resource = "tool"
+
+// Types of tool.
+const (
+	TypeMCP     = "mcp"
+	TypeOpenAPI = "openapi"
+	TypeHTTP    = "http"
+)
+
+// Transports of an MCP server.
+const (
+	TransportStreamable = "streamable"
+	TransportSSE        = "sse"
+)
+
+// Approval policies of an operation: Auto asks before an operation that may change data (one
+// the server does not mark read-only), unless the agent auto-approves its tools.
+const (
+	ApprovalAuto   = "auto"
+	ApprovalAlways = "always"
+	ApprovalNever  = "never"
+)
+
+// Auth types of a tool's credentials.
+const (
+	AuthNone   = "none"
+	AuthBearer = "bearer"
+	AuthHeader = "header"
+	AuthQuery  = "query"
+	AuthBasic  = "basic"
+)
+
+// Statuses of a tool: Ready once its operations were read, Error when the last refresh failed
+// (LastError says why; the operations read before stay offered).
+const (
+	StatusNew   = "new"
+	StatusReady = "ready"
+	StatusError = "error"
+)
+
+// Limits.
+const (
+	MaxPerAgent        = 20
+	MaxNameLength      = 40
+	MaxDescription     = 2000
+	MaxHeaders         = 20
+	MaxOperations      = 100
+	DefaultTimeout     = 30
+	MaxTimeout         = 120
+	DefaultResultBytes = 20000
+	MinResultBytes     = 1000
+	MaxResultBytes     = 200000
+)
+
+// Tool is an agent's tool.
+type Tool struct {
+	ID          string      `json:"id" bson:"_id"`
+	ProjectID   string      `json:"-" bson:"project_id"`
+	BotID       string      `json:"bot_id" bson:"bot_id"`
+	Name        string      `json:"name" bson:"name"`
+	Key         string      `json:"-" bson:"key"`
+	Description string      `json:"description" bson:"description"`
+	Type        string      `json:"type" bson:"type"`
+	Config      Config      `json:"config" bson:"config"`
+	Sealed      string      `json:"-" bson:"sealed"`
+	Settings    Settings    `json:"settings" bson:"settings"`
+	Operations  []Operation `json:"operations" bson:"operations"`
+	// Disabled are the operations toggled off.
+	Disabled    []string   `json:"-" bson:"disabled"`
+	Status      string     `json:"status" bson:"status"`
+	LastError   string     `json:"last_error" bson:"last_error"`
+	RefreshedAt *time.Time `json:"refreshed_at" bson:"refreshed_at"`
+	CreatedAt   time.Time  `json:"created_at" bson:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at" bson:"updated_at"`
+}
+
+// Config is where a tool's server is and how it is authenticated, without the credentials:
+// a read shows which are set, never their values.
+type Config struct {
+	URL       string `json:"url" bson:"url"`
+	Transport string `json:"transport" bson:"transport"`
+	Auth      Auth   `json:"auth" bson:"auth"`
+	// Headers are the names of the headers sent with every request (their values are sealed).
+	Headers []string `json:"headers" bson:"headers"`
+}
+
+// Auth is how a tool authenticates, without its secret.
+type Auth struct {
+	Type string `json:"type" bson:"type"`
+	// Name is the header (AuthHeader) or query parameter (AuthQuery) that carries the token.
+	Name     string `json:"name,omitempty" bson:"name"`
+	Username string `json:"username,omitempty" bson:"username"`
+	// Set says the secret (token or password) is stored.
+	Set bool `json:"set" bson:"set"`
+}
+
+// Settings are how an agent uses a tool.
+type Settings struct {
+	// Approval is the policy of operations Operations does not name.
+	Approval string `json:"approval" bson:"approval"`
+	// Operations maps operation names to their approval policy.
+	Operations freeform.Object `json:"operations" bson:"operations"`
+	// TimeoutSeconds bounds one call (connecting included).
+	TimeoutSeconds int `json:"timeout_seconds" bson:"timeout_seconds"`
+	// MaxResultBytes is the most of a call's answer the model is shown.
+	MaxResultBytes int `json:"max_result_bytes" bson:"max_result_bytes"`
+	// AllowedOperations, when not empty, are the only operations offered.
+	AllowedOperations []string `json:"allowed_operations" bson:"allowed_operations"`
+}
+
+// Operation is one operation a tool's server offers (an MCP tool).
+type Operation struct {
+	Name        string          `json:"name" bson:"name"`
+	Description string          `json:"description" bson:"description"`
+	InputSchema freeform.Object `json:"input_schema" bson:"input_schema"`
+	// ReadOnly is the server's word that the operation changes nothing.
+	ReadOnly bool `json:"read_only" bson:"read_only"`
+	// Active and Approval are what the agent's settings make of it (not stored).
+	Active   bool   `json:"active" bson:"-"`
+	Approval string `json:"approval" bson:"-"`
+}
+
+// Input is a tool as a create or update request gives it.
+type Input struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	Type        string      `json:"type"`
+	Config      ConfigInput `json:"config"`
+}
+
+// ConfigInput is a tool's config as a request gives it, credentials included.
+type ConfigInput struct {
+	URL       string            `json:"url"`
+	Transport string            `json:"transport"`
+	Headers   map[string]string `json:"headers"`
+	Auth      *AuthInput        `json:"auth"`
+	// MCPServerID names a hosted MCP server of the project.
+	MCPServerID string `json:"mcp_server_id"`
+}
+
+// AuthInput is a tool's authentication as a request gives it.
+type AuthInput struct {
+	Type     string `json:"type"`
+	Token    string `json:"token"`
+	Name     string `json:"name"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// SettingsInput is a configure request: the fields given replace the stored ones.
+type SettingsInput struct {
+	Approval          *string         `json:"approval"`
+	Operations        freeform.Object `json:"operations"`
+	TimeoutSeconds    *int            `json:"timeout_seconds"`
+	MaxResultBytes    *int            `json:"max_result_bytes"`
+	AllowedOperations *[]string       `json:"allowed_operations"`
+}
+
+// credentials are a tool's secrets, sealed together.
+type credentials struct {
+	Headers map[string]string `json:"headers,omitempty"`
+	Secret  string            `json:"secret,omitempty"`
+}
+
+// Endpoint is a tool's server as a connector reaches it: credentials in the clear, so it never
+// leaves this package but to the connector.
+type Endpoint struct {
+	URL       string
+	Transport string
+	Headers   map[string]string
+	Timeout   time.Duration
+	MaxBytes  int
+}
+
+// Output is what an operation answered, as text for the model.
+type Output struct {
+	Text string
+	// IsError is the operation's own report of a failure (the call itself went through).
+	IsError bool
+	// Truncated says Text was cut to the size limit; Bytes is the size of the whole answer.
+	Truncated bool
+	Bytes     int
+}
+
+// Connector talks to a type of tool's servers (MCP): lists their operations and calls them.
+// Its errors are apperr BadGateway (unreachable, not speaking the protocol), GatewayTimeout or
+// Invalid (a config it cannot use).
+type Connector interface {
+	List(ctx context.Context, e Endpoint) ([]Operation, error)
+	Call(ctx context.Context, e Endpoint, operation string, args json.RawMessage) (Output, error)
+}
+
+// Call is the record of one call an agent run made.
+type Call struct {
+	ID          string    `json:"id" bson:"_id"`
+	ProjectID   string    `json:"-" bson:"project_id"`
+	BotID       string    `json:"bot_id" bson:"bot_id"`
+	ToolID      string    `json:"tool_id" bson:"tool_id"`
+	Operation   string    `json:"operation" bson:"operation"`
+	ExecutionID string    `json:"execution_id" bson:"execution_id"`
+	DurationMS  int64     `json:"duration_ms" bson:"duration_ms"`
+	Outcome     string    `json:"outcome" bson:"outcome"`
+	Bytes       int       `json:"bytes" bson:"bytes"`
+	At          time.Time `json:"at" bson:"at"`
+}
+
+// Outcomes of a call.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool_error"
+	OutcomeFailed    = "failed"
+)
+
+// Repo persists tools. Lookups take the project and agent; a tool of another is not found.
+type Repo interface {
+	// Insert stores t: a Conflict tool_exists when the agent has a tool of its key.
+	Insert(ctx context.Context, t Tool) error
+	Get(ctx context.Context, projectID, botID, id string) (Tool, error)
+	List(ctx context.Context, projectID, botID, typ string, page paging.Page) ([]Tool, int, error)
+	// All returns the agent's tools, at most MaxPerAgent.
+	All(ctx context.Context, projectID, botID string) ([]Tool, error)
+	Count(ctx context.Context, projectID, botID string) (int, error)
+	// Set sets fields (by their stored names) of the tool and returns it as it is then.
+	Set(ctx context.Context, projectID, botID, id string, fields map[string]any) (Tool, error)
+	Delete(ctx context.Context, projectID, botID, id string) error
+	RecordCall(ctx context.Context, c Call) error
+}
+
+var keyUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// keyOf is a tool's name as the prefix of the names the model calls its operations by: lower
+// case letters and digits, words joined by single dashes.
+func keyOf(name string) string {
+	return strings.Trim(keyUnsafe.ReplaceAllString(strings.ToLower(name), "-"), "-")
+}
+
+var nameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// CallName is the name the model calls operation of the tool keyed key by: key, two
+// underscores, the operation, within the 64 characters model providers accept.
+func CallName(key, operation string) string {
+	name := key + "__" + nameUnsafe.ReplaceAllString(operation, "_")
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -379,6 +380,25 @@ func (a workflowAPI) runsOf(t *testing.T, workflowID string) []map[string]any {
 	return out
 }
 
+// settled returns once the workflow triggers have handled every event so far. They handle the
+// stream in order, so it creates a contact and waits for the run of sentinel, a workflow
+// triggered by contact.created, that its event starts: what must not have happened for an
+// earlier event has not happened by then, or never will.
+func (a workflowAPI) settled(t *testing.T, sentinel string) {
+	t.Helper()
+	before := len(a.runsOf(t, sentinel))
+	res := a.b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/crm/contacts", Key: a.b.key,
+		Body: a.body(map[string]any{"name": "Sentinel " + testenv.NewName()})})
+	expect(t, res, http.StatusOK, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for len(a.runsOf(t, sentinel)) == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the triggers did not handle the sentinel's event")
+		}
+		waitABit()
+	}
+}
+
 // A deal marked won starts the workflows whose conditions hold on it, once each, and not the
 // others; a workflow's own changes do not start it again.
 func TestWorkflowEventTriggers(t *testing.T) {
@@ -397,6 +417,8 @@ func TestWorkflowEventTriggers(t *testing.T) {
 		"actions": []map[string]any{{"type": "create_deal", "params": map[string]any{"title": "{{data.title}} (copy)"}}}})
 	echo := a.create(t, map[string]any{"trigger_type": "event", "trigger_event": "deal.updated",
 		"actions": []map[string]any{{"type": "update_deal", "params": map[string]any{"deal_id": "{{data.uuid}}", "title": "{{data.title}} (seen)"}}}})
+	sentinel := a.create(t, map[string]any{"trigger_type": "event", "trigger_event": "contact.created",
+		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": newReceiver(t).URL}}}})
 
 	deal := b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Acme", "value": 5000}))
 	b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, a.body(map[string]any{"status": "won"}))
@@ -422,7 +444,7 @@ func TestWorkflowEventTriggers(t *testing.T) {
 	for _, r := range a.runsOf(t, echo) {
 		a.wait(t, r["uuid"].(string))
 	}
-	time.Sleep(time.Second) // time for a loop to show if there were one
+	a.settled(t, sentinel) // the event of echo's own update was handled
 	if runs := a.runsOf(t, echo); len(runs) != 1 {
 		t.Fatalf("the workflow that updates deals on deal.updated ran %d times", len(runs))
 	}
@@ -461,7 +483,7 @@ func TestWorkflowEventTriggers(t *testing.T) {
 		expect(t, res, http.StatusOK, "")
 		other := b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Globex", "value": 9000}))
 		b.deal(t, "PUT", "/v1/bot/crm/deals/"+other.UUID, a.body(map[string]any{"status": "won"}))
-		time.Sleep(time.Second)
+		a.settled(t, sentinel)
 		if runs := a.runsOf(t, big); len(runs) != 1 {
 			t.Fatalf("an inactive workflow ran: %d runs", len(runs))
 		}
@@ -556,6 +578,7 @@ func TestWorkflowEventRedelivered(t *testing.T) {
 		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": hook.URL}}}})
 	var mu sync.Mutex
 	deliveries := 0
+	redelivered := make(chan struct{})
 	c, err := events.Consume(context.Background(), b.nats, events.ConsumeConfig{Durable: "redelivery-" + b.queue, New: true, RetryDelay: 50 * time.Millisecond},
 		func(ctx context.Context, ev outbox.Event) error {
 			if ev.Type != "deal.created" {
@@ -564,8 +587,12 @@ func TestWorkflowEventRedelivered(t *testing.T) {
 			err := b.flows.OnEvent(ctx, ev)
 			mu.Lock()
 			defer mu.Unlock()
-			if deliveries++; deliveries == 1 && err == nil {
+			deliveries++
+			if deliveries == 1 && err == nil {
 				return errors.New("the consumer fails after queueing, before its ack")
+			}
+			if deliveries == 2 {
+				close(redelivered)
 			}
 			return err
 		}, b.log)
@@ -574,15 +601,10 @@ func TestWorkflowEventRedelivered(t *testing.T) {
 	}
 	defer c.Stop()
 	b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Once"}))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		mu.Lock()
-		n := deliveries
-		mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
-		}
-		waitABit()
+	select {
+	case <-redelivered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the event the consumer did not acknowledge was not delivered again")
 	}
 	b.startWorker(t, workerOptions{})
 	runs := a.runsOf(t, id)

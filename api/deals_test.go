@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -176,7 +177,9 @@ func relayUntil(t *testing.T, b *bundle, want int) {
 
 // Updates of one deal, agent or workflow sent at once all land, one after the other, each with
 // its event: an update names the fields it changes, so one that lost the race to another is
-// applied again, not refused.
+// applied again to what the other left, not refused and not written over it. Each round sends
+// one update per field at once, every one changing a different field, and then every field
+// holds its round's value: a store that wrote whole documents, last writer wins, would lose some.
 func TestConcurrentUpdates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -185,42 +188,71 @@ func TestConcurrentUpdates(t *testing.T) {
 		m["project_id"], m["bot_id"] = b.project.ID, botID
 		return m
 	}
+	scope := "project_id=" + b.project.ID + "&bot_id=" + botID
 	deal := b.deal(t, "POST", "/v1/bot/crm/deals", body(map[string]any{"title": "Race", "value": 1}))
 	res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/workflow/create", Key: b.key, Body: body(map[string]any{"name": "W",
 		"trigger_type": "manual", "actions": []map[string]any{{"type": "send_message", "params": map[string]any{"message": "x"}}}})})
 	expect(t, res, http.StatusOK, "")
-	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"]
-	const n = 32
+	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"].(string)
+	type field struct {
+		name  string
+		value func(round int) any
+	}
+	text := func(prefix string) func(int) any { return func(r int) any { return prefix + " " + strconv.Itoa(r) } }
+	const rounds = 6
+	updates := 0
 	for _, tt := range []struct {
-		event, method, path string
-		body                func(i int) map[string]any
+		event, method, path, read, object string
+		extra                             map[string]any
+		fields                            []field
 	}{
-		{"deal.updated", "PUT", "/v1/bot/crm/deals/" + deal.UUID, func(i int) map[string]any { return map[string]any{"value": 100 + i} }},
-		{"bot.updated", "PUT", "/v1/bot/update", func(i int) map[string]any { return map[string]any{"top": 1 + i} }},
-		{"workflow.updated", "PUT", "/v1/bot/workflow/update", func(i int) map[string]any {
-			return map[string]any{"workflow_id": workflowID, "description": "take " + strconv.Itoa(i)}
-		}},
+		{"deal.updated", "PUT", "/v1/bot/crm/deals/" + deal.UUID, "/v1/bot/crm/deals/" + deal.UUID + "?" + scope, "deal", nil, []field{
+			{"title", text("Race")}, {"value", func(r int) any { return 100 + r }},
+			{"currency", func(r int) any { return []string{"EUR", "GBP"}[r%2] }}}},
+		{"bot.updated", "PUT", "/v1/bot/update", "/v1/bot/read?" + scope, "bot", nil, []field{
+			{"name", text("Bot")}, {"instruction", text("Answer briefly, take")}, {"ratelimit_message", text("Slow down")},
+			{"no_answer_reply", text("No idea")}, {"top", func(r int) any { return 1 + r }}}},
+		{"workflow.updated", "PUT", "/v1/bot/workflow/update", "/v1/bot/workflow/read?" + scope + "&workflow_id=" + workflowID, "workflow",
+			map[string]any{"workflow_id": workflowID}, []field{{"name", text("W")}, {"description", text("take")}}},
 	} {
-		var wg sync.WaitGroup
-		statuses := make([]int, n)
-		for i := range n {
-			wg.Go(func() {
-				statuses[i] = b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: body(tt.body(i))}).Status
-			})
-		}
-		wg.Wait()
-		for i, st := range statuses {
-			if st != http.StatusOK {
-				t.Errorf("%s %d: %d", tt.path, i, st)
+		for r := range rounds {
+			var wg sync.WaitGroup
+			statuses := make([]int, len(tt.fields))
+			for i, f := range tt.fields {
+				update := map[string]any{f.name: f.value(r)}
+				for k, v := range tt.extra {
+					update[k] = v
+				}
+				wg.Go(func() {
+					statuses[i] = b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: body(update)}).Status
+				})
+			}
+			wg.Wait()
+			updates += len(tt.fields)
+			for i, st := range statuses {
+				if st != http.StatusOK {
+					t.Errorf("%s, round %d, %s: %d", tt.path, r, tt.fields[i].name, st)
+				}
+			}
+			res := b.client.Do(apitest.Request{Method: "GET", Path: tt.read, Key: b.key})
+			expect(t, res, http.StatusOK, "")
+			got := res.JSON(t)[tt.object].(map[string]any)
+			for _, f := range tt.fields {
+				if fmt.Sprint(got[f.name]) != fmt.Sprint(f.value(r)) {
+					t.Errorf("%s, round %d: %s is %v, want %v: an update was lost", tt.object, r, f.name, got[f.name], f.value(r))
+				}
 			}
 		}
 	}
 	// bot.created, deal.created, workflow.created, then the updates.
-	types := eventTypes(streamEvents(t, "", b.project.ID, 3+3*n))
+	types := eventTypes(streamEvents(t, "", b.project.ID, 3+updates))
 	for _, typ := range []string{"deal.updated", "bot.updated", "workflow.updated"} {
-		if got := slices.DeleteFunc(slices.Clone(types), func(x string) bool { return x != typ }); len(got) != n {
-			t.Errorf("%d %s events, want %d: %v", len(got), typ, n, types)
+		if got := slices.DeleteFunc(slices.Clone(types), func(x string) bool { return x != typ }); len(got) == 0 {
+			t.Errorf("no %s events: %v", typ, types)
 		}
+	}
+	if len(types) != 3+updates {
+		t.Errorf("%d events, want %d: %v", len(types), 3+updates, types)
 	}
 }
 

@@ -15,41 +15,76 @@ import (
 )
 
 // streamEvents reads every event of project from the JetStream stream, in order, waiting until
-// at least want have arrived (and a moment more, so extra events would show).
+// at least want have arrived; then it publishes a marker and reads up to it, so that events
+// published before the marker, more than want, show. The marker is not returned.
 func streamEvents(t *testing.T, natsURL, project string, want int) []outbox.Event {
 	t.Helper()
 	nc := testenv.NATS(t)
 	if natsURL != "" {
 		nc = connect(t, natsURL)
 	}
+	marker := "marker-" + testenv.NewName()
+	published := false
+	publish := func(js jetstream.JetStream) {
+		raw, _ := json.Marshal(outbox.Event{ID: marker, Type: "test.marker", ProjectID: project})
+		if _, err := js.Publish(context.Background(), events.SubjectPrefix+project+".test.marker", raw); err != nil {
+			t.Fatal(err)
+		}
+		published = true
+	}
+	if want == 0 {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(js)
+	}
+	got := readEvents(t, nc, project, func(js jetstream.JetStream, before []outbox.Event, ev outbox.Event) bool {
+		if ev.ID == marker {
+			return true
+		}
+		if !published && len(before)+1 >= want {
+			publish(js)
+		}
+		return false
+	})
+	got = got[:len(got)-1]
+	if len(got) < want {
+		t.Fatalf("got %d events, want %d: %v", len(got), want, eventTypes(got))
+	}
+	return got
+}
+
+// readEvents reads the events of project from the JetStream stream of nc, in order, passing
+// each to done with those before it, up to and including the first for which done is true; it
+// fails when the stream has no more events for 10 s before that one. done may publish.
+func readEvents(t *testing.T, nc *nats.Conn, project string, done func(js jetstream.JetStream, before []outbox.Event, ev outbox.Event) bool) []outbox.Event {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"events." + project + ".>"}})
+	cons, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectPrefix + project + ".>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []outbox.Event
 	for {
-		wait := 5 * time.Second
-		if len(got) >= want {
-			wait = 300 * time.Millisecond
-		}
-		msg, err := cons.Next(jetstream.FetchMaxWait(wait))
+		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
 		if err != nil {
-			if len(got) < want {
-				t.Fatalf("got %d events, want %d: %v", len(got), want, eventTypes(got))
-			}
-			return got
+			t.Fatalf("the awaited event did not come (%v); events so far: %v", err, eventTypes(got))
 		}
 		var ev outbox.Event
 		if err := json.Unmarshal(msg.Data(), &ev); err != nil {
 			t.Fatal(err)
 		}
+		stop := done(js, got, ev)
 		got = append(got, ev)
+		if stop {
+			return got
+		}
 	}
 }
 
@@ -77,29 +112,5 @@ func connect(t *testing.T, url string) *nats.Conn {
 // 10 s before that one.
 func eventsUntil(t *testing.T, project string, last func(outbox.Event) bool) []outbox.Event {
 	t.Helper()
-	js, err := jetstream.New(testenv.NATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"events." + project + ".>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []outbox.Event
-	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
-		if err != nil {
-			t.Fatalf("the awaited event did not come (%v); events so far: %v", err, eventTypes(got))
-		}
-		var ev outbox.Event
-		if err := json.Unmarshal(msg.Data(), &ev); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, ev)
-		if last(ev) {
-			return got
-		}
-	}
+	return readEvents(t, testenv.NATS(t), project, func(_ jetstream.JetStream, _ []outbox.Event, ev outbox.Event) bool { return last(ev) })
 }

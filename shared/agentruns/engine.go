@@ -279,11 +279,13 @@ func (h *holder) nextStep(ctx context.Context, result string) error {
 	return nil
 }
 
-// act runs (or holds for approval) the tool call of the next cycle and persists the cycle.
+// act runs (or holds for approval) the tool call of the next cycle and persists the cycle. A
+// call whose arguments break its tool's schema is refused at once: nobody is asked to approve
+// what cannot run.
 func (h *holder) act(ctx context.Context, thought string, call provider.ToolCall) error {
 	n := len(h.e.Cycles) + 1
 	tool, ok := h.set.Lookup(call.Name)
-	if ok && tool.asks(h.bot.AutoApproveTools) {
+	if ok && tool.asks(h.bot.AutoApproveTools) && tool.Check(call.Arguments) == nil {
 		p := &Pending{Cycle: n, CallID: call.ID, Tool: call.Name, Label: tool.ServerLabel, Operation: tool.Operation, Arguments: call.Arguments, Thought: thought}
 		h.e.Pending, h.e.Status = p, StatusApproval
 		reply := h.reply(nil)

@@ -259,20 +259,8 @@ func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Resul
 	if strings.TrimSpace(arguments) == "" {
 		arguments = "{}"
 	}
-	var args any
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return Result{}, fmt.Errorf("%w: the arguments are not a JSON object: %v", errRefused, err)
-	}
-	if err := t.validate(args); err != nil {
-		var se *openapi3.SchemaError
-		if errors.As(err, &se) {
-			where := strings.Join(se.JSONPointer(), ".")
-			if where == "" {
-				where = "arguments"
-			}
-			return Result{}, fmt.Errorf("%w: %s: %s", errRefused, where, se.Reason)
-		}
-		return Result{}, fmt.Errorf("%w: %v", errRefused, err)
+	if err := t.Check(arguments); err != nil {
+		return Result{}, err
 	}
 	res, err := t.run(ctx, sc, json.RawMessage(arguments), key)
 	if err != nil {
@@ -283,6 +271,30 @@ func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Resul
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// Check checks the model's arguments against t's schema: an error wrapping errRefused says
+// what is wrong with them.
+func (t *Tool) Check(arguments string) error {
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}"
+	}
+	var args any
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+		return fmt.Errorf("%w: the arguments are not a JSON object: %v", errRefused, err)
+	}
+	if err := t.validate(args); err != nil {
+		var se *openapi3.SchemaError
+		if errors.As(err, &se) {
+			where := strings.Join(se.JSONPointer(), ".")
+			if where == "" {
+				where = "arguments"
+			}
+			return fmt.Errorf("%w: %s: %s", errRefused, where, se.Reason)
+		}
+		return fmt.Errorf("%w: %v", errRefused, err)
+	}
+	return nil
 }
 
 // validate checks args against t's schema. An agent tool whose schema the validator does not

@@ -22,22 +22,25 @@ import (
 
 // Service manages agents' tools and calls their operations for agent runs.
 type Service struct {
-	log   *slog.Logger
-	repo  Repo
-	mcp   Connector
-	box   secrets.Box
-	now   func() time.Time
-	clock func() time.Time
+	log  *slog.Logger
+	repo Repo
+	// connectors talk to the servers of each type of tool.
+	connectors map[string]Connector
+	box        secrets.Box
+	now        func() time.Time
+	clock      func() time.Time
 }
 
-// NewService returns the tools service: mcp reaches MCP servers, box seals credentials.
-func NewService(repo Repo, mcp Connector, box secrets.Box, log *slog.Logger) *Service {
-	return &Service{log: log, repo: repo, mcp: mcp, box: box,
+// NewService returns the tools service: connectors reach the servers of each type of tool (by
+// TypeMCP, TypeOpenAPI), box seals credentials.
+func NewService(repo Repo, connectors map[string]Connector, box secrets.Box, log *slog.Logger) *Service {
+	return &Service{log: log, repo: repo, connectors: connectors, box: box,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }, clock: time.Now}
 }
 
-// Create adds a tool to the agent, then reads its operations: a server that cannot be read
-// leaves the tool in StatusError with the reason, to be fixed and refreshed.
+// Create adds a tool to the agent with the operations read from its server: a server that
+// cannot be reached leaves the tool in StatusError with the reason, to be fixed and refreshed;
+// an OpenAPI document that is not one is refused with its problems.
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Tool, error) {
 	t := Tool{ID: ids.New(), ProjectID: projectID, BotID: botID, Status: StatusNew, Operations: []Operation{}, Disabled: []string{},
 		Settings: Settings{Approval: ApprovalAuto, TimeoutSeconds: DefaultTimeout, MaxResultBytes: DefaultResultBytes}}
@@ -51,12 +54,22 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 	if n >= MaxPerAgent {
 		return Tool{}, apperr.New(apperr.Conflict, "tool_limit", fmt.Sprintf("An agent has at most %d tools; delete one first.", MaxPerAgent))
 	}
+	if t, err = s.read(ctx, t); refused(err) {
+		return Tool{}, err
+	}
 	t.CreatedAt, t.UpdatedAt = s.now(), s.now()
 	if err := s.repo.Insert(ctx, t); err != nil {
 		return Tool{}, err
 	}
-	t, _ = s.refresh(ctx, t)
 	return t.view(), nil
+}
+
+// refused reports whether a tool's read failed because of what it was given (an OpenAPI
+// document that is not one) or of the platform (the store, the secrets key): not a server's
+// failure, which the tool keeps as its status.
+func refused(err error) bool {
+	k := apperr.As(err).Kind
+	return err != nil && (k == apperr.Invalid || k == apperr.Unavailable)
 }
 
 // Update replaces the tool's name, description, type and config with those given (a field
@@ -86,6 +99,11 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if in.Config.Transport == "" {
 		in.Config.Transport = t.Config.Transport
 	}
+	if in.Config.Spec.V == nil && in.Config.SpecURL == "" {
+		if in.Config.SpecURL = t.Config.SpecURL; in.Config.SpecURL == "" && t.Spec != "" {
+			in.Config.Spec.V = t.Spec
+		}
+	}
 	if in.Config.Headers == nil {
 		in.Config.Headers = creds.Headers
 	}
@@ -99,13 +117,13 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if err := s.apply(&t, in); err != nil {
 		return Tool{}, err
 	}
-	t, err = s.repo.Set(ctx, projectID, botID, id, map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
-		"type": t.Type, "config": t.Config, "sealed": t.Sealed, "updated_at": s.now()})
-	if err != nil {
+	if t, err = s.read(ctx, t); refused(err) {
 		return Tool{}, err
 	}
-	t, _ = s.refresh(ctx, t)
-	return t.view(), nil
+	t, err = s.repo.Set(ctx, projectID, botID, id, map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
+		"type": t.Type, "config": t.Config, "sealed": t.Sealed, "spec": t.Spec, "operations": t.Operations, "status": t.Status,
+		"last_error": t.LastError, "refreshed_at": t.RefreshedAt, "updated_at": s.now()})
+	return t.view(), err
 }
 
 func cmp(v, def string) string {
@@ -132,34 +150,40 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	typ := strings.ToLower(strings.TrimSpace(in.Type))
 	switch typ {
-	case TypeMCP:
+	case TypeMCP, TypeOpenAPI:
 	case "":
-		p.Add("type", "is required: %s", TypeMCP)
-	case TypeOpenAPI, TypeHTTP:
-		p.Add("type", "%s tools are not available yet; connect the service through an MCP server (type %s)", typ, TypeMCP)
+		p.Add("type", "is required: %s or %s", TypeMCP, TypeOpenAPI)
+	case TypeHTTP:
+		p.Add("type", "http tools are not available yet; describe the API with an OpenAPI document (type %s)", TypeOpenAPI)
 	default:
-		p.Add("type", "must be %s", TypeMCP)
+		p.Add("type", "must be %s or %s", TypeMCP, TypeOpenAPI)
 	}
 	c := in.Config
 	if strings.TrimSpace(c.MCPServerID) != "" {
 		p.Add("config.mcp_server_id", "hosted MCP servers are not available yet; give the server's url")
 	}
-	u, err := url.Parse(strings.TrimSpace(c.URL))
+	rawURL := strings.TrimSpace(c.URL)
 	switch {
-	case strings.TrimSpace(c.URL) == "":
+	case rawURL == "" && typ == TypeOpenAPI:
+	case rawURL == "":
 		p.Add("config.url", "is required")
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		p.Add("config.url", "must be an http or https URL")
-	case u.User != nil:
-		p.Add("config.url", "must not carry credentials; use config.auth")
+	default:
+		if problem := httpURL(rawURL); problem != "" {
+			p.Add("config.url", "%s", problem)
+		}
 	}
 	transport := strings.ToLower(strings.TrimSpace(c.Transport))
-	switch transport {
-	case "":
+	switch {
+	case typ == TypeOpenAPI:
+		transport = ""
+	case transport == "":
 		transport = TransportStreamable
-	case TransportStreamable, TransportSSE:
-	default:
+	case transport != TransportStreamable && transport != TransportSSE:
 		p.Add("config.transport", "must be %s or %s", TransportStreamable, TransportSSE)
+	}
+	spec, specURL := "", ""
+	if typ == TypeOpenAPI {
+		spec, specURL = specOf(c, &p)
 	}
 	creds := credentials{Headers: map[string]string{}}
 	headers := make([]string, 0, len(c.Headers))
@@ -213,8 +237,8 @@ func (s *Service) apply(t *Tool, in Input) error {
 		return err
 	}
 	auth.Set = creds.Secret != ""
-	t.Name, t.Key, t.Description, t.Type = name, keyOf(name), desc, typ
-	t.Config = Config{URL: u.String(), Transport: transport, Auth: auth, Headers: headers}
+	t.Name, t.Key, t.Description, t.Type, t.Spec = name, keyOf(name), desc, typ, spec
+	t.Config = Config{URL: rawURL, Transport: transport, SpecURL: specURL, Auth: auth, Headers: headers}
 	t.Sealed = ""
 	if len(creds.Headers) > 0 || creds.Secret != "" {
 		if !s.box.Ready() {
@@ -229,6 +253,47 @@ func (s *Service) apply(t *Tool, in Input) error {
 		t.Sealed = sealed
 	}
 	return nil
+}
+
+// httpURL is what is wrong with raw as the URL of a server; empty when nothing is.
+func httpURL(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return "must be an http or https URL"
+	case u.User != nil:
+		return "must not carry credentials; use config.auth"
+	}
+	return ""
+}
+
+// specOf is an OpenAPI tool's document as c gives it (text, or an object as JSON text), or the
+// URL to read it from.
+func specOf(c ConfigInput, p *apperr.Problems) (spec, specURL string) {
+	specURL = strings.TrimSpace(c.SpecURL)
+	switch v := c.Spec.V; {
+	case v == nil && specURL == "":
+		p.Add("config.spec", "is required: the OpenAPI document (JSON or YAML), or config.spec_url")
+	case v != nil && specURL != "":
+		p.Add("config.spec", "give the document or config.spec_url, not both")
+	case v == nil:
+		if problem := httpURL(specURL); problem != "" {
+			p.Add("config.spec_url", "%s", problem)
+		}
+	default:
+		if text, ok := v.(string); ok {
+			spec = strings.TrimSpace(text)
+		} else if _, ok := v.(map[string]any); ok {
+			raw, _ := json.Marshal(v)
+			spec = string(raw)
+		} else {
+			p.Add("config.spec", "must be the OpenAPI document, as an object or as JSON or YAML text")
+		}
+		if len(spec) > MaxSpecBytes {
+			p.Add("config.spec", "must be at most %d bytes", MaxSpecBytes)
+		}
+	}
+	return spec, specURL
 }
 
 func validHeader(name string) bool {
@@ -263,7 +328,7 @@ func (s *Service) endpoint(t Tool) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e := Endpoint{URL: t.Config.URL, Transport: t.Config.Transport, Headers: map[string]string{},
+	e := Endpoint{URL: t.Config.URL, Transport: t.Config.Transport, Headers: map[string]string{}, Spec: t.Spec, SpecURL: t.Config.SpecURL,
 		Timeout:  time.Duration(cmpInt(t.Settings.TimeoutSeconds, DefaultTimeout)) * time.Second,
 		MaxBytes: cmpInt(t.Settings.MaxResultBytes, DefaultResultBytes)}
 	for k, v := range c.Headers {
@@ -277,14 +342,7 @@ func (s *Service) endpoint(t Tool) (Endpoint, error) {
 	case AuthBasic:
 		e.Headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(t.Config.Auth.Username+":"+c.Secret))
 	case AuthQuery:
-		u, err := url.Parse(t.Config.URL)
-		if err != nil {
-			return Endpoint{}, err
-		}
-		q := u.Query()
-		q.Set(t.Config.Auth.Name, c.Secret)
-		u.RawQuery = q.Encode()
-		e.URL = u.String()
+		e.Query = url.Values{t.Config.Auth.Name: {c.Secret}}
 	}
 	return e, nil
 }
@@ -405,44 +463,55 @@ func (s *Service) Toggle(ctx context.Context, projectID, botID, id, operation st
 	return t.view(), err
 }
 
-// Refresh reads the tool's operations from its server again.
+// Refresh reads the tool's operations from its server again. A server that cannot be read
+// answers its error; the tool keeps the operations read before and says why in LastError.
 func (s *Service) Refresh(ctx context.Context, projectID, botID, id string) (Tool, error) {
 	t, err := s.repo.Get(ctx, projectID, botID, strings.TrimSpace(id))
 	if err != nil {
 		return Tool{}, err
 	}
-	t, err = s.refresh(ctx, t)
-	return t.view(), err
+	t, rerr := s.read(ctx, t)
+	if apperr.As(rerr).Kind == apperr.Unavailable {
+		return Tool{}, rerr
+	}
+	stored, err := s.repo.Set(ctx, projectID, botID, t.ID, map[string]any{"spec": t.Spec, "operations": t.Operations, "status": t.Status,
+		"last_error": t.LastError, "refreshed_at": t.RefreshedAt})
+	if err != nil {
+		return Tool{}, err
+	}
+	return stored.view(), rerr
 }
 
-// refresh lists t's operations and stores them, or the reason it could not.
-func (s *Service) refresh(ctx context.Context, t Tool) (Tool, error) {
-	ops, lerr := s.list(ctx, t)
-	set := map[string]any{"refreshed_at": s.now()}
-	if lerr != nil {
-		set["status"], set["last_error"] = StatusError, apperr.As(lerr).Message
-		if apperr.As(lerr).Kind == apperr.Unavailable {
-			return t, lerr
-		}
-	} else {
-		set["status"], set["last_error"], set["operations"] = StatusReady, "", ops
-	}
-	stored, err := s.repo.Set(ctx, t.ProjectID, t.BotID, t.ID, set)
+// read lists t's operations into it, or the reason it could not into its status (keeping the
+// operations read before), and returns that reason.
+func (s *Service) read(ctx context.Context, t Tool) (Tool, error) {
+	ops, spec, err := s.list(ctx, t)
+	now := s.now()
+	t.RefreshedAt = &now
 	if err != nil {
+		t.Status, t.LastError = StatusError, apperr.As(err).Message
 		return t, err
 	}
-	return stored, lerr
+	t.Status, t.LastError, t.Operations = StatusReady, "", ops
+	if spec != "" {
+		t.Spec = spec
+	}
+	return t, nil
 }
 
-// list reads t's operations from its server.
-func (s *Service) list(ctx context.Context, t Tool) ([]Operation, error) {
+// list reads t's operations from its server, and the document it read there if any.
+func (s *Service) list(ctx context.Context, t Tool) ([]Operation, string, error) {
 	e, err := s.endpoint(t)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	ops, err := s.mcp.List(ctx, e)
+	c, ok := s.connectors[t.Type]
+	if !ok {
+		return nil, "", apperr.Invalidf("type", "%s tools are not available", t.Type)
+	}
+	ops, spec, err := c.List(ctx, e)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(ops) > MaxOperations {
 		ops = ops[:MaxOperations]
@@ -452,10 +521,10 @@ func (s *Service) list(ctx context.Context, t Tool) ([]Operation, error) {
 			ops[i].InputSchema = map[string]any{"type": "object"}
 		}
 		if len(ops[i].Description) > MaxDescription {
-			ops[i].Description = ops[i].Description[:MaxDescription]
+			ops[i].Description = strings.ToValidUTF8(ops[i].Description[:MaxDescription], "")
 		}
 	}
-	return ops, nil
+	return ops, spec, nil
 }
 
 // TestResult is what a tool test found.
@@ -474,7 +543,7 @@ func (s *Service) Test(ctx context.Context, projectID, botID, id string) (TestRe
 		return TestResult{}, err
 	}
 	started := s.clock()
-	ops, err := s.list(ctx, t)
+	ops, _, err := s.list(ctx, t)
 	t.Operations = ops
 	res := TestResult{OK: err == nil, Operations: t.view().Operations, DurationMS: time.Since(started).Milliseconds()}
 	if err != nil {
@@ -589,12 +658,20 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 		}
 		return Output{}, err
 	}
+	i := slices.IndexFunc(t.Operations, func(op Operation) bool { return op.Name == o.Operation })
+	if i < 0 || !t.active(o.Operation) {
+		return Output{}, fmt.Errorf("%w: the operation %s of %s is no longer offered", ErrCall, o.Operation, o.Label)
+	}
+	conn, ok := s.connectors[t.Type]
+	if !ok {
+		return Output{}, fmt.Errorf("%w: %s tools are not available", ErrCall, t.Type)
+	}
 	e, err := s.endpoint(t)
 	if err != nil {
 		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(err).Message)
 	}
 	started := s.clock()
-	out, cerr := s.mcp.Call(ctx, e, o.Operation, args)
+	out, cerr := conn.Call(ctx, e, t.Operations[i], args)
 	c := Call{ID: ids.New(), ProjectID: projectID, BotID: botID, ToolID: t.ID, Operation: o.Operation, ExecutionID: executionID,
 		DurationMS: time.Since(started).Milliseconds(), Outcome: OutcomeOK, Bytes: out.Bytes, At: s.now()}
 	switch {

@@ -7,6 +7,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -68,21 +70,25 @@ const (
 	DefaultResultBytes = 20000
 	MinResultBytes     = 1000
 	MaxResultBytes     = 200000
+	// MaxSpecBytes bounds an OpenAPI document, given or fetched.
+	MaxSpecBytes = 1 << 20
 )
 
 // Tool is an agent's tool.
 type Tool struct {
-	ID          string      `json:"id" bson:"_id"`
-	ProjectID   string      `json:"-" bson:"project_id"`
-	BotID       string      `json:"bot_id" bson:"bot_id"`
-	Name        string      `json:"name" bson:"name"`
-	Key         string      `json:"-" bson:"key"`
-	Description string      `json:"description" bson:"description"`
-	Type        string      `json:"type" bson:"type"`
-	Config      Config      `json:"config" bson:"config"`
-	Sealed      string      `json:"-" bson:"sealed"`
-	Settings    Settings    `json:"settings" bson:"settings"`
-	Operations  []Operation `json:"operations" bson:"operations"`
+	ID          string `json:"id" bson:"_id"`
+	ProjectID   string `json:"-" bson:"project_id"`
+	BotID       string `json:"bot_id" bson:"bot_id"`
+	Name        string `json:"name" bson:"name"`
+	Key         string `json:"-" bson:"key"`
+	Description string `json:"description" bson:"description"`
+	Type        string `json:"type" bson:"type"`
+	Config      Config `json:"config" bson:"config"`
+	Sealed      string `json:"-" bson:"sealed"`
+	// Spec is an OpenAPI tool's document as given or as last fetched from Config.SpecURL.
+	Spec       string      `json:"-" bson:"spec"`
+	Settings   Settings    `json:"settings" bson:"settings"`
+	Operations []Operation `json:"operations" bson:"operations"`
 	// Disabled are the operations toggled off.
 	Disabled    []string   `json:"-" bson:"disabled"`
 	Status      string     `json:"status" bson:"status"`
@@ -95,9 +101,14 @@ type Tool struct {
 // Config is where a tool's server is and how it is authenticated, without the credentials:
 // a read shows which are set, never their values.
 type Config struct {
-	URL       string `json:"url" bson:"url"`
+	// URL is an MCP server's endpoint, or the base URL an OpenAPI tool's calls go to (its
+	// document's first server when empty).
+	URL string `json:"url" bson:"url"`
+	// Transport is an MCP server's.
 	Transport string `json:"transport" bson:"transport"`
-	Auth      Auth   `json:"auth" bson:"auth"`
+	// SpecURL is where an OpenAPI tool's document is read from (empty when it was given).
+	SpecURL string `json:"spec_url" bson:"spec_url"`
+	Auth    Auth   `json:"auth" bson:"auth"`
 	// Headers are the names of the headers sent with every request (their values are sealed).
 	Headers []string `json:"headers" bson:"headers"`
 }
@@ -131,11 +142,31 @@ type Operation struct {
 	Name        string          `json:"name" bson:"name"`
 	Description string          `json:"description" bson:"description"`
 	InputSchema freeform.Object `json:"input_schema" bson:"input_schema"`
-	// ReadOnly is the server's word that the operation changes nothing.
+	// ReadOnly is the server's word that the operation changes nothing (for OpenAPI, a GET or
+	// HEAD).
 	ReadOnly bool `json:"read_only" bson:"read_only"`
+	// Binding is how an OpenAPI operation is called.
+	Binding *Binding `json:"-" bson:"binding,omitempty"`
 	// Active and Approval are what the agent's settings make of it (not stored).
 	Active   bool   `json:"active" bson:"-"`
 	Approval string `json:"approval" bson:"-"`
+}
+
+// Binding is how an HTTP operation is called: its method and path (with {parameters}), the
+// server its document names, and where each argument goes.
+type Binding struct {
+	Method string  `bson:"method"`
+	Path   string  `bson:"path"`
+	Server string  `bson:"server"`
+	Params []Param `bson:"params"`
+	// Body says the arguments' "body" is sent as the JSON request body.
+	Body bool `bson:"body"`
+}
+
+// Param is a parameter of an HTTP operation: in path, query or header.
+type Param struct {
+	Name string `bson:"name"`
+	In   string `bson:"in"`
 }
 
 // Input is a tool as a create or update request gives it.
@@ -154,6 +185,10 @@ type ConfigInput struct {
 	Auth      *AuthInput        `json:"auth"`
 	// MCPServerID names a hosted MCP server of the project.
 	MCPServerID string `json:"mcp_server_id"`
+	// Spec is an OpenAPI tool's document (3.0 or 3.1), as JSON or YAML text or as an object;
+	// SpecURL is where to read it instead.
+	Spec    freeform.Value `json:"spec"`
+	SpecURL string         `json:"spec_url"`
 }
 
 // AuthInput is a tool's authentication as a request gives it.
@@ -186,8 +221,13 @@ type Endpoint struct {
 	URL       string
 	Transport string
 	Headers   map[string]string
-	Timeout   time.Duration
-	MaxBytes  int
+	// Query are parameters every request carries (a token sent in the query).
+	Query    url.Values
+	Timeout  time.Duration
+	MaxBytes int
+	// Spec and SpecURL are an OpenAPI tool's document, or where to read it.
+	Spec    string
+	SpecURL string
 }
 
 // Output is what an operation answered, as text for the model.
@@ -200,12 +240,25 @@ type Output struct {
 	Bytes     int
 }
 
-// Connector talks to a type of tool's servers (MCP): lists their operations and calls them.
-// Its errors are apperr BadGateway (unreachable, not speaking the protocol), GatewayTimeout or
-// Invalid (a config it cannot use).
+// OutputOf is an operation's answer text as the model is shown it: cut to max bytes (at a
+// character boundary) with a note saying how much there was.
+func OutputOf(text string, isError bool, max int) Output {
+	out := Output{Text: text, IsError: isError, Bytes: len(text)}
+	if max > 0 && len(text) > max {
+		cut := strings.ToValidUTF8(text[:max], "")
+		out.Text = fmt.Sprintf("%s\n[truncated: the tool answered %d bytes; the first %d are shown]", cut, len(text), len(cut))
+		out.Truncated = true
+	}
+	return out
+}
+
+// Connector talks to a type of tool's servers (MCP, OpenAPI): lists their operations and calls
+// them. Its errors are apperr BadGateway (unreachable, not speaking the protocol),
+// GatewayTimeout or Invalid (a config or document it cannot use, with the problems). List may
+// return the document it read (an OpenAPI tool's, fetched from its SpecURL).
 type Connector interface {
-	List(ctx context.Context, e Endpoint) ([]Operation, error)
-	Call(ctx context.Context, e Endpoint, operation string, args json.RawMessage) (Output, error)
+	List(ctx context.Context, e Endpoint) ([]Operation, string, error)
+	Call(ctx context.Context, e Endpoint, op Operation, args json.RawMessage) (Output, error)
 }
 
 // Call is the record of one call an agent run made.

@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/openapiclient"
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/queue"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
@@ -197,9 +198,10 @@ func (a *App) Domain() (Domain, error) {
 	}
 	// Agents' tools reach their users' servers through the guarded client; a call takes at
 	// most its tool's time limit, which the client's own outlasts.
-	mcp := mcpclient.New(safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,
-		MaxBytes: 16 << 20}).HTTPClient())
-	d.Tools = tools.NewService(store.NewTools(db), mcp, box, a.Log.With("component", "tools"))
+	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,
+		MaxBytes: 16 << 20}).HTTPClient()
+	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapiclient.New(guarded)}
+	d.Tools = tools.NewService(store.NewTools(db), connectors, box, a.Log.With("component", "tools"))
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)

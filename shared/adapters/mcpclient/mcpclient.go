@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,7 +28,7 @@ var _ tools.Connector = (*Client)(nil)
 func New(hc *http.Client) *Client { return &Client{http: hc} }
 
 // List lists every tool of the server e as an operation.
-func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation, error) {
+func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation, string, error) {
 	var out []tools.Operation
 	err := c.session(ctx, e, func(ctx context.Context, cs *mcp.ClientSession) error {
 		for t, err := range cs.Tools(ctx, nil) {
@@ -43,14 +44,14 @@ func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation,
 		}
 		return nil
 	})
-	return out, err
+	return out, "", err
 }
 
-// Call calls the tool operation of the server e with args (a JSON object).
-func (c *Client) Call(ctx context.Context, e tools.Endpoint, operation string, args json.RawMessage) (tools.Output, error) {
+// Call calls the tool op of the server e with args (a JSON object).
+func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation, args json.RawMessage) (tools.Output, error) {
 	var out tools.Output
 	err := c.session(ctx, e, func(ctx context.Context, cs *mcp.ClientSession) error {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: operation, Arguments: args})
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: op.Name, Arguments: args})
 		if err != nil {
 			return err
 		}
@@ -66,12 +67,16 @@ func (c *Client) session(ctx context.Context, e tools.Endpoint, f func(context.C
 	defer cancel()
 	hc := *c.http
 	hc.Transport = headers{base: hc.Transport, set: e.Headers}
+	endpoint, err := withQuery(e.URL, e.Query)
+	if err != nil {
+		return apperr.Invalidf("config.url", "is not a URL")
+	}
 	var t mcp.Transport
 	switch e.Transport {
 	case "", tools.TransportStreamable:
-		t = &mcp.StreamableClientTransport{Endpoint: e.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		t = &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	case tools.TransportSSE:
-		t = &mcp.SSEClientTransport{Endpoint: e.URL, HTTPClient: &hc}
+		t = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: &hc}
 	default:
 		return apperr.Invalidf("transport", "must be %s or %s", tools.TransportStreamable, tools.TransportSSE)
 	}
@@ -92,6 +97,23 @@ func (c *Client) session(ctx context.Context, e tools.Endpoint, f func(context.C
 		return failure(ctx, err)
 	}
 	return nil
+}
+
+// withQuery is raw with the parameters of q added to its query.
+func withQuery(raw string, q url.Values) (string, error) {
+	if len(q) == 0 {
+		return raw, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	all := u.Query()
+	for k, vs := range q {
+		all[k] = vs
+	}
+	u.RawQuery = all.Encode()
+	return u.String(), nil
 }
 
 // failure is err as the error a user sees: the server did not answer in time, or could not be
@@ -124,13 +146,7 @@ func output(r *mcp.CallToolResult, max int) tools.Output {
 		raw, _ := json.Marshal(r.StructuredContent)
 		text = string(raw)
 	}
-	out := tools.Output{Text: text, IsError: r.IsError, Bytes: len(text)}
-	if max > 0 && len(text) > max {
-		cut := strings.ToValidUTF8(text[:max], "")
-		out.Text = fmt.Sprintf("%s\n[truncated: the tool answered %d bytes; the first %d are shown]", cut, len(text), len(cut))
-		out.Truncated = true
-	}
-	return out
+	return tools.OutputOf(text, r.IsError, max)
 }
 
 // headers sets a server's headers on every request.

@@ -104,7 +104,7 @@ func TestToolsAndCalls(t *testing.T) {
 	} {
 		t.Run(s.Transport, func(t *testing.T) {
 			ctx := context.Background()
-			ops, err := c.List(ctx, s)
+			ops, _, err := c.List(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,16 +120,16 @@ func TestToolsAndCalls(t *testing.T) {
 				t.Fatalf("lookup's schema %v", lookup.InputSchema)
 			}
 
-			res, err := c.Call(ctx, s, "lookup_order", json.RawMessage(`{"customer":"Ada"}`))
+			res, err := c.Call(ctx, s, tools.Operation{Name: "lookup_order"}, json.RawMessage(`{"customer":"Ada"}`))
 			if err != nil || res.Text != "Order 42 for Ada: shipped." || res.IsError || res.Truncated {
 				t.Fatalf("lookup %+v (%v)", res, err)
 			}
 			before := m.refunds.Load()
-			res, err = c.Call(ctx, s, "refund", json.RawMessage(`{"order":"42","amount":500}`))
+			res, err = c.Call(ctx, s, tools.Operation{Name: "refund"}, json.RawMessage(`{"order":"42","amount":500}`))
 			if err != nil || !res.IsError || res.Text != "refunds above 100 need a manager" || m.refunds.Load() != before+1 {
 				t.Fatalf("a refused refund %+v (%v)", res, err)
 			}
-			res, err = c.Call(ctx, s, "export", json.RawMessage(`{}`))
+			res, err = c.Call(ctx, s, tools.Operation{Name: "export"}, json.RawMessage(`{}`))
 			if err != nil || !res.Truncated || !strings.HasPrefix(res.Text, strings.Repeat("x", 1000)+"\n[truncated: the tool answered 5000 bytes") {
 				t.Fatalf("a large answer %q (%v)", res.Text[:min(len(res.Text), 80)], err)
 			}
@@ -161,9 +161,9 @@ func TestFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
 			if tt.call != "" {
-				_, err = tt.client.Call(context.Background(), tt.server, tt.call, json.RawMessage(`{}`))
+				_, err = tt.client.Call(context.Background(), tt.server, tools.Operation{Name: tt.call}, json.RawMessage(`{}`))
 			} else {
-				_, err = tt.client.List(context.Background(), tt.server)
+				_, _, err = tt.client.List(context.Background(), tt.server)
 			}
 			if got := apperr.As(err).Code; got != tt.code {
 				t.Fatalf("error %v (code %q), want %s", err, got, tt.code)

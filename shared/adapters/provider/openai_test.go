@@ -236,22 +236,21 @@ func TestRetries(t *testing.T) {
 		wantCode   string // "" for success
 		wantMsg    string
 		wantReqs   int
-		minTime    time.Duration
-		maxTime    time.Duration
+		// minGap is the least time the server saw between the first request and the last: the
+		// backoff, or the Retry-After asked, waited before the retries.
+		minGap time.Duration
 	}{
 		{
 			name:     "429 twice then success",
 			behavior: providertest.Behavior{Status: http.StatusTooManyRequests, FailTimes: 2},
 			wantReqs: 3,
-			minTime:  300 * time.Millisecond, // about 200ms then 400ms, ±25%
-			maxTime:  2 * time.Second,
+			minGap:   300 * time.Millisecond, // about 200ms then 400ms, ±25%
 		},
 		{
 			name:     "503 once then a stream",
 			behavior: providertest.Behavior{Status: http.StatusServiceUnavailable, FailTimes: 1},
 			stream:   true,
 			wantReqs: 2,
-			maxTime:  time.Second,
 		},
 		{
 			name:     "503 forever",
@@ -259,7 +258,6 @@ func TestRetries(t *testing.T) {
 			wantCode: "provider_error",
 			wantMsg:  "503 Service Unavailable: The engine is currently overloaded",
 			wantReqs: 3,
-			maxTime:  2 * time.Second,
 		},
 		{
 			name:       "503 forever, streamed, one retry",
@@ -269,7 +267,6 @@ func TestRetries(t *testing.T) {
 			wantCode:   "provider_error",
 			wantMsg:    "overloaded",
 			wantReqs:   2,
-			maxTime:    time.Second,
 		},
 		{
 			name:       "no retries",
@@ -278,7 +275,6 @@ func TestRetries(t *testing.T) {
 			wantCode:   "provider_error",
 			wantMsg:    "502 Bad Gateway",
 			wantReqs:   1,
-			maxTime:    time.Second,
 		},
 		{
 			name:     "400 is not retried",
@@ -286,14 +282,12 @@ func TestRetries(t *testing.T) {
 			wantCode: "provider_error",
 			wantMsg:  "unknown model",
 			wantReqs: 1,
-			maxTime:  time.Second,
 		},
 		{
 			name:     "Retry-After honoured",
 			behavior: providertest.Behavior{Status: http.StatusTooManyRequests, FailTimes: 1, RetryAfter: "1"},
 			wantReqs: 2,
-			minTime:  time.Second,
-			maxTime:  2 * time.Second,
+			minGap:   time.Second,
 		},
 		{
 			name:     "Retry-After beyond 5s ends the retries",
@@ -301,7 +295,6 @@ func TestRetries(t *testing.T) {
 			wantCode: "provider_error",
 			wantMsg:  "429 Too Many Requests: slow down",
 			wantReqs: 1,
-			maxTime:  time.Second,
 		},
 	}
 	for _, tt := range tests {
@@ -334,8 +327,13 @@ func TestRetries(t *testing.T) {
 			if n := len(fake.Requests()); n != tt.wantReqs {
 				t.Errorf("server received %d requests, want %d", n, tt.wantReqs)
 			}
-			if elapsed < tt.minTime || elapsed > tt.maxTime {
-				t.Errorf("took %s, want between %s and %s", elapsed, tt.minTime, tt.maxTime)
+			if reqs := fake.Requests(); len(reqs) > 1 && reqs[len(reqs)-1].At.Sub(reqs[0].At) < tt.minGap {
+				t.Errorf("the retries came %s after the first request, want at least %s", reqs[len(reqs)-1].At.Sub(reqs[0].At), tt.minGap)
+			}
+			// A hang guard, not a measure: no case waits anything like it (Retry-After: 30 must
+			// end the retries at once).
+			if elapsed > 10*time.Second {
+				t.Errorf("took %s", elapsed)
 			}
 		})
 	}
@@ -366,8 +364,11 @@ func TestTimeouts(t *testing.T) {
 			} else {
 				_, err = m.Complete(t.Context(), request())
 			}
+			// The error, not the time taken, shows the timeout applied: a call that waited for the
+			// late first byte would have succeeded, one that ignored it would still hang (the
+			// bound is only a guard against that).
 			wantError(t, err, apperr.GatewayTimeout, "provider_timeout")
-			if elapsed := time.Since(start); elapsed > timeout+500*time.Millisecond {
+			if elapsed := time.Since(start); elapsed > 10*time.Second {
 				t.Errorf("took %s with a timeout of %s", elapsed, timeout)
 			}
 			if n := len(fake.Requests()); n != 1 {

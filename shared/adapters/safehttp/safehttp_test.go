@@ -631,9 +631,9 @@ func TestTimeouts(t *testing.T) {
 		ctxTimeout time.Duration
 		path       string
 	}{
-		{"slow headers", 200 * time.Millisecond, testTimeout, "/slow-headers"},
-		{"slow body", 200 * time.Millisecond, testTimeout, "/slow-body"},
-		{"caller context", testTimeout, 200 * time.Millisecond, "/slow-body"},
+		{"slow headers", 200 * time.Millisecond, 30 * time.Second, "/slow-headers"},
+		{"slow body", 200 * time.Millisecond, 30 * time.Second, "/slow-body"},
+		{"caller context", 30 * time.Second, 200 * time.Millisecond, "/slow-body"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -641,11 +641,9 @@ func TestTimeouts(t *testing.T) {
 			c := New(Options{AllowPrivate: true, Timeout: tt.timeout})
 			ctx, cancel := context.WithTimeout(t.Context(), tt.ctxTimeout)
 			defer cancel()
-			start := time.Now()
+			// The other deadline is far beyond the server's 5 s: only the one under test can end
+			// the fetch with a deadline error; without it the server would answer in full.
 			_, err := c.Fetch(ctx, srv.URL+tt.path)
-			if elapsed := time.Since(start); elapsed > time.Second {
-				t.Errorf("Fetch took %v, want about 200ms", elapsed)
-			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("err = %v, want a deadline error", err)
 			}

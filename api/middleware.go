@@ -157,6 +157,8 @@ func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
 // the headers or the query (they may carry keys).
 func (s *server) accessLog(c *gin.Context) {
 	start := time.Now()
+	done := s.metrics.Begin()
+	defer done()
 	c.Next()
 	took := time.Since(start)
 	route := c.FullPath()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,8 @@ type program struct {
 	cancel context.CancelFunc
 	exited chan struct{}
 	err    error
+	// waited says the exit was awaited (and its error reported).
+	waited bool
 	stdout *output
 	stderr *output
 }
@@ -89,11 +92,25 @@ func start(t testing.TB, env map[string]string, args ...string) *program {
 // stop sends the equivalent of SIGTERM and waits for a clean exit.
 func (p *program) stop(t testing.TB) {
 	t.Helper()
-	if p.cancel == nil {
+	p.shutdown()
+	p.wait(t)
+}
+
+// shutdown sends the equivalent of SIGTERM.
+func (p *program) shutdown() {
+	if p.cancel != nil {
+		p.cancel()
+		p.cancel = nil
+	}
+}
+
+// wait waits for the program's clean exit, once shutdown began.
+func (p *program) wait(t testing.TB) {
+	t.Helper()
+	if p.waited {
 		return
 	}
-	p.cancel()
-	p.cancel = nil
+	p.waited = true
 	select {
 	case <-p.exited:
 		if p.err != nil {
@@ -101,6 +118,29 @@ func (p *program) stop(t testing.TB) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("no exit 60s after shutdown began")
+	}
+}
+
+// waitInFlight waits until the server at metricsURL works on at least n requests.
+func waitInFlight(t *testing.T, metricsURL string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := http.Get(metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		for line := range strings.Lines(string(text)) {
+			if v, ok := strings.CutPrefix(line, "agentplane_http_requests_in_flight "); ok {
+				if got, _ := strconv.Atoi(strings.TrimSpace(v)); got >= n {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never worked on %d requests at once", n)
+		}
 	}
 }
 
@@ -244,35 +284,49 @@ func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	answered := make(chan *http.Response, 1)
+	failed := make(chan error, 1)
 	go func() {
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Error(err)
+			failed <- err
+			return
 		}
 		answered <- res
 	}()
 	if _, err := io.WriteString(w, `{"name": "in`); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the handler is reading the body, then begin shutdown.
-	time.Sleep(200 * time.Millisecond)
-	stopped := make(chan struct{})
-	go func() { p.stop(t); close(stopped) }()
-	time.Sleep(200 * time.Millisecond)
+	// The request is in flight once the server counts it (beside the scrape that asks); its
+	// handler waits for the rest of the body, which comes only after shutdown has begun.
+	waitInFlight(t, "http://"+addr+"/metrics", 2)
+	p.shutdown()
+	// Shutdown has begun once the listener is closed: new connections are refused.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the listener still accepts 30 s after shutdown began")
+		}
+	}
 	if _, err := io.WriteString(w, `-flight"}`); err != nil {
 		t.Fatal(err)
 	}
 	_ = w.Close()
-	res := <-answered
-	if res == nil {
-		t.Fatal("no answer")
+	var res *http.Response
+	select {
+	case res = <-answered:
+	case err := <-failed:
+		t.Fatalf("the in-flight request failed: %v", err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(bufio.NewReader(res.Body))
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), "in-flight") {
 		t.Fatalf("in-flight request: %d %s", res.StatusCode, b)
 	}
-	<-stopped
+	p.wait(t)
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Fatal("still accepting after shutdown")
 	}

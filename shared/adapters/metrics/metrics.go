@@ -20,6 +20,7 @@ type Metrics struct {
 	handler      http.Handler
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	httpInFlight prometheus.Gauge
 	tasks        *prometheus.CounterVec
 	taskDuration *prometheus.HistogramVec
 	cycles       prometheus.Counter
@@ -41,6 +42,8 @@ func New() *Metrics {
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_http_request_duration_seconds",
 			Help:    "Time to answer HTTP requests (to the end of a stream for event streams), by route template and method.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"route", "method"}),
+		httpInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentplane_http_requests_in_flight",
+			Help: "HTTP requests being worked on (streams included; a scrape counts itself)."}),
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_tasks_total",
 			Help: "Queue tasks run by this worker, by type and outcome (ok, error)."}, []string{"type", "outcome"}),
 		taskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_task_duration_seconds",
@@ -62,7 +65,7 @@ func New() *Metrics {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
@@ -70,6 +73,12 @@ func New() *Metrics {
 
 // Handler serves the metrics in Prometheus's text format.
 func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// Begin counts a request in flight until the function it returns is called.
+func (m *Metrics) Begin() func() {
+	m.httpInFlight.Inc()
+	return m.httpInFlight.Dec
+}
 
 // Request records an HTTP request answered with status after took; route is its template
 // ("unmatched" for no route).

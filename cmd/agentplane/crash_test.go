@@ -31,20 +31,49 @@ import (
 // AGENTPLANE_TEST_LOGS naming a directory, every process's whole log is kept there.
 func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := spawnLogged(t, env, args)
+	return cmd
+}
+
+// spawnServing is spawn with the process's listener (the API's, or the worker's and the
+// scheduler's metrics) on a port the process picks itself, and returns the address it reports
+// listening on: no port is picked, closed and handed on, for another process to take between.
+func spawnServing(t *testing.T, env map[string]string, role string) (*exec.Cmd, string) {
+	t.Helper()
+	env = maps.Clone(env)
+	name, re := "AGENTPLANE_METRICS_ADDR", opsListening
+	if role == "api" {
+		name, re = "AGENTPLANE_HTTP_ADDR", listening
+	}
+	env[name] = "127.0.0.1:0"
+	cmd, logs := spawnLogged(t, env, role)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(logs.String()); m != nil {
+			return cmd, m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s process never said where it listens:\n%s", role, logs.String())
+		}
+	}
+}
+
+// spawnLogged is spawn, with the process's log.
+func spawnLogged(t *testing.T, env map[string]string, args string) (*exec.Cmd, *output) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "AGENTPLANE_TEST_ARGS="+args)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &logs
+	logs := &output{}
+	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	if dir := os.Getenv("AGENTPLANE_TEST_LOGS"); dir != "" {
 		f, err := os.CreateTemp(dir, strings.ReplaceAll(args, " ", "-")+"-*.log")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = f.Close() })
-		cmd.Stderr = io.MultiWriter(&logs, f)
+		cmd.Stderr = io.MultiWriter(logs, f)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -57,7 +86,7 @@ func spawn(t *testing.T, env map[string]string, args string) *exec.Cmd {
 			t.Logf("the end of the log of %q (pid %d):\n%s", args, cmd.Process.Pid, log[max(0, len(log)-4000):])
 		}
 	})
-	return cmd
+	return cmd, logs
 }
 
 // A worker killed (SIGKILL) in the middle of an ingestion loses nothing: once its lease on the
@@ -300,11 +329,9 @@ func TestAPIKilledWhileStreaming(t *testing.T) {
 	s := newAgentServiceOnly(t, crashScript(t, time.Second), env)
 	other := start(t, env, "api")
 	otherAddr := waitFor(t, other.stderr, listening, other)[1]
-	victimEnv := maps.Clone(env)
-	victimEnv["AGENTPLANE_HTTP_ADDR"] = freeAddr(t)
-	victim := spawn(t, victimEnv, "api")
-	waitHealthy(t, victimEnv["AGENTPLANE_HTTP_ADDR"])
-	s.dial(victimEnv["AGENTPLANE_HTTP_ADDR"])
+	victim, victimAddr := spawnServing(t, env, "api")
+	waitHealthy(t, victimAddr)
+	s.dial(victimAddr)
 	s.setup()
 	start(t, env, "worker")
 	seen, exec := s.stream("POST", "/v1/bot/chat", map[string]any{"project_id": s.project, "bot_id": s.bot,
@@ -315,17 +342,6 @@ func TestAPIKilledWhileStreaming(t *testing.T) {
 	})
 	s.dial(otherAddr)
 	s.finish(seen, exec)
-}
-
-// freeAddr is a loopback address no one listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitHealthy waits until the process at addr answers /healthz.

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -134,21 +133,13 @@ func TestFaultsUnderLoad(t *testing.T) {
 	}
 	key := createAccount(t, env)
 
-	apiEnv := maps.Clone(env)
-	apiEnv["AGENTPLANE_HTTP_ADDR"] = freeAddr(t)
-	spawn(t, apiEnv, "api")
-	waitHealthy(t, apiEnv["AGENTPLANE_HTTP_ADDR"])
-	base := "http://" + apiEnv["AGENTPLANE_HTTP_ADDR"]
+	_, apiAddr := spawnServing(t, env, "api")
+	waitHealthy(t, apiAddr)
+	base := "http://" + apiAddr
 	spawn(t, env, "scheduler")
-	workerEnv := func() map[string]string {
-		w := maps.Clone(env)
-		w["AGENTPLANE_METRICS_ADDR"] = freeAddr(t)
-		return w
-	}
-	victimEnv, survivorEnv := workerEnv(), workerEnv()
-	victim := spawn(t, victimEnv, "worker")
-	spawn(t, survivorEnv, "worker")
-	waitHealthy(t, survivorEnv["AGENTPLANE_METRICS_ADDR"])
+	victim, _ := spawnServing(t, env, "worker")
+	_, survivorAddr := spawnServing(t, env, "worker")
+	waitHealthy(t, survivorAddr)
 
 	l, err := newLoader(loadConfig{base: base, key: key, clients: clients, hookAddr: "127.0.0.1:0", model: "m"})
 	if err != nil {
@@ -158,14 +149,14 @@ func TestFaultsUnderLoad(t *testing.T) {
 	if err := l.setup(context.Background(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]int{"api": goroutines(t, base), "worker": goroutines(t, "http://"+survivorEnv["AGENTPLANE_METRICS_ADDR"])}
+	before := map[string]int{"api": goroutines(t, base), "worker": goroutines(t, "http://"+survivorAddr)}
 
 	killWorker := func() {
 		if err := victim.Process.Signal(os.Kill); err != nil {
 			t.Error(err)
 		}
 		_ = victim.Wait()
-		victim = spawn(t, workerEnv(), "worker")
+		victim, _ = spawnServing(t, env, "worker")
 	}
 	ctx, stopLoad := context.WithCancel(context.Background())
 	held := make(chan time.Duration)
@@ -206,7 +197,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	checkRunsOncePerEvent(t, l, 3*time.Minute)
 	checkChatsKept(t, l)
 	l.close()
-	for role, addr := range map[string]string{"api": base, "worker": "http://" + survivorEnv["AGENTPLANE_METRICS_ADDR"]} {
+	for role, addr := range map[string]string{"api": base, "worker": "http://" + survivorAddr} {
 		waitGoroutines(t, role, addr, before[role])
 	}
 }

@@ -91,7 +91,12 @@ func (r Executions) Claim(ctx context.Context, id, owner string, until, now time
 	var e execution
 	err := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&e)
 	if errors.Is(err, mongo.ErrNoDocuments) {
+		// Not claimable: held, waiting, ended, or ended and moved to the finished ones (a task
+		// of a run that is over, delivered again, finds it there and does nothing).
 		err = r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&e)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			err = r.db.Collection(finishedColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&e)
+		}
 		return e.Execution, false, wrap(err, agentruns.Resource)
 	}
 	return e.Execution, err == nil, wrap(err, agentruns.Resource)

@@ -13,6 +13,8 @@ func (s *server) routes(r *gin.Engine) {
 		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
 	}
 
+	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
+
 	v1 := r.Group("/v1", s.authenticate, s.rateLimited, s.accountBudget)
 	v1.POST("/projects", handle(s.createProject))
 	v1.GET("/projects", handle(s.listProjects))

@@ -101,6 +101,8 @@ type server struct {
 	rateLimit    int
 	budget       *keylock.Locks // by account, nil without a budget
 	budgetWait   time.Duration
+	// agentMCPHandler serves agents as MCP servers.
+	agentMCPHandler http.Handler
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -142,6 +144,7 @@ func NewServer(d Deps) http.Handler {
 	if d.AccountBudget > 0 {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
+	s.agentMCPHandler = s.newAgentMCP()
 	r := newEngine()
 	s.routes(r)
 	return r

@@ -57,10 +57,10 @@ var errLost = errors.New("runs: the execution's lease was lost")
 // finds its execution finished, waiting, or held by another worker does nothing: a second task
 // of one run (the reconciler's, say) is harmless, and a run whose worker died is taken over by
 // the redelivery of its task once its lease expired, or else by the reconciler.
-func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) error {
+func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool) error {
 	owner := ids.New()
 	now := r.now()
-	e, ok, err := r.repo.Claim(ctx, t.ExecutionID, owner, now.Add(r.lease), now)
+	e, ok, err := r.repo.Claim(parent, t.ExecutionID, owner, now.Add(r.lease), now)
 	if err != nil {
 		return err
 	}
@@ -68,38 +68,41 @@ func (r *Runner) Run(ctx context.Context, t tasks.AgentRunPayload, final bool) e
 		r.log.Debug("agent run not taken", "execution_id", t.ExecutionID, "status", e.Status)
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The run's context ends when its lease is lost; the renewal stops once the run returns,
+	// before what follows it: a run that ends gives its lease up, which the renewal would take
+	// for a lost one.
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
 		r.renew(ctx, e.ID, owner, cancel)
 	}()
-	defer func() { cancel(nil); <-renewed }()
-
 	h := &holder{Runner: r, e: e, owner: owner, key: t.ProviderKey}
 	err = h.run(ctx)
+	cancel(nil)
+	<-renewed
 	switch {
 	case err == nil && (h.e.Status == StatusDone || h.e.Status == StatusFailed):
-		return r.repo.Finish(ctx, e.ID)
+		return r.repo.Finish(parent, e.ID)
 	case err == nil, errors.Is(context.Cause(ctx), errLost):
 		return nil
-	case ctx.Err() != nil:
+	case parent.Err() != nil:
 		// Shutting down: give the run back at once, so that the task, which asynq queues again,
 		// is taken by the next worker without waiting for the lease to expire.
-		r.release(ctx, e.ID, owner)
+		r.release(parent, e.ID, owner)
 		return err
 	case final || apperr.As(err).Kind == apperr.Invalid || provider.Permanent(err):
-		if err := h.fail(context.WithoutCancel(ctx), err); err != nil {
+		if err := h.fail(context.WithoutCancel(parent), err); err != nil {
 			return err
 		}
-		return r.repo.Finish(context.WithoutCancel(ctx), e.ID)
+		return r.repo.Finish(context.WithoutCancel(parent), e.ID)
 	}
 	// The retry asynq makes must find the run free: held by this attempt's lease it would take
 	// the run for another worker's, do nothing and end the task, leaving the run to the
 	// reconciler.
 	r.log.Warn("agent run step failed; retrying", "execution_id", e.ID, "error", err)
-	r.release(ctx, e.ID, owner)
+	r.release(parent, e.ID, owner)
 	return err
 }
 

@@ -44,8 +44,10 @@ func newEngine(t *testing.T, autoApprove bool) engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A short lease renews often (every 100 ms): runs that last several renewals show that
+	// their end is never taken for a lost lease.
 	cfg := config.Config{Role: "test", Queue: testenv.NewName(), DefaultCurrency: "USD", AllowPrivate: true, ProviderURL: fake.URL,
-		ProviderTimeout: 5 * time.Second, MemoryCacheBytes: 16 << 20, RunLease: 3 * time.Second, WorkerConcurrency: 1,
+		ProviderTimeout: 5 * time.Second, MemoryCacheBytes: 16 << 20, RunLease: 300 * time.Millisecond, WorkerConcurrency: 1,
 		WorkerPoll: 10 * time.Millisecond, ShutdownTimeout: time.Second, FetchTimeout: time.Second, MaxBodyBytes: 1 << 20}
 	a := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), app.Conns{DB: testenv.Mongo(t), Redis: testenv.Redis(t), RedisOpt: opt, NATS: testenv.NATS(t)})
 	t.Cleanup(a.Close)

@@ -22,11 +22,11 @@ func (k bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// connectAgent connects the official MCP client to the agent botID's MCP server with key.
-func connectAgent(t *testing.T, b *bundle, botID, key string) (*mcp.ClientSession, error) {
+// connectMCP connects the official MCP client to the API's MCP server at path with key.
+func connectMCP(t *testing.T, b *bundle, path, key string) (*mcp.ClientSession, error) {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "an-ide", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: b.client.URL + "/mcp/agents/" + botID,
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: b.client.URL + path,
 		HTTPClient: &http.Client{Transport: bearer(key)}, MaxRetries: -1}, nil)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
@@ -42,7 +42,7 @@ func TestAgentAsMCPServer(t *testing.T) {
 	b, a, fake := agentSetup(t, nil)
 	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six, Monday to Saturday."})
 	ctx := context.Background()
-	cs, err := connectAgent(t, b, a.botID, b.key)
+	cs, err := connectMCP(t, b, "/mcp/agents/"+a.botID, b.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestAgentAsMCPServer(t *testing.T) {
 	}
 
 	otherKey, _ := b.newTenant(t)
-	if _, err := connectAgent(t, b, a.botID, otherKey); err == nil {
+	if _, err := connectMCP(t, b, "/mcp/agents/"+a.botID, otherKey); err == nil {
 		t.Fatal("another account's key connected to the agent")
 	}
 	init := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18",

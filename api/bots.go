@@ -31,10 +31,7 @@ func (s *server) readBot(c *gin.Context) (any, error) {
 
 func (s *server) listBots(c *gin.Context) (any, error) {
 	var sc scope
-	if err := s.project(c, &sc); err != nil {
-		return nil, err
-	}
-	page, err := pageQuery(c)
+	page, err := s.projectPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ func (s *server) routes(r *gin.Engine) {
 	}
 
 	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
+	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimited, s.accountBudget)
 	v1.POST("/projects", handle(s.createProject))
@@ -75,6 +76,15 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/source/sync", handle(s.syncSource))
 	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
 	v1.POST("/bot/search", handle(s.searchMemory))
+
+	v1.GET("/mcp/connectors", handle(s.listConnectors))
+	v1.GET("/mcp/connectors/:name", handle(s.readConnector))
+	v1.GET("/mcp", handle(s.listMCPServers))
+	v1.GET("/mcp/:id", handle(s.readMCPServer))
+	v1.POST("/mcp/create/from-openapi", handle(s.createMCPServer("openapi")))
+	v1.POST("/mcp/create/from-predefined", handle(s.createMCPServer("predefined")))
+	v1.POST("/mcp/validate-openapi", handle(s.validateOpenAPI))
+	v1.DELETE("/mcp/:id/delete", handle(s.deleteMCPServer))
 
 	v1.GET("/bot/tool", handle(s.listTools))
 	v1.POST("/bot/tool", handle(s.createTool))

@@ -63,6 +63,15 @@ func (s *server) bot(c *gin.Context, sc *scope) (agents.Bot, error) {
 	return s.agents.Get(c, sc.ProjectID, sc.BotID)
 }
 
+// projectPage authorises the request's project and reads the page it asks for: the start of
+// every list of a project's things.
+func (s *server) projectPage(c *gin.Context, sc *scope) (paging.Page, error) {
+	if err := s.project(c, sc); err != nil {
+		return paging.Page{}, err
+	}
+	return pageQuery(c)
+}
+
 // botPage authorises the request's agent and reads the page it asks for: the start of every
 // list of an agent's things.
 func (s *server) botPage(c *gin.Context, sc *scope) (agents.Bot, paging.Page, error) {

@@ -101,8 +101,8 @@ type server struct {
 	rateLimit    int
 	budget       *keylock.Locks // by account, nil without a budget
 	budgetWait   time.Duration
-	// agentMCPHandler serves agents as MCP servers.
-	agentMCPHandler http.Handler
+	// agentMCPHandler serves agents as MCP servers, hostedMCPHandler the hosted ones.
+	agentMCPHandler, hostedMCPHandler http.Handler
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -144,7 +144,7 @@ func NewServer(d Deps) http.Handler {
 	if d.AccountBudget > 0 {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
-	s.agentMCPHandler = s.newAgentMCP()
+	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
 	r := newEngine()
 	s.routes(r)
 	return r

@@ -32,7 +32,7 @@ type matrixFixture struct {
 	key, project, bot                                                         string
 	keyID, source, chat, message, deal, contact, contactName, pipeline, stage string
 	// defaultPipeline is the project's default pipeline, where a new deal goes.
-	defaultPipeline, workflow, run, execution, pausedChat, tool string
+	defaultPipeline, workflow, run, execution, pausedChat, tool, server string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -46,7 +46,7 @@ func missingFixture(key string) matrixFixture {
 	return matrixFixture{key: key, project: "no-such-project", bot: "no-such-bot", keyID: "no-such-key",
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
-		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool"}
+		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server"}
 }
 
 // matrixScope is what a route names besides the caller's account.
@@ -113,7 +113,7 @@ func (r matrixRow) label() string {
 func (r matrixRow) request(f matrixFixture) apitest.Request {
 	path := r.path
 	for param, v := range map[string]string{":project_id": f.project, ":key_id": f.keyID, ":deal_id": f.deal,
-		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":tool_id": f.tool} {
+		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
 	q := url.Values{}
@@ -230,6 +230,22 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			body: func(matrixFixture) map[string]any { return map[string]any{"content": "Called back.", "type": "call"} }},
 		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true, last: 2},
+
+		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
+		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},
+		{method: "POST", path: "/v1/mcp/validate-openapi", scope: accountScope,
+			body: func(matrixFixture) map[string]any { return map[string]any{"openApiSpec": ordersSpec} }},
+		{method: "GET", path: "/v1/mcp", scope: projectScope, in: inQuery},
+		{method: "GET", path: "/v1/mcp/:id", scope: projectScope, in: inQuery, resource: true},
+		{method: "POST", path: "/v1/mcp/create/from-openapi", scope: projectScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"name": "Another server", "openApiSpec": ordersSpec, "baseUrl": "https://orders.example.com"}
+			}},
+		{method: "POST", path: "/v1/mcp/create/from-predefined", scope: projectScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"name": "Another GitHub", "connectorName": "github", "credentials": map[string]any{"token": "ghp-matrix"}}
+			}},
+		{method: "DELETE", path: "/v1/mcp/:id/delete", scope: projectScope, in: inQuery, resource: true, last: 2},
 
 		{method: "GET", path: "/v1/bot/tool", scope: botScope, in: inQuery},
 		{method: "POST", path: "/v1/bot/tool", scope: botScope, in: inBody,
@@ -430,6 +446,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		Body: scoped(map[string]any{"workflow_id": f.workflow})})["run"].(map[string]any)["uuid"].(string)
 	f.tool = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/tool", Key: key,
 		Body: scoped(shopTool("Tool "+tag, m.mcp, ""))})["tool"].(map[string]any)["id"].(string)
+	f.server = m.do(t, apitest.Request{Method: "POST", Path: "/v1/mcp/create/from-openapi", Key: key, Body: map[string]any{
+		"project_id": project, "name": "Server " + tag, "openApiSpec": ordersSpec, "baseUrl": "https://orders.example.com"}})["server"].(map[string]any)["id"].(string)
 
 	// Wait for the source's ingestion and the run's end, so that the tenant's data stays put.
 	q := "project_id=" + f.project + "&bot_id=" + f.bot
@@ -450,7 +468,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	res.Decode(t, &keys)
 	tn := &matrixTenant{matrixFixture: f}
 	tn.markers = []string{tag, key, secret, project, f.bot, bot["uuid"].(string), f.source, f.chat, f.message,
-		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run, f.tool}
+		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run, f.tool, f.server}
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}

@@ -146,7 +146,7 @@ func NewToolbox(s Services) *Toolbox {
 	for i := range builtins {
 		t := &builtins[i]
 		t.ServerLabel, t.Operation = builtin, t.Name
-		if t.schema = schemaOf(t.Parameters); t.schema == nil {
+		if t.schema = tools.ParseSchema(t.Parameters); t.schema == nil {
 			panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
 		}
 	}
@@ -159,19 +159,6 @@ func newToolbox(list []Tool, external *tools.Service) *Toolbox {
 		tb.byName[tb.tools[i].Name] = &tb.tools[i]
 	}
 	return tb
-}
-
-// schemaOf is the JSON schema params as the validator reads it; nil when it cannot.
-func schemaOf(params map[string]any) *openapi3.Schema {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil
-	}
-	var sch openapi3.Schema
-	if err := json.Unmarshal(raw, &sch); err != nil {
-		return nil
-	}
-	return &sch
 }
 
 // maxOffered bounds the tools a model is offered (OpenAI takes at most 128).
@@ -197,7 +184,7 @@ func (tb *Toolbox) For(ctx context.Context, projectID, botID string) (*Toolbox, 
 			continue
 		}
 		list = append(list, Tool{Name: o.Name, Description: o.Description, Parameters: o.Schema, Changes: !o.ReadOnly,
-			ServerLabel: o.Label, Operation: o.Operation, Approval: o.Approval, schema: schemaOf(o.Schema), run: tb.invoke(o)})
+			ServerLabel: o.Label, Operation: o.Operation, Approval: o.Approval, schema: tools.ParseSchema(o.Schema), run: tb.invoke(o)})
 	}
 	return newToolbox(list, tb.external), nil
 }
@@ -274,36 +261,13 @@ func (t *Tool) Call(ctx context.Context, sc Scope, arguments, key string) (Resul
 }
 
 // Check checks the model's arguments against t's schema: an error wrapping errRefused says
-// what is wrong with them.
+// what is wrong with them. An agent tool whose schema the validator does not read is not checked
+// here: its server checks its arguments.
 func (t *Tool) Check(arguments string) error {
-	if strings.TrimSpace(arguments) == "" {
-		arguments = "{}"
-	}
-	var args any
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return fmt.Errorf("%w: the arguments are not a JSON object: %v", errRefused, err)
-	}
-	if err := t.validate(args); err != nil {
-		var se *openapi3.SchemaError
-		if errors.As(err, &se) {
-			where := strings.Join(se.JSONPointer(), ".")
-			if where == "" {
-				where = "arguments"
-			}
-			return fmt.Errorf("%w: %s: %s", errRefused, where, se.Reason)
-		}
+	if err := tools.Check(t.schema, arguments); err != nil {
 		return fmt.Errorf("%w: %v", errRefused, err)
 	}
 	return nil
-}
-
-// validate checks args against t's schema. An agent tool whose schema the validator does not
-// read is not checked here: its server checks its arguments.
-func (t *Tool) validate(args any) error {
-	if t.schema == nil {
-		return nil
-	}
-	return t.schema.VisitJSON(args)
 }
 
 // describe is an error as the model reads it: the message and the problems of each field.

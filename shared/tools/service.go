@@ -626,21 +626,30 @@ func (s *Service) Offers(ctx context.Context, projectID, botID string) ([]Offer,
 	var out []Offer
 	seen := map[string]bool{}
 	for _, t := range all {
-		for _, o := range t.Operations {
-			name := CallName(t.Key, o.Name)
-			if !t.active(o.Name) || seen[name] {
-				continue
-			}
-			seen[name] = true
-			desc := o.Description
-			if t.Description != "" {
-				desc = fmt.Sprintf("%s (%s: %s)", desc, t.Name, t.Description)
-			}
-			out = append(out, Offer{ToolID: t.ID, Label: t.Name, Operation: o.Name, Name: name, Description: desc,
-				Schema: o.InputSchema, ReadOnly: o.ReadOnly, Approval: t.policy(o.Name)})
-		}
+		out = append(out, offers(t, seen)...)
 	}
 	return out, nil
+}
+
+// offers are the active operations of t, but those whose names seen has (it takes theirs).
+func offers(t Tool, seen map[string]bool) []Offer {
+	var out []Offer
+	for _, o := range t.Operations {
+		name := CallName(t.Key, o.Name)
+		if !t.active(o.Name) || seen[name] {
+			continue
+		}
+		if seen != nil {
+			seen[name] = true
+		}
+		desc := o.Description
+		if t.Description != "" {
+			desc = fmt.Sprintf("%s (%s: %s)", desc, t.Name, t.Description)
+		}
+		out = append(out, Offer{ToolID: t.ID, Label: t.Name, Operation: o.Name, Name: name, Description: desc,
+			Schema: o.InputSchema, ReadOnly: o.ReadOnly, Approval: t.policy(o.Name)})
+	}
+	return out
 }
 
 // ErrCall marks a call that did not get an answer from the tool's server (unreachable, too
@@ -669,6 +678,9 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 	e, err := s.endpoint(t)
 	if err != nil {
 		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(err).Message)
+	}
+	if err := Check(ParseSchema(t.Operations[i].InputSchema), string(args)); err != nil {
+		return Output{}, fmt.Errorf("%w: %v", ErrCall, err)
 	}
 	started := s.clock()
 	out, cerr := conn.Call(ctx, e, t.Operations[i], args)

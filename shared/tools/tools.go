@@ -294,6 +294,9 @@ type Repo interface {
 	// Set sets fields (by their stored names) of the tool and returns it as it is then.
 	Set(ctx context.Context, projectID, botID, id string, fields map[string]any) (Tool, error)
 	Delete(ctx context.Context, projectID, botID, id string) error
+	// Locate returns the project and agent of the tool id ("" for a hosted server), whichever
+	// they are.
+	Locate(ctx context.Context, id string) (projectID, botID string, err error)
 	RecordCall(ctx context.Context, c Call) error
 }
 

@@ -92,6 +92,16 @@ func (r Tools) Delete(ctx context.Context, projectID, botID, id string) error {
 	return nil
 }
 
+func (r Tools) Locate(ctx context.Context, id string) (string, string, error) {
+	var t struct {
+		ProjectID string `bson:"project_id"`
+		BotID     string `bson:"bot_id"`
+	}
+	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}, notDeleted},
+		options.FindOne().SetProjection(bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}})).Decode(&t)
+	return t.ProjectID, t.BotID, wrap(err, tools.Resource)
+}
+
 func (r Tools) RecordCall(ctx context.Context, c tools.Call) error {
 	_, err := r.db.Collection(toolCallsColl).InsertOne(ctx, c)
 	return wrap(err, "tool_call")

@@ -1,0 +1,164 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplane/agentplane/api/apitest"
+)
+
+// mcpAPI calls the hosted MCP server routes of the bundle's project.
+type mcpAPI struct{ b *bundle }
+
+func (m mcpAPI) do(t *testing.T, method, path string, body map[string]any, status int, code string) map[string]any {
+	t.Helper()
+	req := apitest.Request{Method: method, Path: "/v1/mcp" + path, Key: m.b.key}
+	if body != nil {
+		body["project_id"] = m.b.project.ID
+		req.Body = body
+	} else if !strings.HasPrefix(path, "/connectors") {
+		req.Path += "?project_id=" + m.b.project.ID
+	}
+	res := m.b.client.Do(req)
+	expect(t, res, status, code)
+	if strings.Contains(string(res.Body), mcpSecret) {
+		t.Fatalf("%s %s answers a credential: %s", method, path, res.Body)
+	}
+	return res.JSON(t)
+}
+
+func textOf(t *testing.T, r *mcp.CallToolResult) string {
+	t.Helper()
+	if len(r.Content) == 0 {
+		t.Fatalf("no content: %+v", r)
+	}
+	return r.Content[0].(*mcp.TextContent).Text
+}
+
+// A project hosts MCP servers made of OpenAPI documents: the official MCP client lists their
+// operations as tools and calls them, with the server's credentials, arguments checked first;
+// documents that are not valid are refused with their problems; another account reaches none.
+func TestHostedMCPServers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := mcpAPI{b}
+	svc := startOrdersService(t)
+	ctx := context.Background()
+
+	valid := m.do(t, "POST", "/validate-openapi", map[string]any{"openApiSpec": ordersSpec}, http.StatusOK, "")
+	if valid["valid"] != true || len(valid["operations"].([]any)) != 2 {
+		t.Fatalf("validate %v", valid)
+	}
+	res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/mcp/validate-openapi", Key: b.key,
+		Body: map[string]any{"openApiSpec": "openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths:\n  /a/{id}:\n    get:\n      responses: {'200': {description: ok}}\n"}})
+	expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+	expectField(t, res, "openApiSpec")
+
+	created := m.do(t, "POST", "/create/from-openapi", map[string]any{"name": "Orders", "openApiSpec": ordersSpec, "baseUrl": svc.URL + "/v2",
+		"authType": "header", "authName": "X-Api-Key", "credentials": map[string]any{"token": mcpSecret}}, http.StatusOK, "")
+	srv := created["server"].(map[string]any)
+	id := srv["id"].(string)
+	if created["endpoint"] != "/mcp/"+id || srv["status"] != "ready" || len(srv["operations"].([]any)) != 2 {
+		t.Fatalf("created %v", created)
+	}
+	if list := m.do(t, "GET", "", nil, http.StatusOK, ""); list["total"] != float64(1) {
+		t.Fatalf("list %v", list)
+	}
+	m.do(t, "GET", "/"+id, nil, http.StatusOK, "")
+
+	cs, err := connectMCP(t, b, "/mcp/"+id, b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := cs.ListTools(ctx, nil)
+	if err != nil || len(listed.Tools) != 2 {
+		t.Fatalf("tools %+v (%v)", listed, err)
+	}
+	got, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "getOrder", Arguments: map[string]any{"id": "o-1"}})
+	if err != nil || got.IsError || textOf(t, got) != `{"id":"o-1","status":"shipped"}` {
+		t.Fatalf("getOrder %+v (%v)", got, err)
+	}
+	refused, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "createOrder", Arguments: map[string]any{"body": map[string]any{"quantity": 0}}})
+	if err != nil || !refused.IsError || !strings.Contains(textOf(t, refused), "body.quantity") {
+		t.Fatalf("createOrder with bad arguments %+v (%v)", refused, err)
+	}
+	made, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "createOrder", Arguments: map[string]any{"body": map[string]any{"item": "tea"}}})
+	if err != nil || made.IsError {
+		t.Fatalf("createOrder %+v (%v)", made, err)
+	}
+	if reqs := svc.requests(); len(reqs) != 2 || reqs[0] != "GET /v2/orders/o-1 "+mcpSecret+" " || reqs[1] != `POST /v2/orders `+mcpSecret+` {"item":"tea"}` {
+		t.Fatalf("the service got %q", reqs)
+	}
+
+	otherKey, otherProject := b.newTenant(t)
+	if _, err := connectMCP(t, b, "/mcp/"+id, otherKey); err == nil {
+		t.Fatal("another account's key connected to the hosted server")
+	}
+	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/mcp/" + id + "?project_id=" + otherProject.ID, Key: otherKey})
+	expect(t, res, http.StatusNotFound, "mcp_server_not_found")
+
+	m.do(t, "DELETE", "/"+id+"/delete", nil, http.StatusOK, "")
+	m.do(t, "GET", "/"+id, nil, http.StatusNotFound, "mcp_server_not_found")
+	if _, err := connectMCP(t, b, "/mcp/"+id, b.key); err == nil {
+		t.Fatal("a deleted hosted server still answers")
+	}
+}
+
+// The catalog's connectors are OpenAPI documents bundled with the service: listed with what
+// they need and their operations, and hosted with the project's credentials (here against a
+// local stand-in for GitHub's API, through baseUrl).
+func TestPredefinedConnectors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := mcpAPI{b}
+	catalog := m.do(t, "GET", "/connectors", nil, http.StatusOK, "")["connectors"].([]any)
+	names := map[string]map[string]any{}
+	for _, c := range catalog {
+		names[c.(map[string]any)["name"].(string)] = c.(map[string]any)
+	}
+	if names["github"] == nil || names["slack"] == nil || names["github"]["auth"] != "bearer" {
+		t.Fatalf("catalog %v", catalog)
+	}
+	github := m.do(t, "GET", "/connectors/github", nil, http.StatusOK, "")["connector"].(map[string]any)
+	ops := map[string]bool{}
+	for _, o := range github["operations"].([]any) {
+		ops[o.(map[string]any)["name"].(string)] = o.(map[string]any)["read_only"].(bool)
+	}
+	if len(ops) != 4 || !ops["listIssues"] || ops["createIssue"] {
+		t.Fatalf("github's operations %v", ops)
+	}
+	m.do(t, "GET", "/connectors/carrier-pigeon", nil, http.StatusNotFound, "connector_not_found")
+	m.do(t, "POST", "/create/from-predefined", map[string]any{"name": "Mail", "connectorName": "carrier-pigeon"}, http.StatusUnprocessableEntity, "invalid_field")
+
+	var mu sync.Mutex
+	var seen []string
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, `[{"number":7,"title":"Crash on save"}]`)
+	}))
+	t.Cleanup(gh.Close)
+	srv := m.do(t, "POST", "/create/from-predefined", map[string]any{"name": "GitHub", "connectorName": "github", "baseUrl": gh.URL,
+		"credentials": map[string]any{"token": mcpSecret}}, http.StatusOK, "")["server"].(map[string]any)
+	cs, err := connectMCP(t, b, "/mcp/"+srv["id"].(string), b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issues, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "listIssues", Arguments: map[string]any{"owner": "acme", "repo": "app", "state": "open"}})
+	if err != nil || issues.IsError || !strings.Contains(textOf(t, issues), "Crash on save") {
+		t.Fatalf("listIssues %+v (%v)", issues, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "GET /repos/acme/app/issues?state=open Bearer "+mcpSecret {
+		t.Fatalf("the stand-in got %q", seen)
+	}
+}

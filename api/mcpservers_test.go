@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // mcpAPI calls the hosted MCP server routes of the bundle's project.
@@ -160,5 +161,34 @@ func TestPredefinedConnectors(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 1 || seen[0] != "GET /repos/acme/app/issues?state=open Bearer "+mcpSecret {
 		t.Fatalf("the stand-in got %q", seen)
+	}
+}
+
+// An agent's tool may name a hosted MCP server of its project: it has the server's operations,
+// and the agent's runs call them with the server's credentials, until the server is removed.
+func TestAgentToolOfHostedServer(t *testing.T) {
+	t.Parallel()
+	b, c, fake := agentSetup(t, nil)
+	svc := startOrdersService(t)
+	srv := mcpAPI{b}.do(t, "POST", "/create/from-openapi", map[string]any{"name": "Orders", "openApiSpec": ordersSpec, "baseUrl": svc.URL + "/v2",
+		"authType": "header", "authName": "X-Api-Key", "credentials": map[string]any{"token": mcpSecret}}, http.StatusOK, "")["server"].(map[string]any)
+	a := toolsAPI{c}
+	tool := a.create(t, map[string]any{"name": "Order desk", "type": "mcp", "config": map[string]any{"mcp_server_id": srv["id"]}})
+	if tool["status"] != "ready" || len(operations(tool)) != 2 || tool["config"].(map[string]any)["mcp_server_id"] != srv["id"] {
+		t.Fatalf("tool %v", tool)
+	}
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("order-desk__getOrder", `{"id":"o-9"}`), {Reply: "Shipped."}}})
+	_, done := c.chat(t, map[string]any{"message": "Where is o-9?", "reasoning_mode": "agent"})
+	if cs := cycles(t, done); len(cs) != 1 || cs[0]["observation"] != `{"id":"o-9","status":"shipped"}` || cs[0]["server_label"] != "Order desk" {
+		t.Fatalf("cycles %v", cs)
+	}
+	if got := svc.requests(); len(got) != 1 || got[0] != "GET /v2/orders/o-9 "+mcpSecret+" " {
+		t.Fatalf("the service got %q", got)
+	}
+	mcpAPI{b}.do(t, "DELETE", "/"+srv["id"].(string)+"/delete", nil, http.StatusOK, "")
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("order-desk__getOrder", `{"id":"o-9"}`), {Reply: "It is gone."}}})
+	_, after := c.chat(t, map[string]any{"message": "Where is o-9 now?", "reasoning_mode": "agent"})
+	if cs := cycles(t, after); len(cs) != 1 || cs[0]["actionSuccess"] != false || !strings.Contains(cs[0]["observation"].(string), "was removed") {
+		t.Fatalf("after the server's removal %v", cs)
 	}
 }

@@ -199,7 +199,8 @@ func TestAgentToolValidation(t *testing.T) {
 		{"BasicWithoutUser", withConfig(map[string]any{"url": "https://mcp.example.com", "auth": map[string]any{"type": "basic", "password": "p"}}), "config.auth.username"},
 		{"AuthType", withConfig(map[string]any{"url": "https://mcp.example.com", "auth": map[string]any{"type": "kerberos"}}), "config.auth.type"},
 		{"HeaderName", withConfig(map[string]any{"url": "https://mcp.example.com", "headers": map[string]any{"Bad Header": "x"}}), "config.headers"},
-		{"HostedNotYet", withConfig(map[string]any{"url": "https://mcp.example.com", "mcp_server_id": "srv_1"}), "config.mcp_server_id"},
+		{"NoSuchHostedServer", withConfig(map[string]any{"mcp_server_id": "no-such-server"}), "config.mcp_server_id"},
+		{"HostedServerOfOpenAPITool", map[string]any{"name": "Shop", "type": "openapi", "config": map[string]any{"spec": ordersSpec, "mcp_server_id": "srv_1"}}, "config.mcp_server_id"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/tool", Key: b.key, Body: a.body(tt.body)})

@@ -93,8 +93,8 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if in.Type == "" {
 		in.Type = t.Type
 	}
-	if in.Config.URL == "" {
-		in.Config.URL = t.Config.URL
+	if in.Config.URL == "" && in.Config.MCPServerID == "" {
+		in.Config.URL, in.Config.MCPServerID = t.Config.URL, t.Config.MCPServerID
 	}
 	if in.Config.Transport == "" {
 		in.Config.Transport = t.Config.Transport
@@ -159,11 +159,18 @@ func (s *Service) apply(t *Tool, in Input) error {
 		p.Add("type", "must be %s or %s", TypeMCP, TypeOpenAPI)
 	}
 	c := in.Config
-	if strings.TrimSpace(c.MCPServerID) != "" {
-		p.Add("config.mcp_server_id", "hosted MCP servers are not available yet; give the server's url")
-	}
-	rawURL := strings.TrimSpace(c.URL)
+	serverID, rawURL := strings.TrimSpace(c.MCPServerID), strings.TrimSpace(c.URL)
 	switch {
+	case serverID == "":
+	case t.BotID == hosted:
+		p.Add("config.mcp_server_id", "a hosted server cannot name another")
+	case typ != TypeMCP:
+		p.Add("config.mcp_server_id", "only a tool of type %s names a hosted server", TypeMCP)
+	default:
+		rawURL = ""
+	}
+	switch {
+	case serverID != "":
 	case rawURL == "" && typ == TypeOpenAPI:
 	case rawURL == "":
 		p.Add("config.url", "is required")
@@ -174,7 +181,7 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	transport := strings.ToLower(strings.TrimSpace(c.Transport))
 	switch {
-	case typ == TypeOpenAPI:
+	case typ == TypeOpenAPI || serverID != "":
 		transport = ""
 	case transport == "":
 		transport = TransportStreamable
@@ -238,7 +245,7 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	auth.Set = creds.Secret != ""
 	t.Name, t.Key, t.Description, t.Type, t.Spec = name, keyOf(name), desc, typ, spec
-	t.Config = Config{URL: rawURL, Transport: transport, SpecURL: specURL, Auth: auth, Headers: headers}
+	t.Config = Config{URL: rawURL, Transport: transport, SpecURL: specURL, MCPServerID: serverID, Auth: auth, Headers: headers}
 	t.Sealed = ""
 	if len(creds.Headers) > 0 || creds.Secret != "" {
 		if !s.box.Ready() {
@@ -499,8 +506,16 @@ func (s *Service) read(ctx context.Context, t Tool) (Tool, error) {
 	return t, nil
 }
 
-// list reads t's operations from its server, and the document it read there if any.
+// list reads t's operations from its server, and the document it read there if any. A tool
+// that names a hosted server of its project has that server's operations.
 func (s *Service) list(ctx context.Context, t Tool) ([]Operation, string, error) {
+	if id := t.Config.MCPServerID; id != "" {
+		h, err := s.repo.Get(ctx, t.ProjectID, hosted, id)
+		if apperr.As(err).Kind == apperr.NotFound {
+			return nil, "", apperr.Invalidf("config.mcp_server_id", "is not a hosted MCP server of the project")
+		}
+		return h.Operations, "", err
+	}
 	e, err := s.endpoint(t)
 	if err != nil {
 		return nil, "", err
@@ -667,23 +682,36 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 		}
 		return Output{}, err
 	}
-	i := slices.IndexFunc(t.Operations, func(op Operation) bool { return op.Name == o.Operation })
+	// A tool that names a hosted server calls it, within the tool's own limits.
+	target := t
+	if id := t.Config.MCPServerID; id != "" {
+		if target, err = s.repo.Get(ctx, projectID, hosted, id); err != nil {
+			if apperr.As(err).Kind == apperr.NotFound {
+				return Output{}, fmt.Errorf("%w: the hosted MCP server of %s was removed", ErrCall, o.Label)
+			}
+			return Output{}, err
+		}
+	}
+	i := slices.IndexFunc(target.Operations, func(op Operation) bool { return op.Name == o.Operation })
 	if i < 0 || !t.active(o.Operation) {
 		return Output{}, fmt.Errorf("%w: the operation %s of %s is no longer offered", ErrCall, o.Operation, o.Label)
 	}
-	conn, ok := s.connectors[t.Type]
+	conn, ok := s.connectors[target.Type]
 	if !ok {
-		return Output{}, fmt.Errorf("%w: %s tools are not available", ErrCall, t.Type)
+		return Output{}, fmt.Errorf("%w: %s tools are not available", ErrCall, target.Type)
 	}
-	e, err := s.endpoint(t)
+	e, err := s.endpoint(target)
 	if err != nil {
 		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(err).Message)
 	}
-	if err := Check(ParseSchema(t.Operations[i].InputSchema), string(args)); err != nil {
+	e.Timeout = time.Duration(cmpInt(t.Settings.TimeoutSeconds, DefaultTimeout)) * time.Second
+	e.MaxBytes = cmpInt(t.Settings.MaxResultBytes, DefaultResultBytes)
+	op := target.Operations[i]
+	if err := Check(ParseSchema(op.InputSchema), string(args)); err != nil {
 		return Output{}, fmt.Errorf("%w: %v", ErrCall, err)
 	}
 	started := s.clock()
-	out, cerr := conn.Call(ctx, e, t.Operations[i], args)
+	out, cerr := conn.Call(ctx, e, op, args)
 	c := Call{ID: ids.New(), ProjectID: projectID, BotID: botID, ToolID: t.ID, Operation: o.Operation, ExecutionID: executionID,
 		DurationMS: time.Since(started).Milliseconds(), Outcome: OutcomeOK, Bytes: out.Bytes, At: s.now()}
 	switch {

@@ -108,6 +108,8 @@ type Config struct {
 	Transport string `json:"transport" bson:"transport"`
 	// SpecURL is where an OpenAPI tool's document is read from (empty when it was given).
 	SpecURL string `json:"spec_url" bson:"spec_url"`
+	// MCPServerID names the hosted MCP server of the project an agent's tool calls.
+	MCPServerID string `json:"mcp_server_id,omitempty" bson:"mcp_server_id,omitempty"`
 	Auth    Auth   `json:"auth" bson:"auth"`
 	// Headers are the names of the headers sent with every request (their values are sealed).
 	Headers []string `json:"headers" bson:"headers"`

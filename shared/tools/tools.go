@@ -110,7 +110,7 @@ type Config struct {
 	SpecURL string `json:"spec_url" bson:"spec_url"`
 	// MCPServerID names the hosted MCP server of the project an agent's tool calls.
 	MCPServerID string `json:"mcp_server_id,omitempty" bson:"mcp_server_id,omitempty"`
-	Auth    Auth   `json:"auth" bson:"auth"`
+	Auth        Auth   `json:"auth" bson:"auth"`
 	// Headers are the names of the headers sent with every request (their values are sealed).
 	Headers []string `json:"headers" bson:"headers"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,4 +159,53 @@ func (s *server) hostedServer(ctx context.Context, h hostedAt) *mcp.Server {
 			})
 	}
 	return srv
+}
+
+func (s *server) updateMCPServer(c *gin.Context) (any, error) {
+	var req mcpServerRequest
+	if err := s.decode(c, &req); err != nil {
+		return nil, err
+	}
+	if err := s.project(c, &req.scope); err != nil {
+		return nil, err
+	}
+	srv, err := s.tools.UpdateServer(c, req.ProjectID, c.Param("id"), req.ServerInput)
+	return gin.H{"server": srv}, err
+}
+
+type cloneRequest struct {
+	scope
+	Name string `json:"name"`
+}
+
+func (s *server) cloneMCPServer(c *gin.Context) (any, error) {
+	var req cloneRequest
+	if err := s.decode(c, &req); err != nil {
+		return nil, err
+	}
+	if err := s.project(c, &req.scope); err != nil {
+		return nil, err
+	}
+	srv, err := s.tools.CloneServer(c, req.ProjectID, c.Param("id"), req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return gin.H{"server": srv, "endpoint": "/mcp/" + srv.ID}, nil
+}
+
+func (s *server) mcpServerUsage(c *gin.Context) (any, error) {
+	var sc scope
+	if err := s.project(c, &sc); err != nil {
+		return nil, err
+	}
+	days := 0
+	if raw := c.Query("days"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return nil, apperr.Invalidf("days", "must be an integer")
+		}
+		days = n
+	}
+	u, err := s.tools.ServerUsage(c, sc.ProjectID, c.Param("id"), days)
+	return gin.H{"usage": u}, err
 }

@@ -98,6 +98,36 @@ func TestHostedMCPServers(t *testing.T) {
 		t.Fatalf("the service got %q", reqs)
 	}
 
+	// Usage adds the calls up, by operation and by day; a clone keeps the credentials and serves
+	// the same operations; an update keeps what it leaves out.
+	usage := m.do(t, "GET", "/"+id+"/usage", nil, http.StatusOK, "")["usage"].(map[string]any)
+	ops := map[string]map[string]any{}
+	for _, o := range usage["operations"].([]any) {
+		ops[o.(map[string]any)["operation"].(string)] = o.(map[string]any)
+	}
+	if usage["calls"] != float64(3) || usage["errors"] != float64(1) || ops["getOrder"]["calls"] != float64(1) ||
+		ops["createOrder"]["calls"] != float64(2) || ops["createOrder"]["errors"] != float64(1) || len(usage["by_day"].([]any)) != 1 {
+		t.Fatalf("usage %v", usage)
+	}
+	m.do(t, "GET", "/"+id+"/usage?days=0", nil, http.StatusUnprocessableEntity, "invalid_field")
+	clone := m.do(t, "POST", "/"+id+"/clone", map[string]any{"name": "Orders copy"}, http.StatusOK, "")["server"].(map[string]any)
+	ccs, err := connectMCP(t, b, "/mcp/"+clone["id"].(string), b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ccs.CallTool(ctx, &mcp.CallToolParams{Name: "getOrder", Arguments: map[string]any{"id": "o-2"}}); err != nil || r.IsError {
+		t.Fatalf("the clone's getOrder %+v (%v)", r, err)
+	}
+	if reqs := svc.requests(); reqs[len(reqs)-1] != "GET /v2/orders/o-2 "+mcpSecret+" " {
+		t.Fatalf("the clone called %q", reqs[len(reqs)-1])
+	}
+	m.do(t, "POST", "/"+id+"/clone", map[string]any{"name": "orders COPY"}, http.StatusConflict, "tool_exists")
+	updated := m.do(t, "PUT", "/"+id+"/update", map[string]any{"description": "The order desk."}, http.StatusOK, "")["server"].(map[string]any)
+	if updated["description"] != "The order desk." || updated["name"] != "Orders" || updated["status"] != "ready" ||
+		updated["config"].(map[string]any)["auth"].(map[string]any)["set"] != true {
+		t.Fatalf("updated %v", updated)
+	}
+
 	otherKey, otherProject := b.newTenant(t)
 	if _, err := connectMCP(t, b, "/mcp/"+id, otherKey); err == nil {
 		t.Fatal("another account's key connected to the hosted server")

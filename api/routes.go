@@ -84,6 +84,9 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/mcp/create/from-openapi", handle(s.createMCPServer("openapi")))
 	v1.POST("/mcp/create/from-predefined", handle(s.createMCPServer("predefined")))
 	v1.POST("/mcp/validate-openapi", handle(s.validateOpenAPI))
+	v1.PUT("/mcp/:id/update", handle(s.updateMCPServer))
+	v1.POST("/mcp/:id/clone", handle(s.cloneMCPServer))
+	v1.GET("/mcp/:id/usage", handle(s.mcpServerUsage))
 	v1.DELETE("/mcp/:id/delete", handle(s.deleteMCPServer))
 
 	v1.GET("/bot/tool", handle(s.listTools))

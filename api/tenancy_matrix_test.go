@@ -245,6 +245,11 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			body: func(matrixFixture) map[string]any {
 				return map[string]any{"name": "Another GitHub", "connectorName": "github", "credentials": map[string]any{"token": "ghp-matrix"}}
 			}},
+		{method: "PUT", path: "/v1/mcp/:id/update", scope: projectScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"description": "Changed."} }},
+		{method: "POST", path: "/v1/mcp/:id/clone", scope: projectScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"name": "A copy"} }},
+		{method: "GET", path: "/v1/mcp/:id/usage", scope: projectScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/mcp/:id/delete", scope: projectScope, in: inQuery, resource: true, last: 2},
 
 		{method: "GET", path: "/v1/bot/tool", scope: botScope, in: inQuery},

@@ -4,8 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -110,30 +112,164 @@ type Credentials struct {
 // CreateServer adds a hosted server to the project, from an OpenAPI document or a predefined
 // connector.
 func (s *Service) CreateServer(ctx context.Context, projectID string, in ServerInput) (Tool, error) {
-	spec, baseURL, auth := in.Spec, strings.TrimSpace(in.BaseURL), strings.ToLower(strings.TrimSpace(in.AuthType))
+	input, err := in.input(false)
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err := s.Create(ctx, projectID, hosted, input)
+	return t, renamed(err)
+}
+
+// UpdateServer changes a hosted server: the fields given replace the stored ones (credentials
+// left out are kept while the auth type stays), and its document is read again.
+func (s *Service) UpdateServer(ctx context.Context, projectID, id string, in ServerInput) (Tool, error) {
+	input, err := in.input(true)
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err := s.Update(ctx, projectID, hosted, id, input)
+	return t, serverNotFound(renamed(err))
+}
+
+// input is in as a tool's input. For an update (keep), what in leaves out is left out: the
+// stored value stays.
+func (in ServerInput) input(keep bool) (Input, error) {
+	spec, auth := in.Spec, strings.ToLower(strings.TrimSpace(in.AuthType))
 	if name := strings.TrimSpace(in.ConnectorName); name != "" {
 		i := slices.IndexFunc(catalog, func(c Predefined) bool { return c.Name == name })
 		if i < 0 {
-			return Tool{}, apperr.Invalidf("connectorName", "must be a connector of the catalog (GET /v1/mcp/connectors)")
+			return Input{}, apperr.Invalidf("connectorName", "must be a connector of the catalog (GET /v1/mcp/connectors)")
 		}
 		spec.V = catalog[i].spec
 		if auth == "" {
 			auth = catalog[i].Auth
 		}
-	} else if spec.V == nil {
-		return Tool{}, apperr.Invalidf("openApiSpec", "is required: the OpenAPI document, as an object or as JSON or YAML text")
+	} else if spec.V == nil && !keep {
+		return Input{}, apperr.Invalidf("openApiSpec", "is required: the OpenAPI document, as an object or as JSON or YAML text")
 	}
-	if auth == "" {
-		auth = AuthNone
+	c := in.Credentials
+	if c.Token == "" {
+		c.Token = c.APIKey
 	}
-	token := in.Credentials.Token
-	if token == "" {
-		token = in.Credentials.APIKey
+	var a *AuthInput
+	if auth != "" || !keep {
+		a = &AuthInput{Type: cmp(auth, AuthNone), Token: c.Token, Name: in.AuthName, Username: c.Username, Password: c.Password}
 	}
-	a := &AuthInput{Type: auth, Token: token, Name: in.AuthName, Username: in.Credentials.Username, Password: in.Credentials.Password}
-	t, err := s.Create(ctx, projectID, hosted, Input{Name: in.Name, Description: in.Description, Type: TypeOpenAPI,
-		Config: ConfigInput{URL: baseURL, Spec: spec, Auth: a, Headers: in.Headers}})
-	return t, renamed(err)
+	return Input{Name: in.Name, Description: in.Description, Type: TypeOpenAPI,
+		Config: ConfigInput{URL: strings.TrimSpace(in.BaseURL), Spec: spec, Auth: a, Headers: in.Headers}}, nil
+}
+
+// CloneServer copies a hosted server, credentials, settings and all, under a new name.
+func (s *Service) CloneServer(ctx context.Context, projectID, id, name string) (Tool, error) {
+	t, err := s.repo.Get(ctx, projectID, hosted, strings.TrimSpace(id))
+	if err != nil {
+		return Tool{}, serverNotFound(err)
+	}
+	creds, err := s.open(t)
+	if err != nil {
+		return Tool{}, err
+	}
+	in := Input{Name: name, Description: t.Description, Type: t.Type, Config: ConfigInput{URL: t.Config.URL, SpecURL: t.Config.SpecURL,
+		Headers: creds.Headers, Auth: &AuthInput{Type: t.Config.Auth.Type, Name: t.Config.Auth.Name, Username: t.Config.Auth.Username,
+			Token: creds.Secret, Password: creds.Secret}}}
+	if in.Config.SpecURL == "" {
+		in.Config.Spec.V = t.Spec
+	}
+	clone, err := s.Create(ctx, projectID, hosted, in)
+	if err != nil {
+		return Tool{}, renamed(err)
+	}
+	clone, err = s.repo.Set(ctx, projectID, hosted, clone.ID, map[string]any{"settings": t.Settings, "disabled": t.Disabled})
+	return clone.view(), err
+}
+
+// Usage is what a hosted server (or a tool) was used for over its last days.
+type Usage struct {
+	Days       int              `json:"days"`
+	Calls      int              `json:"calls"`
+	Errors     int              `json:"errors"`
+	Operations []OperationUsage `json:"operations"`
+	ByDay      []DayUsage       `json:"by_day"`
+}
+
+// OperationUsage is one operation's calls: how many, how many failed, how long they took.
+type OperationUsage struct {
+	Operation string `json:"operation"`
+	Calls     int    `json:"calls"`
+	Errors    int    `json:"errors"`
+	AvgMS     int64  `json:"avg_ms"`
+	P95MS     int64  `json:"p95_ms"`
+}
+
+// DayUsage is one day's calls (UTC).
+type DayUsage struct {
+	Day    string `json:"day"`
+	Calls  int    `json:"calls"`
+	Errors int    `json:"errors"`
+}
+
+// Usage limits.
+const (
+	DefaultUsageDays = 7
+	MaxUsageDays     = 90
+	// maxUsageCalls bounds the calls a usage read adds up.
+	maxUsageCalls = 100000
+)
+
+// ServerUsage adds up the calls made to a hosted server (through its MCP endpoint, or by
+// agents' tools that name it) over its last days.
+func (s *Service) ServerUsage(ctx context.Context, projectID, id string, days int) (Usage, error) {
+	if days == 0 {
+		days = DefaultUsageDays
+	}
+	if days < 1 || days > MaxUsageDays {
+		return Usage{}, apperr.Invalidf("days", "must be from 1 to %d", MaxUsageDays)
+	}
+	t, err := s.repo.Get(ctx, projectID, hosted, strings.TrimSpace(id))
+	if err != nil {
+		return Usage{}, serverNotFound(err)
+	}
+	since := s.now().AddDate(0, 0, -days)
+	calls, err := s.repo.Calls(ctx, projectID, t.ID, since, maxUsageCalls)
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Days: days, Operations: []OperationUsage{}, ByDay: []DayUsage{}}
+	durations := map[string][]int64{}
+	byOp, byDay := map[string]*OperationUsage{}, map[string]*DayUsage{}
+	for _, c := range calls {
+		failed := c.Outcome != OutcomeOK
+		op, ok := byOp[c.Operation]
+		if !ok {
+			op = &OperationUsage{Operation: c.Operation}
+			byOp[c.Operation] = op
+		}
+		day := c.At.UTC().Format(time.DateOnly)
+		d, ok := byDay[day]
+		if !ok {
+			d = &DayUsage{Day: day}
+			byDay[day] = d
+		}
+		u.Calls, op.Calls, d.Calls = u.Calls+1, op.Calls+1, d.Calls+1
+		if failed {
+			u.Errors, op.Errors, d.Errors = u.Errors+1, op.Errors+1, d.Errors+1
+		}
+		durations[c.Operation] = append(durations[c.Operation], c.DurationMS)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byOp)) {
+		op, ds := byOp[name], durations[name]
+		slices.Sort(ds)
+		var sum int64
+		for _, v := range ds {
+			sum += v
+		}
+		op.AvgMS, op.P95MS = sum/int64(len(ds)), ds[len(ds)*95/100]
+		u.Operations = append(u.Operations, *op)
+	}
+	for _, day := range slices.Sorted(maps.Keys(byDay)) {
+		u.ByDay = append(u.ByDay, *byDay[day])
+	}
+	return u, nil
 }
 
 // renamed is err with the fields of a tool's config named as a hosted server's request names

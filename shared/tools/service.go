@@ -707,14 +707,21 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 	e.Timeout = time.Duration(cmpInt(t.Settings.TimeoutSeconds, DefaultTimeout)) * time.Second
 	e.MaxBytes = cmpInt(t.Settings.MaxResultBytes, DefaultResultBytes)
 	op := target.Operations[i]
-	if err := Check(ParseSchema(op.InputSchema), string(args)); err != nil {
-		return Output{}, fmt.Errorf("%w: %v", ErrCall, err)
-	}
 	started := s.clock()
-	out, cerr := conn.Call(ctx, e, op, args)
+	var out Output
+	cerr := Check(ParseSchema(op.InputSchema), string(args))
+	refused := cerr != nil
+	if !refused {
+		out, cerr = conn.Call(ctx, e, op, args)
+	}
 	c := Call{ID: ids.New(), ProjectID: projectID, BotID: botID, ToolID: t.ID, Operation: o.Operation, ExecutionID: executionID,
 		DurationMS: time.Since(started).Milliseconds(), Outcome: OutcomeOK, Bytes: out.Bytes, At: s.now()}
+	if target.ID != t.ID {
+		c.ServerID = target.ID
+	}
 	switch {
+	case refused:
+		c.Outcome = OutcomeRefused
 	case cerr != nil:
 		c.Outcome = OutcomeFailed
 	case out.IsError:
@@ -724,7 +731,10 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 		// The call happened: failing the run here would make it again when the run is retried.
 		s.log.Warn("tool call not recorded", "tool_id", t.ID, "operation", o.Operation, "execution_id", executionID, "error", err)
 	}
-	if cerr != nil {
+	switch {
+	case refused:
+		return Output{}, fmt.Errorf("%w: %v", ErrCall, cerr)
+	case cerr != nil:
 		return Output{}, fmt.Errorf("%w: %s", ErrCall, apperr.As(cerr).Message)
 	}
 	return out, nil

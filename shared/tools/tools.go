@@ -265,10 +265,12 @@ type Connector interface {
 
 // Call is the record of one call an agent run made.
 type Call struct {
-	ID          string    `json:"id" bson:"_id"`
-	ProjectID   string    `json:"-" bson:"project_id"`
-	BotID       string    `json:"bot_id" bson:"bot_id"`
-	ToolID      string    `json:"tool_id" bson:"tool_id"`
+	ID        string `json:"id" bson:"_id"`
+	ProjectID string `json:"-" bson:"project_id"`
+	BotID     string `json:"bot_id" bson:"bot_id"`
+	ToolID    string `json:"tool_id" bson:"tool_id"`
+	// ServerID is the hosted server the tool called, when it names one.
+	ServerID    string    `json:"server_id,omitempty" bson:"server_id,omitempty"`
 	Operation   string    `json:"operation" bson:"operation"`
 	ExecutionID string    `json:"execution_id" bson:"execution_id"`
 	DurationMS  int64     `json:"duration_ms" bson:"duration_ms"`
@@ -282,6 +284,8 @@ const (
 	OutcomeOK        = "ok"
 	OutcomeToolError = "tool_error"
 	OutcomeFailed    = "failed"
+	// OutcomeRefused is a call whose arguments broke its operation's schema: not made.
+	OutcomeRefused = "refused"
 )
 
 // Repo persists tools. Lookups take the project and agent; a tool of another is not found.
@@ -300,6 +304,9 @@ type Repo interface {
 	// they are.
 	Locate(ctx context.Context, id string) (projectID, botID string, err error)
 	RecordCall(ctx context.Context, c Call) error
+	// Calls returns the calls made with the tool, or to it as a hosted server, since the time
+	// given, at most limit of them, oldest first.
+	Calls(ctx context.Context, projectID, id string, since time.Time, limit int) ([]Call, error)
 }
 
 var keyUnsafe = regexp.MustCompile(`[^a-z0-9]+`)

@@ -144,6 +144,7 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		toolCallsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "server_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("server")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -100,6 +101,17 @@ func (r Tools) Locate(ctx context.Context, id string) (string, string, error) {
 	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}, notDeleted},
 		options.FindOne().SetProjection(bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}})).Decode(&t)
 	return t.ProjectID, t.BotID, wrap(err, tools.Resource)
+}
+
+func (r Tools) Calls(ctx context.Context, projectID, id string, since time.Time, limit int) ([]tools.Call, error) {
+	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "at", Value: bson.D{{Key: "$gte", Value: since}}},
+		{Key: "$or", Value: bson.A{bson.D{{Key: "tool_id", Value: id}}, bson.D{{Key: "server_id", Value: id}}}}}
+	cur, err := r.db.Collection(toolCallsColl).Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "at", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, wrap(err, "tool_call")
+	}
+	calls := []tools.Call{}
+	return calls, wrap(cur.All(ctx, &calls), "tool_call")
 }
 
 func (r Tools) RecordCall(ctx context.Context, c tools.Call) error {

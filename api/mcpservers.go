@@ -62,12 +62,17 @@ func (s *server) createMCPServer(from string) handler {
 		}
 		switch from {
 		case "openapi":
-			req.ConnectorName = ""
+			req.ConnectorName, req.Collection = "", freeform.Value{}
+		case "postman":
+			if req.Collection.V == nil {
+				return nil, apperr.Invalidf("postmanCollection", "is required: the Postman collection (v2.0 or v2.1)")
+			}
+			req.ConnectorName, req.Spec = "", freeform.Value{}
 		case "predefined":
 			if req.ConnectorName == "" {
 				return nil, apperr.Invalidf("connectorName", "is required (GET /v1/mcp/connectors lists them)")
 			}
-			req.Spec = freeform.Value{}
+			req.Spec, req.Collection = freeform.Value{}, freeform.Value{}
 		}
 		srv, err := s.tools.CreateServer(c, req.ProjectID, req.ServerInput)
 		if err != nil {
@@ -97,6 +102,21 @@ func (s *server) validateOpenAPI(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	ops, err := s.tools.ValidateSpec(c, req.Spec)
+	return gin.H{"valid": err == nil, "operations": ops}, err
+}
+
+type validatePostmanRequest struct {
+	Collection freeform.Value `json:"postmanCollection"`
+}
+
+// validatePostman reads a collection as a hosted server would: valid with its operations, or
+// 422 with its problems.
+func (s *server) validatePostman(c *gin.Context) (any, error) {
+	var req validatePostmanRequest
+	if err := s.decode(c, &req); err != nil {
+		return nil, err
+	}
+	ops, err := s.tools.ValidatePostman(c, req.Collection)
 	return gin.H{"valid": err == nil, "operations": ops}, err
 }
 

@@ -15,6 +15,22 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
+// ordersCollection is a Postman collection (v2.1) of ordersService's API, its server a
+// collection variable.
+const ordersCollection = `{
+  "info": {"name": "Orders", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+  "variable": [{"key": "baseUrl", "value": "https://orders.example.com/v2"}],
+  "item": [
+    {"name": "Orders", "item": [
+      {"name": "Get order", "request": {"method": "GET", "header": [{"key": "Accept", "value": "application/json"}],
+        "url": {"raw": "{{baseUrl}}/orders/:id", "host": ["{{baseUrl}}"], "path": ["orders", ":id"]}}},
+      {"name": "Create order", "request": {"method": "POST",
+        "url": {"raw": "{{baseUrl}}/orders?notify=yes", "host": ["{{baseUrl}}"], "path": ["orders"], "query": [{"key": "notify", "value": "yes"}]},
+        "body": {"mode": "raw", "raw": "{\"item\": \"tea\", \"quantity\": 2}"}}}
+    ]}
+  ]
+}`
+
 // mcpAPI calls the hosted MCP server routes of the bundle's project.
 type mcpAPI struct{ b *bundle }
 
@@ -220,5 +236,42 @@ func TestAgentToolOfHostedServer(t *testing.T) {
 	_, after := c.chat(t, map[string]any{"message": "Where is o-9 now?", "reasoning_mode": "agent"})
 	if cs := cycles(t, after); len(cs) != 1 || cs[0]["actionSuccess"] != false || !strings.Contains(cs[0]["observation"].(string), "was removed") {
 		t.Fatalf("after the server's removal %v", cs)
+	}
+}
+
+// A Postman collection hosts as an MCP server too: its requests are its operations, their
+// path variables, queries and JSON bodies their arguments; a collection that is not one is
+// refused with its problems.
+func TestPostmanCollections(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := mcpAPI{b}
+	svc := startOrdersService(t)
+	valid := m.do(t, "POST", "/validate-postman", map[string]any{"postmanCollection": ordersCollection}, http.StatusOK, "")
+	if valid["valid"] != true || len(valid["operations"].([]any)) != 2 {
+		t.Fatalf("validate %v", valid)
+	}
+	for _, bad := range []any{"not json", map[string]any{"info": map[string]any{"schema": "swagger"}}, map[string]any{"info": map[string]any{
+		"schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"}, "item": []any{}}} {
+		res := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/mcp/validate-postman", Key: b.key, Body: map[string]any{"postmanCollection": bad}})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		expectField(t, res, "postmanCollection")
+	}
+	srv := m.do(t, "POST", "/create/from-postman", map[string]any{"name": "Orders", "postmanCollection": ordersCollection, "baseUrl": svc.URL + "/v2",
+		"authType": "header", "authName": "X-Api-Key", "credentials": map[string]any{"token": mcpSecret}}, http.StatusOK, "")["server"].(map[string]any)
+	cs, err := connectMCP(t, b, "/mcp/"+srv["id"].(string), b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Get_order", Arguments: map[string]any{"id": "o-3"}}); err != nil || r.IsError {
+		t.Fatalf("Get_order %+v (%v)", r, err)
+	}
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Create_order", Arguments: map[string]any{"notify": "yes",
+		"body": map[string]any{"item": "tea", "quantity": 3}}}); err != nil || r.IsError {
+		t.Fatalf("Create_order %+v (%v)", r, err)
+	}
+	if got := svc.requests(); len(got) != 2 || got[0] != "GET /v2/orders/o-3 "+mcpSecret+" " || got[1] != `POST /v2/orders `+mcpSecret+` {"item":"tea","quantity":3}` {
+		t.Fatalf("the service got %q", got)
 	}
 }

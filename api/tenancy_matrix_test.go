@@ -241,6 +241,12 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			body: func(matrixFixture) map[string]any {
 				return map[string]any{"name": "Another server", "openApiSpec": ordersSpec, "baseUrl": "https://orders.example.com"}
 			}},
+		{method: "POST", path: "/v1/mcp/validate-postman", scope: accountScope,
+			body: func(matrixFixture) map[string]any { return map[string]any{"postmanCollection": ordersCollection} }},
+		{method: "POST", path: "/v1/mcp/create/from-postman", scope: projectScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"name": "Another collection", "postmanCollection": ordersCollection, "baseUrl": "https://orders.example.com"}
+			}},
 		{method: "POST", path: "/v1/mcp/create/from-predefined", scope: projectScope, in: inBody,
 			body: func(matrixFixture) map[string]any {
 				return map[string]any{"name": "Another GitHub", "connectorName": "github", "credentials": map[string]any{"token": "ghp-matrix"}}

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -91,6 +92,9 @@ type ServerInput struct {
 	// (from-predefined).
 	Spec          freeform.Value `json:"openApiSpec"`
 	ConnectorName string         `json:"connectorName"`
+	// Collection is a Postman collection (v2.0 or v2.1), as an object or its JSON text
+	// (from-postman).
+	Collection freeform.Value `json:"postmanCollection"`
 	// BaseURL overrides the document's servers.
 	BaseURL string `json:"baseUrl"`
 	// AuthType is none, bearer, header, query or basic; AuthName the header or query parameter
@@ -144,6 +148,12 @@ func (in ServerInput) input(keep bool) (Input, error) {
 		if auth == "" {
 			auth = catalog[i].Auth
 		}
+	} else if in.Collection.V != nil {
+		text, err := postmanSpec(in.Collection)
+		if err != nil {
+			return Input{}, err
+		}
+		spec.V = text
 	} else if spec.V == nil && !keep {
 		return Input{}, apperr.Invalidf("openApiSpec", "is required: the OpenAPI document, as an object or as JSON or YAML text")
 	}
@@ -348,6 +358,38 @@ func (s *Service) ValidateSpec(ctx context.Context, spec freeform.Value) ([]Oper
 		return nil, renamed(err)
 	}
 	return Tool{Operations: ops}.view().Operations, nil
+}
+
+// ValidatePostman reads a Postman collection as a hosted server would: its operations, or its
+// problems (an Invalid error).
+func (s *Service) ValidatePostman(ctx context.Context, collection freeform.Value) ([]Operation, error) {
+	text, err := postmanSpec(collection)
+	if err != nil {
+		return nil, err
+	}
+	ops, _, err := s.connectors[TypeOpenAPI].List(ctx, Endpoint{Spec: text})
+	if err != nil {
+		return nil, renamed(err)
+	}
+	return Tool{Operations: ops}.view().Operations, nil
+}
+
+// postmanSpec is the OpenAPI document of a collection given as an object or as its JSON text.
+func postmanSpec(collection freeform.Value) (string, error) {
+	const field = "postmanCollection"
+	var raw []byte
+	switch v := collection.V.(type) {
+	case nil:
+		return "", apperr.Invalidf(field, "is required: the Postman collection (v2.0 or v2.1), as an object or its JSON text")
+	case string:
+		raw = []byte(v)
+	default:
+		raw, _ = json.Marshal(v)
+	}
+	if len(raw) > MaxSpecBytes {
+		return "", apperr.Invalidf(field, "must be at most %d bytes", MaxSpecBytes)
+	}
+	return FromPostman(raw, field)
 }
 
 // serverNotFound names a missing tool as the hosted server it was looked up as.

@@ -63,7 +63,11 @@ func TestKeys(t *testing.T) {
 	if err := s.RevokeKey(ctx, acct.ID, second.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{secret2, "", "ap_short", "sk-" + secret[3:], secret[:len(secret)-1] + "A"} {
+	altered := secret[:len(secret)-1] + "A"
+	if altered == secret {
+		altered = secret[:len(secret)-1] + "B"
+	}
+	for _, bad := range []string{secret2, "", "ap_short", "sk-" + secret[3:], altered} {
 		if _, err := s.Authenticate(ctx, bad); apperr.As(err).Code != "invalid_api_key" {
 			t.Errorf("key %q: %v", bad, err)
 		}

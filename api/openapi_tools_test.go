@@ -118,3 +118,42 @@ func TestAgentRunCallsOpenAPITools(t *testing.T) {
 		t.Fatalf("the service got %q", got)
 	}
 }
+
+// An http tool is one endpoint of the user's: a GET takes the input schema's properties as its
+// query, anything else its arguments' body as JSON, with the tool's credentials; a call that
+// changes data waits for approval like any other.
+func TestAgentRunCallsHTTPTools(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, nil)
+	svc := startOrdersService(t)
+	a := toolsAPI{c}
+	auth := map[string]any{"type": "header", "name": "X-Api-Key", "token": mcpSecret}
+	lookup := a.create(t, map[string]any{"name": "Lookup", "type": "http", "description": "Read an order.", "config": map[string]any{
+		"url": svc.URL + "/v2/orders/o-5", "method": "GET", "auth": auth,
+		"input_schema": map[string]any{"type": "object", "properties": map[string]any{"fields": map[string]any{"type": "string"}}}}})
+	hook := a.create(t, map[string]any{"name": "Order hook", "type": "http", "description": "Place an order.", "config": map[string]any{
+		"url": svc.URL + "/v2/orders", "auth": auth,
+		"input_schema": map[string]any{"type": "object", "required": []any{"item"}, "properties": map[string]any{"item": map[string]any{"type": "string"}}}}})
+	if ops := operations(lookup); lookup["status"] != "ready" || ops["call"]["read_only"] != true || lookup["config"].(map[string]any)["method"] != "GET" {
+		t.Fatalf("lookup %v", lookup)
+	}
+	if ops := operations(hook); hook["status"] != "ready" || ops["call"]["read_only"] != false || hook["config"].(map[string]any)["method"] != "POST" {
+		t.Fatalf("hook %v", hook)
+	}
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("lookup__call", `{"fields":"status"}`),
+		call("order-hook__call", `{"body":{"item":"tea"}}`),
+		{Reply: "Ordered."},
+	}})
+	_, paused := c.chat(t, map[string]any{"message": "Check o-5 and order tea", "reasoning_mode": "agent"})
+	if pending, _ := paused["tool"].(map[string]any); paused["requiresApproval"] != true || pending["server_label"] != "Order hook" {
+		t.Fatalf("paused %v", paused)
+	}
+	_, done := c.executeTool(t, map[string]any{"executionId": paused["executionId"], "approve": true})
+	if done == nil || done["reply"] != "Ordered." {
+		t.Fatalf("done %v", done)
+	}
+	if got := svc.requests(); len(got) != 2 || got[0] != "GET /v2/orders/o-5 "+mcpSecret+" " || got[1] != `POST /v2/orders `+mcpSecret+` {"item":"tea"}` {
+		t.Fatalf("the service got %q", got)
+	}
+}

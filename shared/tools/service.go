@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,6 +100,12 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if in.Config.Transport == "" {
 		in.Config.Transport = t.Config.Transport
 	}
+	if in.Config.Method == "" {
+		in.Config.Method = t.Config.Method
+	}
+	if in.Config.InputSchema == nil {
+		in.Config.InputSchema = t.Config.InputSchema
+	}
 	if in.Config.Spec.V == nil && in.Config.SpecURL == "" {
 		if in.Config.SpecURL = t.Config.SpecURL; in.Config.SpecURL == "" && t.Spec != "" {
 			in.Config.Spec.V = t.Spec
@@ -150,13 +157,11 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	typ := strings.ToLower(strings.TrimSpace(in.Type))
 	switch typ {
-	case TypeMCP, TypeOpenAPI:
+	case TypeMCP, TypeOpenAPI, TypeHTTP:
 	case "":
-		p.Add("type", "is required: %s or %s", TypeMCP, TypeOpenAPI)
-	case TypeHTTP:
-		p.Add("type", "http tools are not available yet; describe the API with an OpenAPI document (type %s)", TypeOpenAPI)
+		p.Add("type", "is required: %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP)
 	default:
-		p.Add("type", "must be %s or %s", TypeMCP, TypeOpenAPI)
+		p.Add("type", "must be %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP)
 	}
 	c := in.Config
 	serverID, rawURL := strings.TrimSpace(c.MCPServerID), strings.TrimSpace(c.URL)
@@ -181,16 +186,19 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	transport := strings.ToLower(strings.TrimSpace(c.Transport))
 	switch {
-	case typ == TypeOpenAPI || serverID != "":
+	case typ != TypeMCP || serverID != "":
 		transport = ""
 	case transport == "":
 		transport = TransportStreamable
 	case transport != TransportStreamable && transport != TransportSSE:
 		p.Add("config.transport", "must be %s or %s", TransportStreamable, TransportSSE)
 	}
-	spec, specURL := "", ""
-	if typ == TypeOpenAPI {
+	spec, specURL, method := "", "", ""
+	switch typ {
+	case TypeOpenAPI:
 		spec, specURL = specOf(c, &p)
+	case TypeHTTP:
+		method, spec = endpointSpec(name, desc, rawURL, c, &p)
 	}
 	creds := credentials{Headers: map[string]string{}}
 	headers := make([]string, 0, len(c.Headers))
@@ -245,7 +253,10 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	auth.Set = creds.Secret != ""
 	t.Name, t.Key, t.Description, t.Type, t.Spec = name, keyOf(name), desc, typ, spec
-	t.Config = Config{URL: rawURL, Transport: transport, SpecURL: specURL, MCPServerID: serverID, Auth: auth, Headers: headers}
+	t.Config = Config{URL: rawURL, Transport: transport, SpecURL: specURL, MCPServerID: serverID, Method: method, Auth: auth, Headers: headers}
+	if typ == TypeHTTP {
+		t.Config.InputSchema = c.InputSchema
+	}
 	t.Sealed = ""
 	if len(creds.Headers) > 0 || creds.Secret != "" {
 		if !s.box.Ready() {
@@ -303,6 +314,46 @@ func specOf(c ConfigInput, p *apperr.Problems) (spec, specURL string) {
 	return spec, specURL
 }
 
+// httpMethods are the methods of an http tool's endpoint.
+var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// endpointSpec is the method of an http tool (a single endpoint) and the OpenAPI document that
+// describes it: one operation, "call", whose arguments are the query parameters of a GET (the
+// input schema's properties) or the JSON body of the others ("body", of the input schema).
+func endpointSpec(name, desc, rawURL string, c ConfigInput, p *apperr.Problems) (string, string) {
+	method := strings.ToUpper(cmp(strings.TrimSpace(c.Method), http.MethodPost))
+	if !slices.Contains(httpMethods, method) {
+		p.Add("config.method", "must be one of %s", strings.Join(httpMethods, ", "))
+	}
+	schema := map[string]any(c.InputSchema)
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	if ParseSchema(schema) == nil {
+		p.Add("config.input_schema", "must be a JSON schema")
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || rawURL == "" {
+		return method, ""
+	}
+	op := map[string]any{"operationId": "call", "summary": cmp(desc, name), "responses": map[string]any{"default": map[string]any{"description": "The answer."}}}
+	if method == http.MethodGet {
+		var params []any
+		props, _ := schema["properties"].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(props)) {
+			params = append(params, map[string]any{"name": k, "in": "query", "schema": props[k]})
+		}
+		op["parameters"] = params
+	} else {
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schema}}}
+	}
+	path := cmp(u.EscapedPath(), "/")
+	doc := map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": name, "version": "1"},
+		"servers": []any{map[string]any{"url": u.Scheme + "://" + u.Host}}, "paths": map[string]any{path: map[string]any{strings.ToLower(method): op}}}
+	raw, _ := json.Marshal(doc)
+	return method, string(raw)
+}
+
 func validHeader(name string) bool {
 	if name == "" {
 		return false
@@ -340,6 +391,10 @@ func (s *Service) endpoint(t Tool) (Endpoint, error) {
 		MaxBytes: cmpInt(t.Settings.MaxResultBytes, DefaultResultBytes)}
 	for k, v := range c.Headers {
 		e.Headers[k] = v
+	}
+	if t.Type == TypeHTTP {
+		// The endpoint's own document names its server and path.
+		e.URL = ""
 	}
 	switch t.Config.Auth.Type {
 	case AuthBearer:

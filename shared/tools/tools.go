@@ -108,6 +108,9 @@ type Config struct {
 	Transport string `json:"transport" bson:"transport"`
 	// SpecURL is where an OpenAPI tool's document is read from (empty when it was given).
 	SpecURL string `json:"spec_url" bson:"spec_url"`
+	// Method and InputSchema are an http tool's.
+	Method      string          `json:"method,omitempty" bson:"method,omitempty"`
+	InputSchema freeform.Object `json:"input_schema,omitempty" bson:"input_schema,omitempty"`
 	// MCPServerID names the hosted MCP server of the project an agent's tool calls.
 	MCPServerID string `json:"mcp_server_id,omitempty" bson:"mcp_server_id,omitempty"`
 	Auth        Auth   `json:"auth" bson:"auth"`
@@ -187,6 +190,10 @@ type ConfigInput struct {
 	Auth      *AuthInput        `json:"auth"`
 	// MCPServerID names a hosted MCP server of the project.
 	MCPServerID string `json:"mcp_server_id"`
+	// Method and InputSchema are an http tool's: its endpoint (URL) is called with this method
+	// (POST by default), its arguments as described.
+	Method      string          `json:"method"`
+	InputSchema freeform.Object `json:"input_schema"`
 	// Spec is an OpenAPI tool's document (3.0 or 3.1), as JSON or YAML text or as an object;
 	// SpecURL is where to read it instead.
 	Spec    freeform.Value `json:"spec"`

@@ -200,7 +200,8 @@ func (a *App) Domain() (Domain, error) {
 	// most its tool's time limit, which the client's own outlasts.
 	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,
 		MaxBytes: 16 << 20}).HTTPClient()
-	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapiclient.New(guarded)}
+	openapi := openapiclient.New(guarded)
+	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi}
 	d.Tools = tools.NewService(store.NewTools(db), connectors, box, a.Log.With("component", "tools"))
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),

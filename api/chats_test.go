@@ -449,34 +449,71 @@ func TestChatStreamDisconnect(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
+// An agent's own limit (ratelimit_requests per ratelimit_seconds, for each API key) applies and
+// lifts. The limit is a rate: 2 messages at once, then one more every 4 s. How many chats it lets
+// through before it refuses one depends on how long they take, so the test counts instead of
+// assuming they are quick: it chats until one is refused and holds the number let through to what
+// the rate allows in the time they took; it then waits the Retry-After the refusal asked for (at
+// most the 4 s a message is owed back in), and the next message is answered.
 func TestAgentRateLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	// Two messages every 8 s: a message is owed back every 4 s, far longer than three chats take
-	// on a loaded machine.
-	a := b.chatBot(t, map[string]any{"ratelimit_requests": 2, "ratelimit_seconds": 8, "ratelimit_message": "Easy there, one moment please."})
-	for i := range 2 {
-		if res, chat := a.chat(t, map[string]any{"message": "hi"}); chat == nil {
-			t.Fatalf("message %d: %d %s", i, res.Status, res.Body)
+	const (
+		burst  = 2
+		window = 8 * time.Second
+		// owed is how long the limit takes to owe one message back.
+		owed = window / burst
+		// attempts bounds the chats sent before the limit must have refused one: they would all
+		// be let through only if each took about owed on average.
+		attempts = 20
+	)
+	a := b.chatBot(t, map[string]any{"ratelimit_requests": burst, "ratelimit_seconds": int(window / time.Second), "ratelimit_message": "Easy there, one moment please."})
+	start := time.Now()
+	var refused *apitest.Response
+	answered := 0
+	for refused == nil {
+		if answered == attempts {
+			t.Fatalf("%d chats in %s were all answered: the limit of %d per %s never applied", attempts, time.Since(start), burst, window)
 		}
+		res, chat := a.chat(t, map[string]any{"message": "hi"})
+		if res.Status == http.StatusTooManyRequests {
+			refused = res
+			break
+		}
+		if chat == nil {
+			t.Fatalf("message %d: %d %s", answered, res.Status, res.Body)
+		}
+		// The first message leaves burst-1; none leaves more.
+		left, err := strconv.Atoi(res.Header.Get("X-RateLimit-Remaining"))
+		if err != nil || res.Header.Get("X-RateLimit-Limit") != strconv.Itoa(burst) || left < 0 || left > burst-1 || (answered == 0 && left != burst-1) {
+			t.Fatalf("message %d: limit %q, remaining %q", answered, res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-RateLimit-Remaining"))
+		}
+		answered++
 	}
-	res, _ := a.chat(t, map[string]any{"message": "hi"})
-	expect(t, res, http.StatusTooManyRequests, "bot_rate_limited")
-	if !strings.Contains(string(res.Body), "Easy there, one moment please.") || res.Header.Get("Retry-After") == "" ||
-		res.Header.Get("X-RateLimit-Limit") != "2" || res.Header.Get("X-RateLimit-Remaining") != "0" {
-		t.Fatalf("429: %v %s", res.Header, res.Body)
+	took := time.Since(start)
+	// The burst is always let through; past it, one message for each owed that went by.
+	if most := burst + int(took/owed); answered < burst || answered > most {
+		t.Fatalf("%d messages answered in %s before the first refusal, want %d to %d", answered, took, burst, most)
+	}
+	expect(t, refused, http.StatusTooManyRequests, "bot_rate_limited")
+	if !strings.Contains(string(refused.Body), "Easy there, one moment please.") ||
+		refused.Header.Get("X-RateLimit-Limit") != strconv.Itoa(burst) || refused.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("429: %v %s", refused.Header, refused.Body)
+	}
+	// The refusal asks for a wait of at most owed, and of at least what is left of owed since the
+	// first message: the next message is owed back no sooner.
+	retry, err := strconv.Atoi(refused.Header.Get("Retry-After"))
+	if least := max(owed-took, time.Second); err != nil || time.Duration(retry)*time.Second < least || time.Duration(retry)*time.Second > owed {
+		t.Fatalf("Retry-After %q: want %s to %s, %s after the first message", refused.Header.Get("Retry-After"), least, owed, took)
 	}
 	other := b.chatBot(t, nil)
 	if res, chat := other.chat(t, map[string]any{"message": "hi"}); chat == nil {
 		t.Fatalf("another agent was limited too: %d", res.Status)
 	}
-	retry, err := strconv.Atoi(res.Header.Get("Retry-After"))
-	if err != nil || retry < 1 || retry > 4 {
-		t.Fatalf("Retry-After %q: want 1-4 s", res.Header.Get("Retry-After"))
-	}
+	// Waiting longer than asked can only leave more messages owed back, never fewer.
 	time.Sleep(time.Duration(retry) * time.Second)
 	if res, chat := a.chat(t, map[string]any{"message": "hi"}); chat == nil {
-		t.Fatalf("the window did not move on: %d %s", res.Status, res.Body)
+		t.Fatalf("the limit did not lift after the Retry-After of %d s: %d %s", retry, res.Status, res.Body)
 	}
 }
 

@@ -224,7 +224,13 @@ func TestConcurrentUpdates(t *testing.T) {
 					update[k] = v
 				}
 				wg.Go(func() {
-					statuses[i] = b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: body(update)}).Status
+					// Try, not Do: FailNow must not be called from this goroutine.
+					res, err := b.client.Try(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: body(update)})
+					if err != nil {
+						t.Errorf("%s, round %d: %v", tt.path, r, err)
+						return
+					}
+					statuses[i] = res.Status
 				})
 			}
 			wg.Wait()

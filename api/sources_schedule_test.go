@@ -295,9 +295,21 @@ func TestResyncIsAtomicForReaders(t *testing.T) {
 		wg      sync.WaitGroup
 		queries atomic.Int64
 	)
+	// The reader reports with t.Error (FailNow must not be called from its goroutine), and is
+	// stopped and waited for however the test ends.
+	stopReader := func() {
+		stop.Store(true)
+		wg.Wait()
+	}
+	defer stopReader()
 	wg.Go(func() {
 		for !stop.Load() {
-			if hits := a.search(t, "harbour pilots", nil); len(hits) != 1 {
+			hits, err := a.trySearch("harbour pilots", nil)
+			if err != nil {
+				t.Errorf("a reader's search failed mid re-index: %v", err)
+				return
+			}
+			if len(hits) != 1 {
 				t.Errorf("a reader saw %d passages mid re-index", len(hits))
 				return
 			}
@@ -313,8 +325,7 @@ func TestResyncIsAtomicForReaders(t *testing.T) {
 			t.Fatalf("sync %d: %v", i, got)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
+	stopReader()
 	if queries.Load() == 0 {
 		t.Fatal("no query ran during the re-index")
 	}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -142,15 +143,31 @@ func (a sourcesAPI) ingest(t *testing.T, body map[string]any) map[string]any {
 // search returns the passages retrieval finds for keywords.
 func (a sourcesAPI) search(t *testing.T, keywords string, extra map[string]any) []map[string]any {
 	t.Helper()
+	hits, err := a.trySearch(keywords, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// trySearch is search for a goroutine the test starts: what fails is its error.
+func (a sourcesAPI) trySearch(keywords string, extra map[string]any) ([]map[string]any, error) {
 	body := a.body(map[string]any{"keywords": keywords})
 	for k, v := range extra {
 		body[k] = v
 	}
-	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/search", Key: a.b.key, Body: body})
-	expect(t, res, http.StatusOK, "")
+	res, err := a.b.client.Try(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/search", Key: a.b.key, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != http.StatusOK {
+		return nil, fmt.Errorf("search %q: status %d, want 200; body: %s", keywords, res.Status, res.Body)
+	}
 	var out struct{ Results []map[string]any }
-	res.Decode(t, &out)
-	return out.Results
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		return nil, fmt.Errorf("search %q: decoding body: %w: %s", keywords, err, res.Body)
+	}
+	return out.Results, nil
 }
 
 func sourceOf(p map[string]any) map[string]any { return p["source"].(map[string]any) }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,8 +73,22 @@ type Response struct {
 	Body   []byte
 }
 
-// Do sends r, checks the response against the OpenAPI document and returns it.
+// Do sends r, checks the response against the OpenAPI document and returns it; the test fails
+// at once when the request cannot be sent or its answer read. Only the test's goroutine may
+// call it (FailNow must not be called from another): a goroutine a test starts calls Try.
 func (c *Client) Do(r Request) *Response {
+	c.t.Helper()
+	res, err := c.Try(r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return res
+}
+
+// Try is Do for any goroutine: a request that cannot be sent, or whose answer cannot be read,
+// is its error, for the caller to hand to the test's goroutine; the checks against the document
+// report with Errorf, which any goroutine may call.
+func (c *Client) Try(r Request) (*Response, error) {
 	c.t.Helper()
 	var body io.Reader
 	contentType := r.ContentType
@@ -86,7 +101,7 @@ func (c *Client) Do(r Request) *Response {
 	case r.Body != nil:
 		b, err := json.Marshal(r.Body)
 		if err != nil {
-			c.t.Fatal(err)
+			return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 		}
 		body = bytes.NewReader(b)
 		if contentType == "" {
@@ -95,7 +110,7 @@ func (c *Client) Do(r Request) *Response {
 	}
 	req, err := http.NewRequest(r.Method, c.URL+r.Path, body)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -108,16 +123,16 @@ func (c *Client) Do(r Request) *Response {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
 	defer res.Body.Close()
 	got, err := io.ReadAll(res.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: reading body: %v", r.Method, r.Path, err)
+		return nil, fmt.Errorf("%s %s: reading body: %w", r.Method, r.Path, err)
 	}
 	out := &Response{Status: res.StatusCode, Header: res.Header, Body: got}
 	c.check(req, out)
-	return out
+	return out, nil
 }
 
 // check holds the response to the document: a documented route must answer a documented status

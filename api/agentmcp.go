@@ -22,8 +22,8 @@ const AgentMCPPath = "/mcp/agents"
 
 // agentAt is the agent an MCP request reaches, authorised for the caller's account.
 type agentAt struct {
-	projectID, accountID string
-	bot                  agents.Bot
+	projectID, accountID, keyID string
+	bot                         agents.Bot
 }
 
 type agentAtKey struct{}
@@ -50,7 +50,8 @@ func (s *server) agentMCP(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: sc.ProjectID, accountID: principal(c).AccountID, bot: bot})
+	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: sc.ProjectID, accountID: principal(c).AccountID,
+		keyID: principal(c).KeyID, bot: bot})
 	s.agentMCPHandler.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 
@@ -110,8 +111,12 @@ func (s *server) agentServer(a agentAt) *mcp.Server {
 }
 
 // mcpChat is one chat turn of the agent, waited for as a non-streamed chat is: an agent run
-// answers within the run wait, or says what it waits for.
+// answers within the run wait, or says what it waits for. It counts against the agent's rate
+// limit for the caller's key as a chat request does.
 func (s *server) mcpChat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpChatOut, error) {
+	if _, err := s.botAllow(ctx, a.bot, a.keyID); err != nil {
+		return mcpChatOut{}, err
+	}
 	in := chats.Input{Message: &args.Message, ChatID: args.ChatID}
 	out, err := s.chats.Chat(ctx, a.projectID, a.bot, chats.Asker{AccountID: a.accountID}, in, nil)
 	if err != nil {

@@ -127,3 +127,32 @@ func TestAgentAsMCPServer(t *testing.T) {
 		})
 	}
 }
+
+// A chat through the agent's MCP server is a message like any other: it counts against the
+// agent's rate limit for the caller's key, shared with /v1/bot/chat, and a refused one tells the
+// caller's model the agent's ratelimit_message.
+func TestAgentMCPChatRateLimit(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"ratelimit_requests": 2, "ratelimit_seconds": 3600, "ratelimit_message": "One moment, please."})
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	cs, err := connectMCP(t, b, "/mcp/agents/"+a.botID, b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "Hi"}})
+		if err != nil || res.IsError {
+			t.Fatalf("chat %d within the limit: %+v, %v", i+1, res, err)
+		}
+	}
+	refused, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "Hi again"}})
+	if err != nil || !refused.IsError || refused.Content[0].(*mcp.TextContent).Text != "bot_rate_limited: One moment, please." {
+		t.Fatalf("the third chat: %+v, %v", refused, err)
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/chat", Key: b.key,
+		Body: map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "message": "And here?"}}), http.StatusTooManyRequests, "bot_rate_limited")
+	if found, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_memory", Arguments: map[string]any{"query": "anything"}}); err != nil || found.IsError {
+		t.Fatalf("searching memory is not a message: %+v, %v", found, err)
+	}
+}

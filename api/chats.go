@@ -175,29 +175,47 @@ func (s *server) executeTool(c *gin.Context) {
 }
 
 // agentLimit holds the agent's own limit: ratelimit_requests per ratelimit_seconds for each
-// API key, in Redis (GCRA, shared by every API replica). Like the per-key limit it fails
-// closed: with Redis down the request is answered 503, never let through unlimited.
+// API key, in Redis (GCRA, shared by every API replica), and says so in the X-RateLimit headers.
 func (s *server) agentLimit(c *gin.Context, bot agents.Bot) error {
-	if bot.RatelimitRequests <= 0 || bot.RatelimitSeconds <= 0 {
-		return nil
-	}
-	limit := redis_rate.Limit{Rate: bot.RatelimitRequests, Burst: bot.RatelimitRequests, Period: time.Duration(bot.RatelimitSeconds) * time.Second}
-	res, err := s.limiter.Allow(c, "ratelimit:bot:"+bot.ID+":"+principal(c).KeyID, limit)
-	if err != nil {
-		return apperr.Unavailablef("redis", err)
+	state, err := s.botAllow(c, bot, principal(c).KeyID)
+	if state == nil {
+		return err
 	}
 	c.Header("X-RateLimit-Limit", strconv.Itoa(bot.RatelimitRequests))
-	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining(limit, res)))
-	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(time.Now().Add(res.ResetAfter).UnixMilli())/1000)), 10))
+	c.Header("X-RateLimit-Remaining", strconv.Itoa(remaining(state.limit, state.res)))
+	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(time.Now().Add(state.res.ResetAfter).UnixMilli())/1000)), 10))
+	return err
+}
+
+// botLimitState is where an agent's limit stands for one key.
+type botLimitState struct {
+	limit redis_rate.Limit
+	res   *redis_rate.Result
+}
+
+// botAllow takes one message of the agent's limit for the key, wherever the message comes from
+// (a chat request, an MCP client's chat call). Like the per-key limit it fails closed: with Redis
+// down the message is refused with 503, never let through unlimited. The state is nil when the
+// agent has no limit or Redis did not answer.
+func (s *server) botAllow(ctx context.Context, bot agents.Bot, keyID string) (*botLimitState, error) {
+	if bot.RatelimitRequests <= 0 || bot.RatelimitSeconds <= 0 {
+		return nil, nil
+	}
+	limit := redis_rate.Limit{Rate: bot.RatelimitRequests, Burst: bot.RatelimitRequests, Period: time.Duration(bot.RatelimitSeconds) * time.Second}
+	res, err := s.limiter.Allow(ctx, "ratelimit:bot:"+bot.ID+":"+keyID, limit)
+	if err != nil {
+		return nil, apperr.Unavailablef("redis", err)
+	}
+	state := &botLimitState{limit: limit, res: res}
 	if res.Allowed > 0 {
-		return nil
+		return state, nil
 	}
 	retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
 	msg := bot.RatelimitMessage
 	if msg == "" {
 		msg = fmt.Sprintf("This agent answers at most %d messages every %d seconds; retry in %d s.", bot.RatelimitRequests, bot.RatelimitSeconds, retry)
 	}
-	return &apperr.Error{Kind: apperr.RateLimited, Code: "bot_rate_limited", RetryAfter: retry, Message: msg}
+	return state, &apperr.Error{Kind: apperr.RateLimited, Code: "bot_rate_limited", RetryAfter: retry, Message: msg}
 }
 
 func (s *server) chatHistory(c *gin.Context) (any, error) {

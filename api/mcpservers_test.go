@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +208,85 @@ func TestPredefinedConnectors(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 1 || seen[0] != "GET /repos/acme/app/issues?state=open Bearer "+mcpSecret {
 		t.Fatalf("the stand-in got %q", seen)
+	}
+}
+
+// The catalog's rest connector is any JSON API under the base URL it is created with: its
+// operations are the HTTP methods, each taking a path under the base URL (slashes kept, never
+// climbing out of it), a query object and a JSON body, sent with the server's credentials.
+func TestRESTConnector(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := mcpAPI{b}
+	rest := m.do(t, "GET", "/connectors/rest", nil, http.StatusOK, "")["connector"].(map[string]any)
+	if needs, _ := rest["needs"].([]any); len(needs) != 1 || needs[0] != "baseUrl" {
+		t.Fatalf("the rest connector needs %v", rest["needs"])
+	}
+	m.do(t, "POST", "/create/from-predefined", map[string]any{"name": "Orders", "connectorName": "rest"}, http.StatusUnprocessableEntity, "invalid_field")
+
+	type request struct{ line, auth, body string }
+	var mu sync.Mutex
+	var seen []request
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, request{r.Method + " " + r.URL.RequestURI(), r.Header.Get("X-Api-Key"), string(body)})
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"id":42,"status":"shipped"}`)
+	}))
+	t.Cleanup(api.Close)
+	srv := m.do(t, "POST", "/create/from-predefined", map[string]any{"name": "Orders", "connectorName": "rest", "baseUrl": api.URL + "/api/v2",
+		"authType": "header", "authName": "X-Api-Key", "credentials": map[string]any{"api_key": mcpSecret}}, http.StatusOK, "")["server"].(map[string]any)
+	cs, err := connectMCP(t, b, "/mcp/"+srv["id"].(string), b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range listed.Tools {
+		names = append(names, tool.Name)
+	}
+	if slices.Sort(names); strings.Join(names, " ") != "delete get patch post put" {
+		t.Fatalf("the rest connector's tools %v", names)
+	}
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want request
+	}{
+		{"get", map[string]any{"path": "orders/42", "query": map[string]any{"expand": "lines", "limit": 5}}, request{"GET /api/v2/orders/42?expand=lines&limit=5", mcpSecret, ""}},
+		{"post", map[string]any{"path": "/orders", "body": map[string]any{"customer": "Acme"}}, request{"POST /api/v2/orders", mcpSecret, `{"customer":"Acme"}`}},
+		{"delete", map[string]any{"path": "orders/a b"}, request{"DELETE /api/v2/orders/a%20b", mcpSecret, ""}},
+	} {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.name, Arguments: tt.args})
+		if err != nil || res.IsError || !strings.Contains(textOf(t, res), "shipped") {
+			t.Fatalf("%s %v: %+v (%v)", tt.name, tt.args, res, err)
+		}
+		mu.Lock()
+		if len(seen) != 1 || seen[0] != tt.want {
+			t.Fatalf("%s %v: the API got %q, want %q", tt.name, tt.args, seen, tt.want)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	for _, path := range []string{"../admin", "orders/../../admin", "./x"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get", Arguments: map[string]any{"path": path}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(t, res), `may not have "." or ".." segments`) {
+			t.Fatalf("get %q: %+v (%v)", path, res, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 0 {
+		t.Fatalf("a path climbing out of the base URL reached the API: %q", seen)
 	}
 }
 

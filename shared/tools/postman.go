@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -223,12 +224,36 @@ func postmanPath(raw json.RawMessage, vars map[string]string) (string, string, [
 	if path.Len() == 0 {
 		path.WriteString("/")
 	}
-	for _, q := range u.Query {
-		if !q.Disabled && q.Key != "" {
+	query := u.Query
+	if query == nil {
+		query = rawQuery(u.Raw)
+	}
+	seen := map[string]bool{}
+	for _, q := range query {
+		if !q.Disabled && q.Key != "" && !seen[q.Key] {
+			seen[q.Key] = true
 			params = append(params, map[string]any{"name": q.Key, "in": "query", "schema": map[string]any{"type": "string"}})
 		}
 	}
 	return path.String(), host, params, nil
+}
+
+// rawQuery is the query of a URL given only as its text (https://x/ping?v=1&q={{term}}): its
+// parameters' names, values left as written (they may be variables).
+func rawQuery(raw string) []postmanVar {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	var out []postmanVar
+	for pair := range strings.SplitSeq(q, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		if name, err := url.QueryUnescape(key); err == nil && name != "" {
+			out = append(out, postmanVar{Key: name, Value: value})
+		}
+	}
+	return out
 }
 
 // postmanText is a description, given as text or as {content}.

@@ -57,8 +57,9 @@ func TestFromPostman(t *testing.T) {
 		t.Fatalf("document %s", spec)
 	}
 	// A collection of raw URLs splits them into the server and the paths.
-	raw, err := tools.FromPostman([]byte(`{`+postmanSchema+`, "item": [{"name": "Ping", "request": {"method": "GET", "url": "https://x.example/api/ping/:n?v=1"}}]}`), "c")
-	if err != nil || !strings.Contains(raw, `"servers":[{"url":"https://x.example"}]`) || !strings.Contains(raw, `"/api/ping/{n}"`) {
+	raw, err := tools.FromPostman([]byte(`{`+postmanSchema+`, "item": [{"name": "Ping", "request": {"method": "GET", "url": "https://x.example/api/ping/:n?v=1&the%20term={{term}}&v=2#top"}}]}`), "c")
+	if err != nil || !strings.Contains(raw, `"servers":[{"url":"https://x.example"}]`) || !strings.Contains(raw, `"/api/ping/{n}"`) ||
+		strings.Count(raw, `"in":"query"`) != 2 || !strings.Contains(raw, `"name":"v"`) || !strings.Contains(raw, `"name":"the term"`) {
 		t.Fatalf("raw URLs: %s (%v)", raw, err)
 	}
 	body, _ := json.Marshal(note.RequestBody.Content["application/json"].Schema)

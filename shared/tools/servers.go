@@ -28,9 +28,12 @@ type Predefined struct {
 	Name        string `json:"name"`
 	Title       string `json:"title"`
 	Description string `json:"description"`
-	// Auth is the kind of credentials it needs (AuthBearer: a token).
-	Auth       string      `json:"auth"`
-	BaseURL    string      `json:"base_url"`
+	// Auth is the kind of credentials it takes by default (AuthBearer: a token; AuthNone: none
+	// unless authType says otherwise).
+	Auth    string `json:"auth"`
+	BaseURL string `json:"base_url"`
+	// Needs lists what a create request must give besides name and connectorName.
+	Needs      []string    `json:"needs"`
 	Operations []Operation `json:"operations"`
 	spec       string
 }
@@ -41,9 +44,12 @@ var connectorFiles embed.FS
 // catalog is the connectors bundled: name, title, description, auth.
 var catalog = []Predefined{
 	{Name: "github", Title: "GitHub", Description: "Repositories and issues of GitHub's REST API: read a repository, list, read and open issues.",
-		Auth: AuthBearer, BaseURL: "https://api.github.com"},
+		Auth: AuthBearer, BaseURL: "https://api.github.com", Needs: []string{"credentials.token"}},
 	{Name: "slack", Title: "Slack", Description: "Slack's Web API: list channels, read a channel's messages, post a message.",
-		Auth: AuthBearer, BaseURL: "https://slack.com/api"},
+		Auth: AuthBearer, BaseURL: "https://slack.com/api", Needs: []string{"credentials.token"}},
+	{Name: "rest", Title: "REST/JSON API", Description: "Any REST API that speaks JSON, under the base URL given: get, post, put, patch " +
+		"and delete a path under it, with a query and a JSON body; authType and credentials as the API wants them.",
+		Auth: AuthNone, Needs: []string{"baseUrl"}},
 }
 
 func init() {
@@ -147,6 +153,9 @@ func (in ServerInput) input(keep bool) (Input, error) {
 		spec.V = catalog[i].spec
 		if auth == "" {
 			auth = catalog[i].Auth
+		}
+		if catalog[i].BaseURL == "" && strings.TrimSpace(in.BaseURL) == "" && !keep {
+			return Input{}, apperr.Invalidf("baseUrl", "is required by the %s connector: the API's base URL, such as https://api.example.com/v1", name)
 		}
 	} else if in.Collection.V != nil {
 		text, err := postmanSpec(in.Collection)

@@ -172,6 +172,9 @@ type Binding struct {
 type Param struct {
 	Name string `bson:"name"`
 	In   string `bson:"in"`
+	// Reserved says a path parameter's slashes are kept (the document's x-allow-reserved): it
+	// names a path of several segments, not one.
+	Reserved bool `bson:"reserved,omitempty"`
 }
 
 // Input is a tool as a create or update request gives it.

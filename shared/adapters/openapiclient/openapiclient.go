@@ -178,7 +178,8 @@ func bind(doc *openapi3.T, item *openapi3.PathItem, op *openapi3.Operation) (map
 		if p.Required || p.In == openapi3.ParameterInPath {
 			required = append(required, p.Name)
 		}
-		b.Params = append(b.Params, tools.Param{Name: p.Name, In: p.In})
+		reserved, _ := p.Extensions["x-allow-reserved"].(bool)
+		b.Params = append(b.Params, tools.Param{Name: p.Name, In: p.In, Reserved: reserved && p.In == openapi3.ParameterInPath})
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
 		for _, ct := range slices.Sorted(maps.Keys(rb.Value.Content)) {
@@ -312,15 +313,13 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 		}
 		switch p.In {
 		case openapi3.ParameterInPath:
-			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(text(v)))
-		case openapi3.ParameterInQuery:
-			if list, ok := v.([]any); ok {
-				for _, item := range list {
-					query.Add(p.Name, text(item))
-				}
-			} else {
-				query.Set(p.Name, text(v))
+			segment, err := pathValue(text(v), p.Reserved)
+			if err != nil {
+				return tools.OutputOf(p.Name+": "+err.Error(), true, e.MaxBytes), nil
 			}
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", segment)
+		case openapi3.ParameterInQuery:
+			addQuery(query, p.Name, v)
 		case openapi3.ParameterInHeader:
 			header.Set(p.Name, text(v))
 		}
@@ -368,6 +367,40 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 		return tools.OutputOf(fmt.Sprintf("HTTP %d: %s", res.StatusCode, answer), true, e.MaxBytes), nil
 	}
 	return tools.OutputOf(answer, false, e.MaxBytes), nil
+}
+
+// pathValue is a path parameter's value as it goes into the path: one escaped segment, or, when
+// reserved, segments each escaped and joined by slashes, which may not climb out of the
+// operation's path ("." and ".." segments are refused).
+func pathValue(v string, reserved bool) (string, error) {
+	if !reserved {
+		return url.PathEscape(v), nil
+	}
+	segments := strings.Split(strings.TrimLeft(v, "/"), "/")
+	for i, s := range segments {
+		if s == "." || s == ".." {
+			return "", errors.New(`may not have "." or ".." segments`)
+		}
+		segments[i] = url.PathEscape(s)
+	}
+	return strings.Join(segments, "/"), nil
+}
+
+// addQuery adds a query parameter's value as OpenAPI's default style (form, exploded) sends it:
+// an array's items as repeated parameters, an object's properties as parameters of their own.
+func addQuery(query url.Values, name string, v any) {
+	switch x := v.(type) {
+	case []any:
+		for _, item := range x {
+			query.Add(name, text(item))
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			addQuery(query, k, x[k])
+		}
+	default:
+		query.Set(name, text(v))
+	}
 }
 
 // text is an argument as a URL or header value.

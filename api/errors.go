@@ -46,6 +46,10 @@ func fail(c *gin.Context, err error) {
 	if e.Kind == apperr.Unauthorized && c.Writer.Header().Get("WWW-Authenticate") == "" {
 		c.Header("WWW-Authenticate", `Bearer realm="agentplane"`)
 	}
+	if c.GetBool(openAIShape) {
+		c.AbortWithStatusJSON(status, openAIErrorOf(status, e))
+		return
+	}
 	c.AbortWithStatusJSON(status, body)
 }
 

@@ -16,6 +16,11 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
 
+	openAI := []gin.HandlerFunc{openAIErrors, s.authenticate, s.rateLimited, s.accountBudget}
+	r.POST("/v1/chat/completions", append(openAI, s.completion)...)
+	r.GET("/v1/models", append(openAI, handle(s.listModels))...)
+	r.GET("/v1/models/:model", append(openAI, handle(s.readModel))...)
+
 	v1 := r.Group("/v1", s.authenticate, s.rateLimited, s.accountBudget)
 	v1.POST("/projects", handle(s.createProject))
 	v1.GET("/projects", handle(s.listProjects))

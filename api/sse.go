@@ -74,7 +74,23 @@ func (s *sse) delta(text string) error {
 	return s.write("", agentruns.EventDelta, raw)
 }
 
-// write sends one event; s.mu is held.
+// data writes v as an event of no name and no number, as OpenAI's streams are made.
+func (s *sse) data(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.raw(string(raw))
+}
+
+// raw writes text as an event's data, as it is.
+func (s *sse) raw(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write("", "", []byte(text))
+}
+
+// write sends one event (of no name when name is empty); s.mu is held.
 func (s *sse) write(id, name string, raw []byte) error {
 	if !s.started {
 		s.begin()
@@ -84,7 +100,12 @@ func (s *sse) write(id, name string, raw []byte) error {
 			return err
 		}
 	}
-	if _, err := fmt.Fprintf(s.c.Writer, "event: %s\ndata: %s\n\n", name, raw); err != nil {
+	if name != "" {
+		if _, err := fmt.Fprintf(s.c.Writer, "event: %s\n", name); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.c.Writer, "data: %s\n\n", raw); err != nil {
 		return err
 	}
 	s.c.Writer.Flush()

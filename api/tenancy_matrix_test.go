@@ -70,6 +70,9 @@ const (
 	inPath where = iota
 	inQuery
 	inBody
+	// inHeader is the OpenAI door's: the project in the OpenAI-Project header, the agent as the
+	// model (agent:<id>) in the body, or in the path for :model.
+	inHeader
 )
 
 // matrixRow is one request of the matrix: a route and how to call it with a fixture.
@@ -99,6 +102,8 @@ type matrixRow struct {
 	// eventStream answers its owner with an event stream, which the OpenAPI checks of apitest
 	// cannot decode: the owner's request is sent without them.
 	eventStream bool
+	// botCode is the code of an agent not found, when not bot_not_found.
+	botCode string
 }
 
 func (r matrixRow) label() string {
@@ -131,7 +136,19 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 	if f.project == "" {
 		delete(scope, "project_id")
 	}
+	header := map[string]string{}
 	for k, v := range scope {
+		switch {
+		case r.in == inHeader && k == "project_id":
+			header["OpenAI-Project"] = v
+		case r.in == inHeader && strings.Contains(path, ":model"):
+			path = strings.ReplaceAll(path, ":model", url.PathEscape("agent:"+v))
+		case r.in == inHeader:
+			if body == nil {
+				body = map[string]any{}
+			}
+			body["model"] = "agent:" + v
+		}
 		switch r.in {
 		case inQuery:
 			q.Set(k, v)
@@ -149,7 +166,7 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 	if raw != "" {
 		path += "?" + raw
 	}
-	req := apitest.Request{Method: r.method, Path: path, Key: f.key}
+	req := apitest.Request{Method: r.method, Path: path, Key: f.key, Header: header}
 	if body != nil {
 		req.Body = body
 	}
@@ -319,6 +336,13 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 				return map[string]any{"keywords": "matrix notes", "source_ids": []string{f.source}}
 			}},
 
+		{method: "GET", path: "/v1/models", scope: projectScope, in: inHeader},
+		{method: "GET", path: "/v1/models/:model", scope: botScope, in: inHeader, botCode: "model_not_found"},
+		{method: "POST", path: "/v1/chat/completions", scope: botScope, in: inHeader, resource: true, botCode: "model_not_found",
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"messages": []any{map[string]any{"role": "user", "content": "And what else?"}},
+					"metadata": map[string]any{"chat_id": f.chat}, "reasoning_effort": "low"}
+			}},
 		{method: "POST", path: "/v1/bot/chat", scope: botScope, in: inBody, resource: true,
 			body: func(f matrixFixture) map[string]any {
 				return map[string]any{"chat_id": f.chat, "message": "And what else?", "reasoning_mode": "standard"}
@@ -565,8 +589,12 @@ func variations(r matrixRow, a, b *matrixTenant) []variation {
 		// not found, like a missing one.
 		agentAlone, missingAlone := otherAgent, noAgent
 		agentAlone.project, missingAlone.project = "", ""
-		vs = append(vs, variation{name: "other-agent", f: &otherAgent, like: &noAgent, victim: b, status: http.StatusNotFound, code: "bot_not_found"},
-			variation{name: "other-account-agent-without-project", f: &agentAlone, like: &missingAlone, victim: b, status: http.StatusNotFound, code: "bot_not_found"})
+		code := "bot_not_found"
+		if r.botCode != "" {
+			code = r.botCode
+		}
+		vs = append(vs, variation{name: "other-agent", f: &otherAgent, like: &noAgent, victim: b, status: http.StatusNotFound, code: code},
+			variation{name: "other-account-agent-without-project", f: &agentAlone, like: &missingAlone, victim: b, status: http.StatusNotFound, code: code})
 	}
 	if r.resource {
 		status := http.StatusNotFound

@@ -1,6 +1,7 @@
 package chats
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -42,7 +43,21 @@ type Input struct {
 	ChatMode       string      `json:"chat_mode"`
 	// Memory false answers without retrieval (BoostGPT's clients send it).
 	Memory *bool `json:"memory"`
+	// Prior is the conversation so far, held by the client rather than in a chat (an OpenAI
+	// client's earlier messages): a turn that starts a chat stores them in it before its
+	// message, and they are the turn's history. A turn of an existing chat ignores them.
+	Prior []Said `json:"-"`
 }
+
+// Said is a message of a conversation the client held: who said it (RoleUser or RoleAgent) and
+// what.
+type Said struct {
+	Role    string
+	Content string
+}
+
+// MaxPrior bounds the earlier messages a turn may bring.
+const MaxPrior = 200
 
 // Validate checks every field and fills the defaults of the modes.
 func (in *Input) Validate() error {
@@ -52,6 +67,17 @@ func (in *Input) Validate() error {
 		p.Add("message", "is required")
 	case utf8.RuneCountInString(*in.Message) > MaxMessageLength:
 		p.Add("message", "must be at most %d characters", MaxMessageLength)
+	}
+	if len(in.Prior) > MaxPrior {
+		p.Add("messages", "may hold at most %d earlier messages; name the chat instead", MaxPrior)
+	}
+	for i, m := range in.Prior {
+		if m.Role != RoleUser && m.Role != RoleAgent {
+			p.Add(fmt.Sprintf("messages[%d].role", i), "must be user or assistant")
+		}
+		if utf8.RuneCountInString(m.Content) > MaxMessageLength {
+			p.Add(fmt.Sprintf("messages[%d].content", i), "must be at most %d characters", MaxMessageLength)
+		}
 	}
 	if utf8.RuneCountInString(in.Instruction) > MaxInstructionLength {
 		p.Add("instruction", "must be at most %d characters", MaxInstructionLength)

@@ -169,8 +169,13 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	if err != nil {
 		return Turn{}, err
 	}
-	earlier, err := s.repo.Range(ctx, chat.UUID, chat.Messages-HistoryTurns+1, chat.Messages)
-	if err != nil {
+	var earlier []Message
+	if isNew && len(in.Prior) > 0 {
+		if earlier, err = s.seed(ctx, projectID, bot, asker, &chat, in, rt); err != nil {
+			return Turn{}, err
+		}
+		isNew = false
+	} else if earlier, err = s.repo.Range(ctx, chat.UUID, chat.Messages-HistoryTurns+1, chat.Messages); err != nil {
 		return Turn{}, err
 	}
 	question := strings.TrimSpace(*in.Message)
@@ -197,6 +202,30 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	}
 	chat.Messages = user.Seq
 	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict}, nil
+}
+
+// seed stores in.Prior, the conversation a client held, as the first messages of chat, a new
+// chat (stored with the first of them), and returns the last HistoryTurns of them.
+func (s *Service) seed(ctx context.Context, projectID string, bot agents.Bot, asker Asker, chat *Chat, in Input, rt string) ([]Message, error) {
+	write := s.repo.Start
+	var stored []Message
+	name, limit := ModelName(in, bot), MaxTokens(in, bot)
+	for _, said := range in.Prior {
+		now, level := s.now(), Complexity(said.Content)
+		m := Message{UUID: ids.New(), ChatID: chat.UUID, Role: said.Role, Content: said.Content, Model: name, Complexity: level, ReasoningType: rt,
+			Preference: Preference{ReasoningType: rt, Model: name, MaxTokens: limit, Complexity: level}, Channel: "api", CreditUsed: "0",
+			Tokens: text.Tokens(said.Content), Reasoning: map[string]any{}, Sources: []memory.Ref{}, EstimatedTimeMS: "0",
+			EstimatedCost: "0.000000", User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now}
+		if said.Role == RoleAgent {
+			m.User = User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}
+		}
+		if err := s.store(ctx, projectID, bot, *chat, &m, write); err != nil {
+			return nil, err
+		}
+		chat.Messages, write = m.Seq, s.repo.Append
+		stored = append(stored, m)
+	}
+	return stored[max(0, len(stored)-HistoryTurns):], nil
 }
 
 // Answer makes the standard reply of the turn t: one retrieval and one model call.

@@ -1,0 +1,540 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/flex"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
+)
+
+// The OpenAI-compatible door: any OpenAI client talks to any agent. A model is an agent
+// ("agent:<id>", or its bare id or uuid), the API key is the Bearer token, and the answers and
+// errors have OpenAI's shapes. What only agentplane has (the chat, the run, the sources) rides
+// in an "agentplane" field OpenAI's clients ignore.
+
+// modelPrefix names an agent as a model.
+const modelPrefix = "agent:"
+
+// openAIShape marks a request whose errors are answered in OpenAI's shape.
+const openAIShape = "openai_shape"
+
+// openAIErrors makes the request's errors OpenAI's: {"error": {message, type, code, param}}.
+func openAIErrors(c *gin.Context) { c.Set(openAIShape, true) }
+
+// openAIError is an error as OpenAI's API answers it.
+type openAIError struct {
+	Error openAIErrorObject `json:"error"`
+}
+
+type openAIErrorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param"`
+}
+
+// openAITypes are OpenAI's error types by status.
+var openAITypes = map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+	404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error", 415: "invalid_request_error",
+	422: "invalid_request_error", 429: "rate_limit_error", 503: "service_unavailable_error"}
+
+// openAIErrorOf is e, answered with status, in OpenAI's shape.
+func openAIErrorOf(status int, e *apperr.Error) openAIError {
+	typ, ok := openAITypes[status]
+	if !ok {
+		typ = "api_error"
+	}
+	var param *string
+	if len(e.Details) > 0 {
+		param = &e.Details[0].Field
+	}
+	return openAIError{Error: openAIErrorObject{Message: e.Message, Type: typ, Code: e.Code, Param: param}}
+}
+
+// modelOf is the agent a model names, authorised for the key's account; the OpenAI-Project
+// header, when given, is the project it must be in.
+func (s *server) modelOf(c *gin.Context, model string) (agents.Bot, error) {
+	id := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(model), modelPrefix))
+	if id == "" {
+		return agents.Bot{}, apperr.Invalidf("model", "is required: the agent to talk to, as agent:<bot id> (GET /v1/models lists them)")
+	}
+	sc := scope{ProjectID: strings.TrimSpace(c.GetHeader("OpenAI-Project")), BotID: id}
+	bot, err := s.bot(c, &sc)
+	if err != nil && apperr.As(err).Code == "bot_not_found" {
+		return agents.Bot{}, apperr.New(apperr.NotFound, "model_not_found", "The model does not exist or you do not have access to it; GET /v1/models lists yours.")
+	}
+	return bot, err
+}
+
+// openAIModel is an agent as a model.
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Name    string `json:"name"`
+}
+
+func modelOfBot(b agents.Bot, projectID string) openAIModel {
+	return openAIModel{ID: modelPrefix + b.ID, Object: "model", Created: b.CreatedAt.Unix(), OwnedBy: projectID, Name: b.Name}
+}
+
+// listModels lists the agents of the key's account (of the OpenAI-Project header's project
+// only, when given) as models.
+func (s *server) listModels(c *gin.Context) (any, error) {
+	account := principal(c).AccountID
+	var projects []string
+	if p := strings.TrimSpace(c.GetHeader("OpenAI-Project")); p != "" {
+		if _, err := s.tenancy.Project(c, account, p); err != nil {
+			return nil, err
+		}
+		projects = []string{p}
+	} else {
+		err := eachPage(func(page paging.Page) (int, int, error) {
+			list, total, err := s.tenancy.Projects(c, account, page)
+			for _, p := range list {
+				projects = append(projects, p.ID)
+			}
+			return len(list), total, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	models := []openAIModel{}
+	for _, p := range projects {
+		err := eachPage(func(page paging.Page) (int, int, error) {
+			list, total, err := s.agents.List(c, p, page)
+			for _, b := range list {
+				models = append(models, modelOfBot(b, p))
+			}
+			return len(list), total, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return gin.H{"object": "list", "data": models}, nil
+}
+
+// eachPage reads a list a page at a time until it has all: read answers how many it read and
+// the list's total.
+func eachPage(read func(paging.Page) (int, int, error)) error {
+	for n, seen := 1, 0; ; n++ {
+		got, total, err := read(paging.Page{Page: n, PerPage: paging.MaxPerPage})
+		if err != nil {
+			return err
+		}
+		if seen += got; got == 0 || seen >= total || n == paging.MaxPage {
+			return nil
+		}
+	}
+}
+
+// readModel is one agent as a model.
+func (s *server) readModel(c *gin.Context) (any, error) {
+	bot, err := s.modelOf(c, c.Param("model"))
+	if err != nil {
+		return nil, err
+	}
+	return modelOfBot(bot, bot.ProjectID), nil
+}
+
+// completionRequest is a Chat Completions request; what the door does not use (temperature,
+// n, the client's own tools...) is ignored.
+type completionRequest struct {
+	Model         string              `json:"model"`
+	Messages      []completionMessage `json:"messages"`
+	Stream        bool                `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Metadata            map[string]string `json:"metadata"`
+	ReasoningEffort     string            `json:"reasoning_effort"`
+	MaxTokens           flex.OptInt       `json:"max_tokens"`
+	MaxCompletionTokens flex.OptInt       `json:"max_completion_tokens"`
+}
+
+type completionMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// text is a message's content: its text, or its text parts joined.
+func (m completionMessage) text(i int) (string, error) {
+	raw := strings.TrimSpace(string(m.Content))
+	if raw == "" || raw == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", apperr.Invalidf(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
+	}
+	var texts []string
+	for j, p := range parts {
+		if p.Type != "text" {
+			return "", apperr.Invalidf(fmt.Sprintf("messages[%d].content[%d].type", i, j), "must be text: agents read text only")
+		}
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// efforts maps reasoning_effort to the reasoning mode: little effort is one model call, more is
+// an agent run.
+var efforts = map[string]string{"none": "standard", "minimal": "standard", "low": "standard", "medium": "agent", "high": "agent"}
+
+// turn is what a completion request asks of the agent: a message (with the chat to add it to,
+// or the conversation so far), or a decision on the tool call a run waits for.
+type turn struct {
+	input    chats.Input
+	decision *agentruns.Approval
+}
+
+// turnOf reads the request's messages: the last one is the turn (a user's message, or a tool
+// message deciding on a run's paused call); system and developer messages are the turn's
+// instruction; the others are the conversation so far unless metadata.chat_id names the chat.
+func (req completionRequest) turnOf() (turn, error) {
+	if len(req.Messages) == 0 {
+		return turn{}, apperr.Invalidf("messages", "is required: at least the user's message")
+	}
+	last := req.Messages[len(req.Messages)-1]
+	lastText, err := last.text(len(req.Messages) - 1)
+	if err != nil {
+		return turn{}, err
+	}
+	if last.Role == "tool" {
+		return turn{decision: decisionOf(last.ToolCallID, lastText)}, nil
+	}
+	if last.Role != "user" {
+		return turn{}, apperr.Invalidf("messages", "must end with the user's message (or a tool message deciding on a tool call)")
+	}
+	in := chats.Input{Message: &lastText, ChatID: strings.TrimSpace(req.Metadata["chat_id"]), ChatMode: req.Metadata["chat_mode"],
+		ReasoningMode: req.Metadata["reasoning_mode"], Stream: req.Stream, MaxReplyTokens: req.MaxCompletionTokens}
+	if !in.MaxReplyTokens.Set {
+		in.MaxReplyTokens = req.MaxTokens
+	}
+	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" && in.ReasoningMode == "" {
+		mode, ok := efforts[effort]
+		if !ok {
+			return turn{}, apperr.Invalidf("reasoning_effort", "must be one of none, minimal, low (one model call), medium or high (an agent run)")
+		}
+		in.ReasoningMode = mode
+	}
+	var instructions []string
+	for i, m := range req.Messages[:len(req.Messages)-1] {
+		text, err := m.text(i)
+		if err != nil {
+			return turn{}, err
+		}
+		switch m.Role {
+		case "system", "developer":
+			instructions = append(instructions, text)
+		case "user":
+			in.Prior = append(in.Prior, chats.Said{Role: chats.RoleUser, Content: text})
+		case "assistant":
+			if strings.TrimSpace(text) != "" {
+				in.Prior = append(in.Prior, chats.Said{Role: chats.RoleAgent, Content: text})
+			}
+		case "tool":
+		default:
+			return turn{}, apperr.Invalidf(fmt.Sprintf("messages[%d].role", i), "must be system, developer, user, assistant or tool")
+		}
+	}
+	in.Instruction = strings.Join(instructions, "\n\n")
+	if in.ChatID != "" {
+		in.Prior = nil
+	}
+	return turn{input: in}, nil
+}
+
+// callPrefix starts the id of a paused tool call as the door shows it: the run's execution id
+// follows.
+const callPrefix = "call_"
+
+// decisionOf is a tool message's decision on the call it answers: "approve" (or yes, ok,
+// true, {"approve": true}) runs it, anything else rejects it.
+func decisionOf(callID, content string) *agentruns.Approval {
+	approve := false
+	var obj struct {
+		Approve *bool `json:"approve"`
+	}
+	if json.Unmarshal([]byte(content), &obj) == nil && obj.Approve != nil {
+		approve = *obj.Approve
+	} else {
+		switch strings.ToLower(strings.Trim(strings.TrimSpace(content), ".!\"")) {
+		case "approve", "approved", "yes", "y", "ok", "true", "allow", "run":
+			approve = true
+		}
+	}
+	return &agentruns.Approval{ExecutionID: strings.TrimPrefix(strings.TrimSpace(callID), callPrefix), Approve: &approve}
+}
+
+// completion answers a Chat Completions request with a turn of the agent its model names: as
+// a chat.completion, or as OpenAI's chunk stream.
+func (s *server) completion(c *gin.Context) {
+	var req completionRequest
+	if err := s.decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	bot, err := s.modelOf(c, req.Model)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	t, err := req.turnOf()
+	if err == nil && t.decision == nil {
+		err = s.agentLimit(c, bot)
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	w := &completionWriter{c: c, id: "chatcmpl-" + ids.New(), model: req.Model, created: time.Now().Unix(), usage: req.StreamOptions.IncludeUsage}
+	if req.Stream {
+		w.st = newSSE(c, s.heartbeat)
+		defer w.st.close()
+	}
+	var out chats.Outcome
+	if t.decision != nil {
+		e, err := s.runs.Decide(ctx, bot.ProjectID, bot.ID, *t.decision)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		out.RunID = e.ID
+	} else {
+		var sink chats.Sink
+		if w.st != nil {
+			sink = w
+		}
+		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, chats.Asker{AccountID: principal(c).AccountID}, t.input, sink); err != nil {
+			w.fail(err)
+			return
+		}
+	}
+	reply := out.Reply
+	if out.RunID != "" {
+		r, err := s.followRun(c, bot, out.RunID, w)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		reply = &r
+	}
+	w.finish(*reply)
+}
+
+// followRun waits for the agent run id to answer or to wait for an approval, streaming its
+// answer to w as it is made when w streams. A run still going after the run wait is answered
+// 504 when not streamed: a Chat Completion has no answer that is not one.
+func (s *server) followRun(c *gin.Context, bot agents.Bot, id string, w *completionWriter) (chats.Reply, error) {
+	ctx := c.Request.Context()
+	e, err := s.runs.Get(ctx, bot.ProjectID, bot.ID, id)
+	if err != nil {
+		return chats.Reply{}, err
+	}
+	var delta func(string) error
+	wait := ctx
+	if w.st != nil {
+		delta = w.Delta
+	} else {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, s.runWait)
+		defer cancel()
+	}
+	e, err = s.runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, delta)
+	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
+		return chats.Reply{}, err
+	}
+	reply, err := s.runs.Reply(ctx, e)
+	if err != nil {
+		return chats.Reply{}, err
+	}
+	if !reply.IsComplete && !reply.RequiresApprove {
+		return chats.Reply{}, apperr.New(apperr.GatewayTimeout, "run_in_progress", fmt.Sprintf(
+			"The agent's run %s goes on longer than this request waits; ask with stream: true to follow it, or read the chat %s later.", e.ID, reply.ChatID))
+	}
+	return reply, nil
+}
+
+// completionWriter answers a completion: a chat.completion at its end, or chunks as the reply
+// is made.
+type completionWriter struct {
+	c       *gin.Context
+	st      *sse
+	id      string
+	model   string
+	created int64
+	usage   bool
+	// sent is the text streamed so far; began says the role's chunk went.
+	sent  strings.Builder
+	began bool
+}
+
+// extension is what only agentplane answers, in a field OpenAI's clients ignore.
+type extension struct {
+	ChatID      string       `json:"chat_id"`
+	MessageID   string       `json:"message_id,omitempty"`
+	ExecutionID string       `json:"execution_id,omitempty"`
+	Sources     []memory.Ref `json:"sources"`
+}
+
+type completionUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type toolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type completionMessageOut struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type completionChoice struct {
+	Index        int                   `json:"index"`
+	Message      *completionMessageOut `json:"message,omitempty"`
+	Delta        *completionMessageOut `json:"delta,omitempty"`
+	FinishReason *string               `json:"finish_reason"`
+	Logprobs     *struct{}             `json:"logprobs"`
+}
+
+type completionOut struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint *string            `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             *completionUsage   `json:"usage,omitempty"`
+	Agentplane        *extension         `json:"agentplane,omitempty"`
+}
+
+// pausedCall is the tool call a reply waits for, as OpenAI's tool call: its id names the run.
+func pausedCall(r chats.Reply) []toolCall {
+	if !r.RequiresApprove || r.Tool == nil {
+		return nil
+	}
+	args, err := json.Marshal(r.Tool.Parameters)
+	if err != nil || r.Tool.Parameters == nil {
+		args = []byte("{}")
+	}
+	call := toolCall{ID: callPrefix + r.ExecutionID, Type: "function"}
+	call.Function.Name, call.Function.Arguments = r.Tool.Name, string(args)
+	return []toolCall{call}
+}
+
+func (w *completionWriter) chunk(choices []completionChoice, usage *completionUsage, ext *extension) error {
+	return w.st.data(completionOut{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
+		Choices: choices, Usage: usage, Agentplane: ext})
+}
+
+// Stored begins the stream with the assistant's role.
+func (w *completionWriter) Stored(chats.Message) error { return w.begin() }
+
+func (w *completionWriter) begin() error {
+	if w.began {
+		return nil
+	}
+	w.began = true
+	empty := ""
+	return w.chunk([]completionChoice{{Delta: &completionMessageOut{Role: "assistant", Content: &empty}}}, nil, nil)
+}
+
+// Delta streams a piece of the reply.
+func (w *completionWriter) Delta(text string) error {
+	if err := w.begin(); err != nil {
+		return err
+	}
+	w.sent.WriteString(text)
+	return w.chunk([]completionChoice{{Delta: &completionMessageOut{Content: &text}}}, nil, nil)
+}
+
+// finish answers the reply: the chat.completion, or the stream's last chunks.
+func (w *completionWriter) finish(r chats.Reply) {
+	calls := pausedCall(r)
+	reason := "stop"
+	if calls != nil {
+		reason = "tool_calls"
+	}
+	usage := &completionUsage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens}
+	ext := &extension{ChatID: r.ChatID, MessageID: r.Agent.UUID, ExecutionID: r.ExecutionID, Sources: append([]memory.Ref{}, r.Sources...)}
+	if w.st == nil {
+		msg := &completionMessageOut{Role: "assistant", ToolCalls: calls}
+		if calls == nil {
+			msg.Content = &r.Reply
+		}
+		w.c.JSON(200, completionOut{ID: w.id, Object: "chat.completion", Created: w.created, Model: w.model,
+			Choices: []completionChoice{{Message: msg, FinishReason: &reason}}, Usage: usage, Agentplane: ext})
+		return
+	}
+	if err := w.begin(); err != nil {
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.Reply, w.sent.String()); calls == nil && ok && rest != "" {
+		if err := w.Delta(rest); err != nil {
+			return
+		}
+	}
+	for i := range calls {
+		calls[i].Index = new(i)
+	}
+	if err := w.chunk([]completionChoice{{Delta: &completionMessageOut{ToolCalls: calls}, FinishReason: &reason}}, nil, ext); err != nil {
+		return
+	}
+	if w.usage {
+		if err := w.chunk([]completionChoice{}, usage, nil); err != nil {
+			return
+		}
+	}
+	_ = w.st.raw("[DONE]")
+}
+
+// fail answers err: as an error answer while nothing was streamed, else as the stream's last
+// chunk, an error object as OpenAI's streams end with one.
+func (w *completionWriter) fail(err error) {
+	if chats.IsDisconnect(err) && w.c.Request.Context().Err() != nil {
+		return
+	}
+	if w.st == nil || !w.st.began() {
+		fail(w.c, err)
+		return
+	}
+	status, _, e := errorOf(w.c, err)
+	_ = w.st.data(openAIErrorOf(status, e))
+}

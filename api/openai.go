@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,27 +175,28 @@ type completionMessage struct {
 	ToolCallID string          `json:"tool_call_id"`
 }
 
-// text is a message's content: its text, or its text parts joined.
-func (m completionMessage) text(i int) (string, error) {
-	raw := strings.TrimSpace(string(m.Content))
+// contentText is a message's content: its text, or its text parts joined (parts of the kinds
+// given); at names it in errors.
+func contentText(content json.RawMessage, at string, kinds ...string) (string, error) {
+	raw := strings.TrimSpace(string(content))
 	if raw == "" || raw == "null" {
 		return "", nil
 	}
 	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
+	if json.Unmarshal(content, &s) == nil {
 		return s, nil
 	}
 	var parts []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", apperr.Invalidf(fmt.Sprintf("messages[%d].content", i), "must be a string or an array of content parts")
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return "", apperr.Invalidf(at, "must be a string or an array of content parts")
 	}
 	var texts []string
 	for j, p := range parts {
-		if p.Type != "text" {
-			return "", apperr.Invalidf(fmt.Sprintf("messages[%d].content[%d].type", i, j), "must be text: agents read text only")
+		if !slices.Contains(kinds, p.Type) {
+			return "", apperr.Invalidf(fmt.Sprintf("%s[%d].type", at, j), "must be %s: agents read text only", strings.Join(kinds, " or "))
 		}
 		texts = append(texts, p.Text)
 	}
@@ -212,30 +214,39 @@ type turn struct {
 	decision *agentruns.Approval
 }
 
-// turnOf reads the request's messages: the last one is the turn (a user's message, or a tool
-// message deciding on a run's paused call); system and developer messages are the turn's
-// instruction; the others are the conversation so far unless metadata.chat_id names the chat.
-func (req completionRequest) turnOf() (turn, error) {
-	if len(req.Messages) == 0 {
-		return turn{}, apperr.Invalidf("messages", "is required: at least the user's message")
+// said is a message of an OpenAI request, in either API's form: a role (system, developer,
+// user, assistant, tool), its text and, for a tool's answer, the call it answers. at names it in
+// errors.
+type said struct {
+	role, text, callID, at string
+}
+
+// asked is what an OpenAI request asks of the turn besides its messages.
+type asked struct {
+	chatID, chatMode, reasoningMode, effort, instructions string
+	stream                                               bool
+	maxTokens                                            flex.OptInt
+	// field names the request's messages in errors (messages, input).
+	field string
+}
+
+// turnFrom reads an OpenAI request: the last message is the turn (a user's message, or a tool's
+// answer deciding on the call a run waits for); system and developer messages are the turn's
+// instruction; the others are the conversation so far unless a chat is named.
+func turnFrom(list []said, a asked) (turn, error) {
+	if len(list) == 0 {
+		return turn{}, apperr.Invalidf(a.field, "is required: at least the user's message")
 	}
-	last := req.Messages[len(req.Messages)-1]
-	lastText, err := last.text(len(req.Messages) - 1)
-	if err != nil {
-		return turn{}, err
+	last := list[len(list)-1]
+	if last.role == "tool" {
+		return turn{decision: decisionOf(last.callID, last.text)}, nil
 	}
-	if last.Role == "tool" {
-		return turn{decision: decisionOf(last.ToolCallID, lastText)}, nil
+	if last.role != "user" {
+		return turn{}, apperr.Invalidf(a.field, "must end with the user's message (or a tool's answer deciding on a tool call)")
 	}
-	if last.Role != "user" {
-		return turn{}, apperr.Invalidf("messages", "must end with the user's message (or a tool message deciding on a tool call)")
-	}
-	in := chats.Input{Message: &lastText, ChatID: strings.TrimSpace(req.Metadata["chat_id"]), ChatMode: req.Metadata["chat_mode"],
-		ReasoningMode: req.Metadata["reasoning_mode"], Stream: req.Stream, MaxReplyTokens: req.MaxCompletionTokens}
-	if !in.MaxReplyTokens.Set {
-		in.MaxReplyTokens = req.MaxTokens
-	}
-	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" && in.ReasoningMode == "" {
+	in := chats.Input{Message: &last.text, ChatID: strings.TrimSpace(a.chatID), ChatMode: a.chatMode, ReasoningMode: a.reasoningMode,
+		Stream: a.stream, MaxReplyTokens: a.maxTokens}
+	if effort := strings.ToLower(strings.TrimSpace(a.effort)); effort != "" && in.ReasoningMode == "" {
 		mode, ok := efforts[effort]
 		if !ok {
 			return turn{}, apperr.Invalidf("reasoning_effort", "must be one of none, minimal, low (one model call), medium or high (an agent run)")
@@ -243,23 +254,22 @@ func (req completionRequest) turnOf() (turn, error) {
 		in.ReasoningMode = mode
 	}
 	var instructions []string
-	for i, m := range req.Messages[:len(req.Messages)-1] {
-		text, err := m.text(i)
-		if err != nil {
-			return turn{}, err
-		}
-		switch m.Role {
+	if strings.TrimSpace(a.instructions) != "" {
+		instructions = append(instructions, a.instructions)
+	}
+	for _, m := range list[:len(list)-1] {
+		switch m.role {
 		case "system", "developer":
-			instructions = append(instructions, text)
+			instructions = append(instructions, m.text)
 		case "user":
-			in.Prior = append(in.Prior, chats.Said{Role: chats.RoleUser, Content: text})
+			in.Prior = append(in.Prior, chats.Said{Role: chats.RoleUser, Content: m.text})
 		case "assistant":
-			if strings.TrimSpace(text) != "" {
-				in.Prior = append(in.Prior, chats.Said{Role: chats.RoleAgent, Content: text})
+			if strings.TrimSpace(m.text) != "" {
+				in.Prior = append(in.Prior, chats.Said{Role: chats.RoleAgent, Content: m.text})
 			}
 		case "tool":
 		default:
-			return turn{}, apperr.Invalidf(fmt.Sprintf("messages[%d].role", i), "must be system, developer, user, assistant or tool")
+			return turn{}, apperr.Invalidf(m.at+".role", "must be system, developer, user, assistant or tool")
 		}
 	}
 	in.Instruction = strings.Join(instructions, "\n\n")
@@ -267,6 +277,25 @@ func (req completionRequest) turnOf() (turn, error) {
 		in.Prior = nil
 	}
 	return turn{input: in}, nil
+}
+
+// turnOf reads a Chat Completions request's turn.
+func (req completionRequest) turnOf() (turn, error) {
+	list := make([]said, len(req.Messages))
+	for i, m := range req.Messages {
+		at := fmt.Sprintf("messages[%d]", i)
+		text, err := contentText(m.Content, at+".content", "text")
+		if err != nil {
+			return turn{}, err
+		}
+		list[i] = said{role: m.Role, text: text, callID: m.ToolCallID, at: at}
+	}
+	maxTokens := req.MaxCompletionTokens
+	if !maxTokens.Set {
+		maxTokens = req.MaxTokens
+	}
+	return turnFrom(list, asked{chatID: req.Metadata["chat_id"], chatMode: req.Metadata["chat_mode"], reasoningMode: req.Metadata["reasoning_mode"],
+		effort: req.ReasoningEffort, stream: req.Stream, maxTokens: maxTokens, field: "messages"})
 }
 
 // callPrefix starts the id of a paused tool call as the door shows it: the run's execution id
@@ -312,46 +341,60 @@ func (s *server) completion(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
 	w := &completionWriter{c: c, id: "chatcmpl-" + ids.New(), model: req.Model, created: time.Now().Unix(), usage: req.StreamOptions.IncludeUsage}
+	var sink doorSink
 	if req.Stream {
 		w.st = newSSE(c, s.heartbeat)
 		defer w.st.close()
+		sink = w
 	}
+	reply, err := s.converse(c, bot, t, sink)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	w.finish(reply)
+}
+
+// doorSink is where an OpenAI door streams a turn's reply: the chat's sink, told first which
+// chat the turn is in.
+type doorSink interface {
+	chats.Sink
+	inChat(chatID string) error
+}
+
+// converse carries out a turn of an OpenAI door: a message to the agent (a reply made at once,
+// or the agent run that answers it) or a decision on the call a run waits for. With a sink, the
+// reply streams to it as it is made; without, a run is waited for.
+func (s *server) converse(c *gin.Context, bot agents.Bot, t turn, sink doorSink) (chats.Reply, error) {
+	ctx := c.Request.Context()
 	var out chats.Outcome
 	if t.decision != nil {
 		e, err := s.runs.Decide(ctx, bot.ProjectID, bot.ID, *t.decision)
 		if err != nil {
-			fail(c, err)
-			return
+			return chats.Reply{}, err
 		}
 		out.RunID = e.ID
 	} else {
-		var sink chats.Sink
-		if w.st != nil {
-			sink = w
+		var err error
+		var chatSink chats.Sink
+		if sink != nil {
+			chatSink = sink
 		}
-		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, chats.Asker{AccountID: principal(c).AccountID}, t.input, sink); err != nil {
-			w.fail(err)
-			return
+		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, chats.Asker{AccountID: principal(c).AccountID}, t.input, chatSink); err != nil {
+			return chats.Reply{}, err
 		}
 	}
-	reply := out.Reply
-	if out.RunID != "" {
-		r, err := s.followRun(c, bot, out.RunID, w)
-		if err != nil {
-			w.fail(err)
-			return
-		}
-		reply = &r
+	if out.RunID == "" {
+		return *out.Reply, nil
 	}
-	w.finish(*reply)
+	return s.followRun(c, bot, out.RunID, sink)
 }
 
 // followRun waits for the agent run id to answer or to wait for an approval, streaming its
-// answer to w as it is made when w streams. A run still going after the run wait is answered
-// 504 when not streamed: a Chat Completion has no answer that is not one.
-func (s *server) followRun(c *gin.Context, bot agents.Bot, id string, w *completionWriter) (chats.Reply, error) {
+// answer to sink as it is made when there is one. A run still going after the run wait is
+// answered 504 when not streamed: an OpenAI answer has no form for one that is not over.
+func (s *server) followRun(c *gin.Context, bot agents.Bot, id string, sink doorSink) (chats.Reply, error) {
 	ctx := c.Request.Context()
 	e, err := s.runs.Get(ctx, bot.ProjectID, bot.ID, id)
 	if err != nil {
@@ -359,8 +402,11 @@ func (s *server) followRun(c *gin.Context, bot agents.Bot, id string, w *complet
 	}
 	var delta func(string) error
 	wait := ctx
-	if w.st != nil {
-		delta = w.Delta
+	if sink != nil {
+		if err := sink.inChat(e.ChatID); err != nil {
+			return chats.Reply{}, err
+		}
+		delta = sink.Delta
 	} else {
 		var cancel context.CancelFunc
 		wait, cancel = context.WithTimeout(ctx, s.runWait)
@@ -401,6 +447,10 @@ type extension struct {
 	MessageID   string       `json:"message_id,omitempty"`
 	ExecutionID string       `json:"execution_id,omitempty"`
 	Sources     []memory.Ref `json:"sources"`
+}
+
+func extensionOf(r chats.Reply) *extension {
+	return &extension{ChatID: r.ChatID, MessageID: r.Agent.UUID, ExecutionID: r.ExecutionID, Sources: append([]memory.Ref{}, r.Sources...)}
 }
 
 type completionUsage struct {
@@ -467,6 +517,8 @@ func (w *completionWriter) chunk(choices []completionChoice, usage *completionUs
 // Stored begins the stream with the assistant's role.
 func (w *completionWriter) Stored(chats.Message) error { return w.begin() }
 
+func (w *completionWriter) inChat(string) error { return nil }
+
 func (w *completionWriter) begin() error {
 	if w.began {
 		return nil
@@ -493,7 +545,7 @@ func (w *completionWriter) finish(r chats.Reply) {
 		reason = "tool_calls"
 	}
 	usage := &completionUsage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens}
-	ext := &extension{ChatID: r.ChatID, MessageID: r.Agent.UUID, ExecutionID: r.ExecutionID, Sources: append([]memory.Ref{}, r.Sources...)}
+	ext := extensionOf(r)
 	if w.st == nil {
 		msg := &completionMessageOut{Role: "assistant", ToolCalls: calls}
 		if calls == nil {

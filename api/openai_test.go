@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	oaoption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentplane/agentplane/api/apitest"
@@ -254,5 +255,83 @@ func TestOpenAIErrors(t *testing.T) {
 		Body: map[string]any{"model": "agent:" + a.botID, "messages": []any{map[string]any{"role": "user", "content": "Hi"}}}})
 	if res.Status != http.StatusTooManyRequests || !strings.Contains(string(res.Body), `"message":"One moment, please."`) || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("rate limited: %d %s %v", res.Status, res.Body, res.Header)
+	}
+}
+
+// OpenAI's Responses API, through the official client: a response is a turn of one of the
+// agent's chats, previous_response_id goes on with that chat, the stream is the API's typed
+// events, and a paused run is a function_call that a function_call_output decides.
+func TestOpenAIResponses(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	client := openAIClient(b, b.key)
+	ctx := context.Background()
+	model := "agent:" + a.botID
+
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: model, Instructions: openai.String("Be brief."),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("When do you open?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.OutputText() != "We open at nine." || first.Status != "completed" || !strings.HasPrefix(first.ID, "resp_") || first.Usage.TotalTokens == 0 {
+		t.Fatalf("response %s", first.RawJSON())
+	}
+	chatID := agentplaneOf(t, first.JSON.ExtraFields).ChatID
+
+	fake.Set(providertest.Behavior{Reply: "Until six."})
+	stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String(first.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("And until when?")}})
+	var types []string
+	var deltas strings.Builder
+	var completed responses.Response
+	for stream.Next() {
+		ev := stream.Current()
+		if len(types) == 0 || types[len(types)-1] != ev.Type {
+			types = append(types, ev.Type)
+		}
+		switch ev.Type {
+		case "response.output_text.delta":
+			deltas.WriteString(ev.Delta)
+		case "response.completed":
+			completed = ev.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+	if !slices.Equal(types, want) || deltas.String() != "Until six." || completed.OutputText() != "Until six." {
+		t.Fatalf("events %q, text %q, completed %s", types, deltas.String(), completed.RawJSON())
+	}
+	if got := conversation(t, a, chatID); len(got) != 4 || got[2] != "user: And until when?" || got[3] != "agent: Until six." {
+		t.Fatalf("previous_response_id did not go on with the chat: %q", got)
+	}
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
+	paused, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String(first.ID),
+		Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortHigh},
+		Input:     responses.ResponseNewParamsInputUnion{OfString: openai.String("Add a deal for Acme to the CRM")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paused.Output) != 1 || paused.Output[0].Type != "function_call" || paused.Output[0].Name != "create_deal" ||
+		!strings.Contains(paused.Output[0].RawJSON(), "Acme") {
+		t.Fatalf("a paused run answered %s", paused.RawJSON())
+	}
+	decision := responses.ResponseInputItemParamOfFunctionCallOutput("approve")
+	decision.OfFunctionCallOutput.CallID = openai.String(paused.Output[0].CallID)
+	done, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String(paused.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{decision}}})
+	if err != nil || done.OutputText() != "Added Acme." {
+		t.Fatalf("the decided run: %v %v", done, err)
+	}
+
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: model, PreviousResponseID: openai.String("resp_no-such-chat_0123456789ab"),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || apiErr.Code != "previous_response_not_found" || apiErr.Param != "previous_response_id" {
+		t.Fatalf("an unknown previous response: %v", err)
 	}
 }

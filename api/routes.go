@@ -18,6 +18,7 @@ func (s *server) routes(r *gin.Engine) {
 
 	openAI := []gin.HandlerFunc{openAIErrors, s.authenticate, s.rateLimited, s.accountBudget}
 	r.POST("/v1/chat/completions", append(openAI, s.completion)...)
+	r.POST("/v1/responses", append(openAI, s.response)...)
 	r.GET("/v1/models", append(openAI, handle(s.listModels))...)
 	r.GET("/v1/models/:model", append(openAI, handle(s.readModel))...)
 

@@ -343,6 +343,10 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 				return map[string]any{"messages": []any{map[string]any{"role": "user", "content": "And what else?"}},
 					"metadata": map[string]any{"chat_id": f.chat}, "reasoning_effort": "low"}
 			}},
+		{method: "POST", path: "/v1/responses", scope: botScope, in: inHeader, resource: true, botCode: "model_not_found",
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"input": "And what else?", "reasoning": map[string]any{"effort": "low"}, "previous_response_id": "resp_" + f.chat + "_0123456789ab"}
+			}},
 		{method: "POST", path: "/v1/bot/chat", scope: botScope, in: inBody, resource: true,
 			body: func(f matrixFixture) map[string]any {
 				return map[string]any{"chat_id": f.chat, "message": "And what else?", "reasoning_mode": "standard"}

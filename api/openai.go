@@ -224,8 +224,8 @@ type said struct {
 // asked is what an OpenAI request asks of the turn besides its messages.
 type asked struct {
 	chatID, chatMode, reasoningMode, effort, instructions string
-	stream                                               bool
-	maxTokens                                            flex.OptInt
+	stream                                                bool
+	maxTokens                                             flex.OptInt
 	// field names the request's messages in errors (messages, input).
 	field string
 }

@@ -33,32 +33,43 @@ func (sc *scope) fromQuery(c *gin.Context) {
 // client does so on some calls) addresses the agent's own project; an agent of another account
 // is not found, exactly like a missing one.
 func (s *server) project(c *gin.Context, sc *scope) error {
+	_, err := s.scoped(c, sc)
+	return err
+}
+
+// scoped is project, and the agent it read when the request named an agent but no project (nil
+// otherwise), so that the agent is read once.
+func (s *server) scoped(c *gin.Context, sc *scope) (*agents.Bot, error) {
 	sc.fromQuery(c)
 	if sc.ProjectID == "" && sc.BotID != "" {
-		projectID, err := s.agents.ProjectOf(c, sc.BotID)
+		bot, err := s.agents.Find(c, sc.BotID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := s.tenancy.Project(c, principal(c).AccountID, projectID); err != nil {
+		if _, err := s.tenancy.Project(c, principal(c).AccountID, bot.ProjectID); err != nil {
 			if apperr.As(err).Kind == apperr.NotFound {
-				return apperr.NotFoundf("bot")
+				return nil, apperr.NotFoundf("bot")
 			}
-			return err
+			return nil, err
 		}
-		sc.ProjectID = projectID
-		return nil
+		sc.ProjectID = bot.ProjectID
+		return &bot, nil
 	}
 	if sc.ProjectID == "" {
-		return apperr.Invalidf("project_id", "is required")
+		return nil, apperr.Invalidf("project_id", "is required")
 	}
 	_, err := s.tenancy.Project(c, principal(c).AccountID, sc.ProjectID)
-	return err
+	return nil, err
 }
 
 // bot authorises the project and returns the request's agent, by its id or uuid.
 func (s *server) bot(c *gin.Context, sc *scope) (agents.Bot, error) {
-	if err := s.project(c, sc); err != nil {
+	found, err := s.scoped(c, sc)
+	if err != nil {
 		return agents.Bot{}, err
+	}
+	if found != nil {
+		return *found, nil
 	}
 	return s.agents.Get(c, sc.ProjectID, sc.BotID)
 }

@@ -76,8 +76,8 @@ const (
 type Repo interface {
 	Insert(ctx context.Context, b Bot, ev outbox.Event) error
 	Get(ctx context.Context, projectID, idOrUUID string) (Bot, error)
-	// ProjectOf returns the project of the live agent idOrUUID, whichever project it is in.
-	ProjectOf(ctx context.Context, idOrUUID string) (string, error)
+	// Find returns the live agent idOrUUID, whichever project it is in.
+	Find(ctx context.Context, idOrUUID string) (Bot, error)
 	List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error)
 	// Replace writes b over the stored agent of revision b.Rev-1 (optimistic concurrency: a
 	// Conflict error when another write came first).

@@ -131,8 +131,8 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-// An agent is found by its id or uuid in its own project only; ProjectOf finds its project
-// from the agent alone; a deleted agent is found by neither.
+// An agent is found by its id or uuid in its own project only; Find finds it, and so its
+// project, from the agent alone; a deleted agent is found by neither.
 func TestFindAndDelete(t *testing.T) {
 	s := service(t)
 	ctx := context.Background()
@@ -147,8 +147,8 @@ func TestFindAndDelete(t *testing.T) {
 		if _, err := s.Get(ctx, "p-2", id); apperr.As(err).Kind != apperr.NotFound {
 			t.Fatalf("from another project by %s: %v", id, err)
 		}
-		if p, err := s.ProjectOf(ctx, id); err != nil || p != "p-1" {
-			t.Fatalf("ProjectOf(%s) = %q (%v)", id, p, err)
+		if found, err := s.Find(ctx, id); err != nil || found.ProjectID != "p-1" || found.ID != b.ID || found.Name != "Bot" {
+			t.Fatalf("Find(%s) = %+v (%v)", id, found, err)
 		}
 	}
 	if _, err := s.Update(ctx, "p-2", b.ID, agents.Patch{Name: ptr("Taken")}); apperr.As(err).Kind != apperr.NotFound {
@@ -166,8 +166,8 @@ func TestFindAndDelete(t *testing.T) {
 	if _, err := s.Get(ctx, "p-1", b.ID); apperr.As(err).Kind != apperr.NotFound {
 		t.Fatalf("a deleted agent: %v", err)
 	}
-	if _, err := s.ProjectOf(ctx, b.ID); apperr.As(err).Kind != apperr.NotFound {
-		t.Fatalf("the project of a deleted agent: %v", err)
+	if _, err := s.Find(ctx, b.ID); apperr.As(err).Kind != apperr.NotFound {
+		t.Fatalf("a deleted agent found alone: %v", err)
 	}
 }
 

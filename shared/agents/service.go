@@ -75,10 +75,11 @@ func (s *Service) Get(ctx context.Context, projectID, idOrUUID string) (Bot, err
 	return s.repo.Get(ctx, projectID, idOrUUID)
 }
 
-// ProjectOf returns the project the agent idOrUUID belongs to. It is for requests that name an
-// agent but not its project: the caller must still check that the project is one it may use.
-func (s *Service) ProjectOf(ctx context.Context, idOrUUID string) (string, error) {
-	return s.repo.ProjectOf(ctx, strings.TrimSpace(idOrUUID))
+// Find returns the agent idOrUUID, whichever project it is in. It is for requests that name an
+// agent but not its project: the caller must still check that the agent's project is one it
+// may use.
+func (s *Service) Find(ctx context.Context, idOrUUID string) (Bot, error) {
+	return s.repo.Find(ctx, strings.TrimSpace(idOrUUID))
 }
 
 // List returns one page of the project's agents, oldest first.

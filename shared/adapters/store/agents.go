@@ -55,14 +55,11 @@ func (a Agents) Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot
 	return b, wrap(err, "bot")
 }
 
-func (a Agents) ProjectOf(ctx context.Context, idOrUUID string) (string, error) {
-	var b struct {
-		ProjectID string `bson:"project_id"`
-	}
+func (a Agents) Find(ctx context.Context, idOrUUID string) (agents.Bot, error) {
+	var b agents.Bot
 	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{notDeleted,
-		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}},
-		options.FindOne().SetProjection(bson.D{{Key: "project_id", Value: 1}})).Decode(&b)
-	return b.ProjectID, wrap(err, "bot")
+		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}}).Decode(&b)
+	return b, wrap(err, "bot")
 }
 
 func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([]agents.Bot, int, error) {

@@ -348,7 +348,7 @@ func (s *server) completion(c *gin.Context) {
 		defer w.st.close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, t, sink)
+	reply, err := s.converse(c, bot, chats.Asker{AccountID: principal(c).AccountID}, t, sink)
 	if err != nil {
 		w.fail(err)
 		return
@@ -366,7 +366,7 @@ type doorSink interface {
 // converse carries out a turn of an OpenAI door: a message to the agent (a reply made at once,
 // or the agent run that answers it) or a decision on the call a run waits for. With a sink, the
 // reply streams to it as it is made; without, a run is waited for.
-func (s *server) converse(c *gin.Context, bot agents.Bot, t turn, sink doorSink) (chats.Reply, error) {
+func (s *server) converse(c *gin.Context, bot agents.Bot, asker chats.Asker, t turn, sink doorSink) (chats.Reply, error) {
 	ctx := c.Request.Context()
 	var out chats.Outcome
 	if t.decision != nil {
@@ -381,7 +381,7 @@ func (s *server) converse(c *gin.Context, bot agents.Bot, t turn, sink doorSink)
 		if sink != nil {
 			chatSink = sink
 		}
-		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, chats.Asker{AccountID: principal(c).AccountID}, t.input, chatSink); err != nil {
+		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, asker, t.input, chatSink); err != nil {
 			return chats.Reply{}, err
 		}
 	}

@@ -134,7 +134,7 @@ func (s *server) response(c *gin.Context) {
 		defer w.st.close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, t, sink)
+	reply, err := s.converse(c, bot, chats.Asker{AccountID: principal(c).AccountID}, t, sink)
 	if err != nil {
 		if chats.IsDisconnect(err) && c.Request.Context().Err() != nil {
 			return

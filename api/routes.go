@@ -16,6 +16,13 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
 
+	r.GET(PagePath+"/:subdomain", s.page)
+	r.GET("/web/app.js", webAsset("app.js"))
+	r.GET("/web/app.css", webAsset("app.css"))
+	r.POST("/public/v1/session", handle(s.openSession))
+	r.POST("/public/v1/chat", s.publicChat)
+	r.GET("/public/v1/history", handle(s.publicHistory))
+
 	openAI := []gin.HandlerFunc{openAIErrors, s.authenticate, s.rateLimited, s.accountBudget}
 	r.POST("/v1/chat/completions", append(openAI, s.completion)...)
 	r.POST("/v1/responses", append(openAI, s.response)...)

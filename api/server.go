@@ -22,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -47,6 +48,8 @@ type Deps struct {
 	Runs      *agentruns.Service
 	// Tools are agents' own tools (MCP servers).
 	Tools *tools.Service
+	// Subscribers are agents' end users and their sessions (the hosted chat page).
+	Subscribers *subscribers.Service
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
 	// RunWait bounds how long a non-streamed agent run is waited for.
@@ -88,6 +91,7 @@ type server struct {
 	chats        *chats.Service
 	runs         *agentruns.Service
 	tools        *tools.Service
+	subscribers  *subscribers.Service
 	workflowRuns *workflows.Runs
 	runWait      time.Duration
 	heartbeat    time.Duration
@@ -128,6 +132,7 @@ func NewServer(d Deps) http.Handler {
 		chats:        d.Chats,
 		runs:         d.Runs,
 		tools:        d.Tools,
+		subscribers:  d.Subscribers,
 		workflowRuns: d.WorkflowRuns,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,

@@ -78,6 +78,8 @@ type Repo interface {
 	Get(ctx context.Context, projectID, idOrUUID string) (Bot, error)
 	// Find returns the live agent idOrUUID, whichever project it is in.
 	Find(ctx context.Context, idOrUUID string) (Bot, error)
+	// BySubdomain returns the live agent of the subdomain (unique across projects).
+	BySubdomain(ctx context.Context, subdomain string) (Bot, error)
 	List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error)
 	// Replace writes b over the stored agent of revision b.Rev-1 (optimistic concurrency: a
 	// Conflict error when another write came first).

@@ -82,6 +82,15 @@ func (s *Service) Find(ctx context.Context, idOrUUID string) (Bot, error) {
 	return s.repo.Find(ctx, strings.TrimSpace(idOrUUID))
 }
 
+// BySubdomain returns the agent whose public page is at subdomain.
+func (s *Service) BySubdomain(ctx context.Context, subdomain string) (Bot, error) {
+	subdomain = strings.ToLower(strings.TrimSpace(subdomain))
+	if !subdomainPattern.MatchString(subdomain) {
+		return Bot{}, apperr.NotFoundf(Resource)
+	}
+	return s.repo.BySubdomain(ctx, subdomain)
+}
+
 // List returns one page of the project's agents, oldest first.
 func (s *Service) List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error) {
 	return s.repo.List(ctx, projectID, page)

@@ -97,6 +97,9 @@ type Chat struct {
 	Plan *Plan `json:"-" bson:"plan,omitempty"`
 	// Mode is the chat's default chat_mode (ask when empty).
 	Mode string `json:"mode" bson:"mode,omitempty"`
+	// Subscriber is the end user whose chat it is, when one started it (on the agent's page or
+	// widget): only they go on with it, besides the account's keys.
+	Subscriber string `json:"-" bson:"subscriber,omitempty"`
 }
 
 // Plan is a numbered plan the agent proposed (chat_mode plan).

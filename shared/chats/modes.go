@@ -116,7 +116,7 @@ func (s *Service) Drop(ctx context.Context, t Turn) (Reply, error) {
 // without a model call (workflows' send_message).
 func (s *Service) Post(ctx context.Context, projectID string, bot agents.Bot, chatID, text string) (Message, error) {
 	in := Input{Message: &text, ChatID: chatID}
-	chat, isNew, err := s.chatFor(ctx, projectID, bot, in)
+	chat, isNew, err := s.chatFor(ctx, projectID, bot, Asker{}, in)
 	if err != nil {
 		return Message{}, err
 	}

@@ -134,10 +134,12 @@ type Reply struct {
 	ReasoningCycles []any        `json:"reasoningCycles"`
 }
 
-// Asker is who sends the message: the account behind the API key.
+// Asker is who sends the message: the account behind the API key, or an end user of the agent
+// (Subscriber, whose id is then AccountID too).
 type Asker struct {
-	AccountID string
-	Name      string
+	AccountID  string
+	Name       string
+	Subscriber string
 }
 
 // Turn is a user's message stored in its chat, with the chat's messages before it.
@@ -165,7 +167,7 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	if !bot.Active() {
 		return Turn{}, apperr.New(apperr.Forbidden, "bot_inactive", "The agent is inactive (status 0); activate it to chat.")
 	}
-	chat, isNew, err := s.chatFor(ctx, projectID, bot, in)
+	chat, isNew, err := s.chatFor(ctx, projectID, bot, asker, in)
 	if err != nil {
 		return Turn{}, err
 	}
@@ -331,9 +333,9 @@ func UsageOf(u provider.Usage, rt string, count int) Usage {
 
 // chatFor returns the request's chat, or a new one, not stored yet (isNew), when it names none:
 // the new chat is stored with its first message (Repo.Start).
-func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot, in Input) (c Chat, isNew bool, err error) {
+func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input) (c Chat, isNew bool, err error) {
 	if id := strings.TrimSpace(in.ChatID); id != "" {
-		c, err = s.repo.Get(ctx, projectID, bot.ID, id)
+		c, err = s.chatOf(ctx, projectID, bot.ID, id, asker)
 		return c, false, err
 	}
 	now := s.now()
@@ -341,8 +343,18 @@ func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot,
 	if r := []rune(title); len(r) > 80 {
 		title = string(r[:80])
 	}
-	c = Chat{UUID: ids.New(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now}
+	c = Chat{UUID: ids.New(), ProjectID: projectID, BotID: bot.ID, Title: title, CreatedAt: now, UpdatedAt: now, Subscriber: asker.Subscriber}
 	return c, true, nil
+}
+
+// chatOf returns the agent's chat id as asker may see it: an end user sees only their own
+// chats, any other's is not found, exactly like a missing one.
+func (s *Service) chatOf(ctx context.Context, projectID, botID, id string, asker Asker) (Chat, error) {
+	c, err := s.repo.Get(ctx, projectID, botID, id)
+	if err == nil && asker.Subscriber != "" && c.Subscriber != asker.Subscriber {
+		return Chat{}, apperr.NotFoundf(Resource)
+	}
+	return c, err
 }
 
 // MessageEvent is the data of chat.message.created.
@@ -520,7 +532,15 @@ func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Chat, e
 
 // History returns one page of a chat's messages, oldest first, and how many there are.
 func (s *Service) History(ctx context.Context, projectID, botID, id string, page paging.Page) ([]Message, int, error) {
-	c, err := s.Get(ctx, projectID, botID, id)
+	return s.HistoryFor(ctx, projectID, botID, id, Asker{}, page)
+}
+
+// HistoryFor is History as asker may read it: an end user reads only their own chats.
+func (s *Service) HistoryFor(ctx context.Context, projectID, botID, id string, asker Asker, page paging.Page) ([]Message, int, error) {
+	if id = strings.TrimSpace(id); id == "" {
+		return nil, 0, apperr.Invalidf("chat_id", "is required")
+	}
+	c, err := s.chatOf(ctx, projectID, botID, id, asker)
 	if err != nil {
 		return nil, 0, err
 	}

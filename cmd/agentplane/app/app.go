@@ -38,6 +38,7 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/tools"
@@ -164,7 +165,10 @@ type Domain struct {
 	Toolbox   *agentruns.Toolbox
 	Tools     *tools.Service
 	AgentRuns *agentruns.Service
-	Events    *outbox.Dispatcher
+	// Subscribers are agents' end users; their sessions are signed with a key derived from the
+	// secrets key (none without one).
+	Subscribers *subscribers.Service
+	Events      *outbox.Dispatcher
 }
 
 // Domain builds the domain services once and returns them.
@@ -207,6 +211,13 @@ func (a *App) Domain() (Domain, error) {
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
+	var sessionKey []byte
+	if a.Cfg.SecretsKey != nil {
+		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
+			return Domain{}, err
+		}
+	}
+	d.Subscribers = subscribers.NewService(store.NewSubscribers(db), sessionKey)
 	a.dom = &d
 	return d, nil
 }
@@ -238,6 +249,7 @@ func (a *App) API() (api.Deps, error) {
 		Chats:         d.Chats,
 		Runs:          d.AgentRuns,
 		Tools:         d.Tools,
+		Subscribers:   d.Subscribers,
 		Metrics:       a.Metrics,
 		RunWait:       a.Cfg.RunWait,
 		Redis:         a.Conns.Redis,

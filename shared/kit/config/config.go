@@ -30,7 +30,7 @@ var Vars = []Var{
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
-	{"AGENTPLANE_SECRETS_KEY", "unset (`dev` makes one and keeps it in its data dir)", "32 random bytes in base64 (`openssl rand -base64 32`): the AES-256-GCM key that seals the credentials of agents' tools at rest. Without it, tools that need credentials cannot be added (503 `secrets_key_missing`). Every role needs the same key; changing it makes stored credentials unreadable."},
+	{"AGENTPLANE_SECRETS_KEY", "unset (`dev` makes one and keeps it in its data dir)", "32 random bytes in base64 (`openssl rand -base64 32`): the AES-256-GCM key that seals the credentials of agents' tools at rest, and from which the key signing end users' sessions (the hosted chat page) is derived. Without it, tools that need credentials cannot be added (503 `secrets_key_missing`) and agents' pages cannot open sessions (503 `sessions_unavailable`). Every role needs the same key; changing it makes stored credentials unreadable and ends every session."},
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},

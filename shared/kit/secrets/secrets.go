@@ -7,7 +7,9 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -88,4 +90,13 @@ func (b Box) Open(sealed, owner string) ([]byte, error) {
 		return nil, errors.New("secrets: the value does not open with this key for this owner")
 	}
 	return plain, nil
+}
+
+// Derive is a key for one purpose made from key, the deployment's key (HKDF-SHA256): what signs
+// end users' sessions, say, is not what seals credentials.
+func Derive(key []byte, purpose string) ([]byte, error) {
+	if len(key) != KeySize {
+		return nil, ErrNoKey
+	}
+	return hkdf.Key(sha256.New, key, nil, "agentplane/"+purpose, KeySize)
 }

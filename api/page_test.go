@@ -1,0 +1,208 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+)
+
+// browser starts a headless Chromium (Debian's chromium) for the test. Without one the test is
+// skipped, except in CI, which installs it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs the browser tests, and there is no chromium on the PATH (apt-get install -y chromium)")
+		}
+		t.Skip("no Chromium here: apt-get install -y chromium to run the browser tests")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true),
+		chromedp.WindowSize(1000, 900))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelTime()
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// An agent's hosted chat page, in a real browser: it shows the agent's branding (title,
+// tagline, greeting, starter, theme and accent colour), a conversation starter asks, the reply
+// streams in piece by piece and ends as rendered Markdown with its source, HTML in branding and in
+// the model's reply shows as text and never runs, a reload shows the conversation, and no API key
+// is anywhere in the page.
+func TestHostedChatPage(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b, a, fake := agentSetup(t, map[string]any{"name": `Acme <img src=x onerror="window.pwned=1">`, "branding": map[string]any{
+		"seo":                   map[string]any{"title": "Acme Help Center", "description": "Answers about Acme."},
+		"tagline":               map[string]any{"content": "We answer in seconds", "enabled": true},
+		"message_greetings":     map[string]any{"enabled": true, "greetings": []string{`Hi! <script>window.pwned=1</script>`}},
+		"conversation_starters": map[string]any{"enabled": true, "prompts": []string{"When do you open?"}},
+		"theme":                 "dark", "accent_color": "#ff5500", "background_color": "red;background:url(javascript:alert(1))",
+	}})
+	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six."})
+	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
+	pageURL := b.client.URL + "/a/" + bot["subdomain"].(string)
+	fake.Set(providertest.Behavior{Reply: `We open at **nine** [1]. <img src=x onerror="window.pwned=1">`, Chunks: 6, ChunkDelay: 40 * time.Millisecond})
+
+	res, err := http.Get(pageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	source, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK || strings.Contains(string(source), b.key) || strings.Contains(string(source), "<script>window") ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("the page: %d %v\n%s", res.StatusCode, res.Header, source)
+	}
+
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(sel string) string { return get(t, ctx, chromedp.Text(sel)) }
+	eval := func(js string) string { return get(t, ctx, chromedp.Evaluate[string](js)) }
+
+	run(chromedp.Navigate(pageURL), chromedp.WaitVisible(`body[data-ready="true"]`))
+	title, tagline, greeting := get(t, ctx, chromedp.Title()), text(`.tagline`), text(`.msg.greeting`)
+	accent := eval(`getComputedStyle(document.body).getPropertyValue('--accent').trim()`)
+	background := eval(`getComputedStyle(document.body).getPropertyValue('--background').trim()`)
+	theme := get(t, ctx, chromedp.AttributeValue(`html`, "data-theme")).Value
+	if title != "Acme Help Center" || tagline != "We answer in seconds" || greeting != "Hi! <script>window.pwned=1</script>" ||
+		accent != "#ff5500" || theme != "dark" || background != "#ffffff" {
+		t.Fatalf("branding: title %q, tagline %q, greeting %q, accent %q, background %q, theme %q", title, tagline, greeting, accent, background, theme)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "hosted-page.png"), get(t, ctx, chromedp.FullScreenshot(80)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	run(chromedp.Click(`[data-prompt]`), chromedp.WaitVisible(`.msg.agent:not(.greeting) .sources`))
+	deltas := eval(`document.querySelector('.msg.agent:not(.greeting)').dataset.deltas`)
+	reply, bold, sources := text(`.msg.agent:not(.greeting)`), text(`.msg.agent:not(.greeting) strong`), text(`.msg.agent:not(.greeting) .sources`)
+	if deltas < "3" || len(deltas) != 1 || bold != "nine" || !strings.Contains(reply, `<img src=x onerror="window.pwned=1">`) || !strings.Contains(sources, "Opening hours") {
+		t.Fatalf("the reply: %s deltas, %q (bold %q), sources %q", deltas, reply, bold, sources)
+	}
+	if pwned := eval(`String(window.pwned)`); pwned != "undefined" {
+		t.Fatal("HTML of the agent's branding or reply ran in the page")
+	}
+
+	run(chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="true"]`))
+	users, restored := eval(`String(document.querySelectorAll('.msg.user').length)`), text(`.msg.agent:not(.greeting)`)
+	if users != "1" || !strings.Contains(restored, "We open at nine") {
+		t.Fatalf("after a reload: %s messages of the user, reply %q", users, restored)
+	}
+}
+
+// get runs a browser action that answers a value, failing the test on an error.
+func get[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// An end user's session is scoped to one agent and one end user: it reads only that user's chats
+// of that agent; a token signed with another key, expired or missing is refused; an agent's page
+// that does not exist is 404.
+func TestEndUserSessions(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	other := b.chatBot(t, nil)
+	subdomain := func(botID string) string {
+		return b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?project_id=" + b.project.ID + "&bot_id=" + botID, Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	}
+	open := func(sub, kept string) map[string]any {
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": sub, "subscriber_id": kept}})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)
+	}
+	chat := func(token, message, chatID string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"`+message+`","chat_id":"`+chatID+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	history := func(token, chatID string) *apitest.Response {
+		return b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/public/v1/history?chat_id=" + chatID, Header: map[string]string{"Authorization": "Bearer " + token}})
+	}
+
+	first := open(subdomain(a.botID), "")
+	again := open(subdomain(a.botID), first["subscriber_id"].(string))
+	if again["subscriber_id"] != first["subscriber_id"] {
+		t.Fatalf("the kept subscriber id was not taken: %v then %v", first, again)
+	}
+	status, body := chat(first["token"].(string), "Hi there", "")
+	if status != http.StatusOK || !strings.Contains(body, "event: done") {
+		t.Fatalf("a chat: %d %s", status, body)
+	}
+	chatID := body[strings.Index(body, `"chat_id":"`)+len(`"chat_id":"`):]
+	chatID = chatID[:strings.Index(chatID, `"`)]
+	if h := history(first["token"].(string), chatID); h.Status != http.StatusOK || !strings.Contains(string(h.Body), "Hi there") {
+		t.Fatalf("the user's own history: %d %s", h.Status, h.Body)
+	}
+	// The chat is the agent's like any other, written by the end user.
+	if conv := conversation(t, a, chatID); len(conv) != 2 || conv[0] != "user: Hi there" {
+		t.Fatalf("the chat as the account reads it: %q", conv)
+	}
+
+	stranger := open(subdomain(a.botID), "")
+	otherAgent := open(subdomain(other.botID), "")
+	forged, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: "agentplane/session", Subject: first["subscriber_id"].(string),
+		Audience: jwt.ClaimStrings{a.botID}, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}).SignedString([]byte("not the server's key"))
+	for _, tt := range []struct {
+		name, token string
+		status      int
+		code        string
+	}{
+		{"AnotherEndUser", stranger["token"].(string), http.StatusNotFound, "chat_not_found"},
+		{"AnotherAgent", otherAgent["token"].(string), http.StatusNotFound, "chat_not_found"},
+		{"Forged", forged, http.StatusUnauthorized, "invalid_session"},
+		{"NoToken", "", http.StatusUnauthorized, "invalid_session"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, history(tt.token, chatID), tt.status, tt.code)
+			if status, body := chat(tt.token, "Let me in", chatID); status != tt.status || !strings.Contains(body, tt.code) {
+				t.Fatalf("going on with the chat: %d %s", status, body)
+			}
+		})
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": "no-such-agent"}}),
+		http.StatusNotFound, "bot_not_found")
+	if res, err := http.Get(b.client.URL + "/a/no-such-agent"); err != nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the page of no agent: %v %v", res, err)
+	}
+}

@@ -1,0 +1,290 @@
+package api
+
+import (
+	"embed"
+	"html/template"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/markdown"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/subscribers"
+)
+
+// The end users' side: an agent's hosted chat page at /a/{subdomain}, and the public endpoints
+// it speaks to with a session token scoped to the agent (never an API key).
+
+//go:embed web
+var web embed.FS
+
+var pageTemplate = template.Must(template.ParseFS(web, "web/page.html"))
+
+// PagePath is where an agent's hosted chat page is: /a/{subdomain}.
+const PagePath = "/a"
+
+// color is what a branding colour must look like to reach the page's style.
+var color = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+// pageLink is a navigation link of the page.
+type pageLink struct {
+	Title string
+	URL   string
+}
+
+// pageData is what the page shows of the agent.
+type pageData struct {
+	Subdomain, Name, Title, Description, Keywords, Favicon, Logo, Tagline, About string
+	Theme, Placeholder, Accent, Background                                       string
+	Links                                                                        []pageLink
+	Greetings, Starters                                                          []string
+	PoweredBy                                                                    bool
+}
+
+// webURL is a URL the page may link or load: http or https only.
+func webURL(u string) string {
+	u = strings.TrimSpace(u)
+	if lower := strings.ToLower(u); strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
+		return u
+	}
+	return ""
+}
+
+func pageOf(b agents.Bot) pageData {
+	br := b.Branding
+	d := pageData{Subdomain: b.Subdomain, Name: b.Name, Title: orDefault(br.SEO.Title, b.Name), Description: br.SEO.Description,
+		Keywords: br.SEO.Keywords, Theme: "light", Placeholder: orDefault(br.Placeholder, "Ask me anything..."), Accent: "#2563eb",
+		Background: "#ffffff", PoweredBy: b.HideBranding == 0}
+	if br.Theme == "dark" {
+		d.Theme = "dark"
+	}
+	if color.MatchString(br.AccentColor) {
+		d.Accent = br.AccentColor
+	}
+	if color.MatchString(br.BackgroundColor) {
+		d.Background = br.BackgroundColor
+	}
+	if br.Favicon.Enabled {
+		d.Favicon = webURL(br.Favicon.URL)
+	}
+	if br.Logo.Enabled {
+		d.Logo = webURL(br.Logo.URL)
+	}
+	if br.Tagline.Enabled {
+		d.Tagline = br.Tagline.Content
+	}
+	if br.Description.Enabled {
+		d.About = br.Description.Content
+	}
+	if br.Navigation.Enabled {
+		for _, l := range br.Navigation.Links {
+			u, _ := l["url"].(string)
+			title, _ := l["title"].(string)
+			if title == "" {
+				title, _ = l["label"].(string)
+			}
+			if u = webURL(u); u != "" {
+				d.Links = append(d.Links, pageLink{Title: orDefault(title, u), URL: u})
+			}
+		}
+	}
+	if br.MessageGreetings.Enabled {
+		d.Greetings = br.MessageGreetings.Greetings
+	}
+	if br.ConversationStarters.Enabled {
+		d.Starters = br.ConversationStarters.Prompts
+	}
+	return d
+}
+
+func orDefault(v, otherwise string) string {
+	if strings.TrimSpace(v) == "" {
+		return otherwise
+	}
+	return v
+}
+
+// page serves an agent's hosted chat page.
+func (s *server) page(c *gin.Context) {
+	bot, err := s.agents.BySubdomain(c, c.Param("subdomain"))
+	if err == nil && !bot.Active() {
+		err = apperr.NotFoundf(agents.Resource)
+	}
+	if err != nil {
+		status, _, e := errorOf(c, err)
+		c.Data(status, "text/plain; charset=utf-8", []byte(e.Message))
+		return
+	}
+	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' https: http: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "strict-origin-when-cross-origin")
+	c.Status(http.StatusOK)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	if err := pageTemplate.Execute(c.Writer, pageOf(bot)); err != nil {
+		logger(c).Error("page", "error", err)
+	}
+}
+
+// webAsset serves a file of the page (its script, its style).
+func webAsset(name string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=300")
+		c.Header("X-Content-Type-Options", "nosniff")
+		c.FileFromFS("web/"+name, http.FS(web))
+	}
+}
+
+type sessionRequest struct {
+	Subdomain    string `json:"subdomain"`
+	SubscriberID string `json:"subscriber_id"`
+}
+
+// openSession gives an end user of the agent at the subdomain a session: the subscriber id the
+// browser kept, or a new one.
+func (s *server) openSession(c *gin.Context) (any, error) {
+	var req sessionRequest
+	if err := s.decode(c, &req); err != nil {
+		return nil, err
+	}
+	bot, err := s.agents.BySubdomain(c, req.Subdomain)
+	if err == nil && !bot.Active() {
+		err = apperr.NotFoundf(agents.Resource)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.subscribers.Open(c, bot, req.SubscriberID)
+}
+
+// endUser is the agent and subscriber a session token speaks for.
+func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, error) {
+	token, err := bearer(c)
+	if err != nil {
+		return agents.Bot{}, subscribers.Subscriber{}, apperr.New(apperr.Unauthorized, "invalid_session", "A session token is required (POST /public/v1/session).")
+	}
+	claims, err := s.subscribers.Verify(token)
+	if err != nil {
+		return agents.Bot{}, subscribers.Subscriber{}, err
+	}
+	bot, err := s.agents.Find(c, claims.BotID)
+	if err == nil && !bot.Active() {
+		err = apperr.NotFoundf(agents.Resource)
+	}
+	if err != nil {
+		return agents.Bot{}, subscribers.Subscriber{}, err
+	}
+	sub, err := s.subscribers.Get(c, bot.ID, claims.SubscriberID)
+	return bot, sub, err
+}
+
+// asker is the end user as the author of chat messages.
+func askerOf(sub subscribers.Subscriber) chats.Asker {
+	return chats.Asker{AccountID: sub.ID, Name: sub.Name, Subscriber: sub.ID}
+}
+
+type publicChatRequest struct {
+	Message string `json:"message"`
+	ChatID  string `json:"chat_id"`
+}
+
+// publicReply is a reply as the page shows it: its text rendered as safe HTML, its sources.
+type publicReply struct {
+	ChatID     string         `json:"chat_id"`
+	HTML       string         `json:"html"`
+	Sources    []publicSource `json:"sources"`
+	WaitingFor string         `json:"waiting_for,omitempty"`
+}
+
+type publicSource struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+func sourcesOf(refs []memory.Ref) []publicSource {
+	out := []publicSource{}
+	for _, r := range refs {
+		out = append(out, publicSource{Title: r.Title, URL: webURL(r.URL)})
+	}
+	return out
+}
+
+// publicSink streams a reply's pieces to the page.
+type publicSink struct{ st *sse }
+
+func (p publicSink) Stored(chats.Message) error { return nil }
+func (p publicSink) inChat(string) error        { return nil }
+func (p publicSink) Delta(text string) error {
+	return p.st.event("delta", gin.H{"content": text})
+}
+
+// publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
+// reply is made, then done with the reply as the page shows it. Each message counts against the
+// agent's rate limit for this end user.
+func (s *server) publicChat(c *gin.Context) {
+	var req publicChatRequest
+	if err := s.decode(c, &req); err != nil {
+		fail(c, err)
+		return
+	}
+	bot, sub, err := s.endUser(c)
+	if err == nil {
+		_, err = s.botAllow(c, bot, "subscriber:"+sub.ID)
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	st := newSSE(c, s.heartbeat)
+	defer st.close()
+	in := chats.Input{Message: &req.Message, ChatID: req.ChatID, Stream: true}
+	reply, err := s.converse(c, bot, askerOf(sub), turn{input: in}, publicSink{st: st})
+	switch {
+	case err != nil && chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
+	case err != nil && !st.began():
+		fail(c, err)
+	case err != nil:
+		_, body, _ := errorOf(c, err)
+		_ = st.event("error", body)
+	default:
+		out := publicReply{ChatID: reply.ChatID, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
+		if call := pausedCall(reply); call != nil {
+			out.WaitingFor = call[0].Function.Name
+			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")
+		}
+		_ = st.event("done", out)
+	}
+}
+
+// publicMessage is a message of the end user's chat as the page shows it.
+type publicMessage struct {
+	Role    string         `json:"role"`
+	Content string         `json:"content"`
+	HTML    string         `json:"html"`
+	Sources []publicSource `json:"sources"`
+}
+
+// publicHistory is the end user's chat, its latest 100 messages: only their own chats.
+func (s *server) publicHistory(c *gin.Context) (any, error) {
+	bot, sub, err := s.endUser(c)
+	if err != nil {
+		return nil, err
+	}
+	msgs, total, err := s.chats.HistoryFor(c, bot.ProjectID, bot.ID, c.Query("chat_id"), askerOf(sub), paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]publicMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = publicMessage{Role: m.Role, Content: m.Content, Sources: sourcesOf(m.Sources)}
+		if m.Role == chats.RoleAgent {
+			out[i].HTML = markdown.HTML(m.Content)
+		}
+	}
+	return gin.H{"messages": out, "total": total}, nil
+}

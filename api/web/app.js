@@ -1,0 +1,161 @@
+// The hosted chat page: an end user's session (the subscriber id kept in this browser), a
+// conversation streamed token by token, kept across reloads. No API key is ever here: the page
+// speaks to the public endpoints with a session token scoped to this agent.
+(() => {
+  const subdomain = document.body.dataset.subdomain;
+  const log = document.getElementById('log');
+  const form = document.getElementById('ask');
+  const input = document.getElementById('message');
+  const storeKey = 'agentplane:' + subdomain;
+  let state = {};
+  try { state = JSON.parse(localStorage.getItem(storeKey) || '{}'); } catch (_) { state = {}; }
+  let session = null;
+
+  const save = () => localStorage.setItem(storeKey, JSON.stringify(state));
+
+  async function problem(res) {
+    try {
+      const body = await res.json();
+      return new Error(body.message || 'Something went wrong; try again.');
+    } catch (_) {
+      return new Error('Something went wrong; try again.');
+    }
+  }
+
+  async function token() {
+    if (session && Date.parse(session.expires_at) - Date.now() > 60000) return session.token;
+    const res = await fetch('/public/v1/session', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ subdomain, subscriber_id: state.subscriber_id || '' }),
+    });
+    if (!res.ok) throw await problem(res);
+    session = await res.json();
+    state.subscriber_id = session.subscriber_id;
+    save();
+    return session.token;
+  }
+
+  function bubble(role) {
+    const el = document.createElement('div');
+    el.className = 'msg ' + role;
+    log.appendChild(el);
+    el.scrollIntoView({ block: 'end' });
+    return el;
+  }
+
+  function sources(el, list) {
+    if (!list || !list.length) return;
+    const ol = document.createElement('ol');
+    ol.className = 'sources';
+    ol.setAttribute('aria-label', 'Sources');
+    for (const s of list) {
+      const li = document.createElement('li');
+      const title = s.title || s.url || 'Source';
+      if (/^https?:\/\//i.test(s.url || '')) {
+        const a = document.createElement('a');
+        a.href = s.url; a.textContent = title; a.target = '_blank'; a.rel = 'noopener';
+        li.appendChild(a);
+      } else {
+        li.textContent = title;
+      }
+      ol.appendChild(li);
+    }
+    el.appendChild(ol);
+  }
+
+  function agentReply(el, reply) {
+    el.innerHTML = reply.html;
+    sources(el, reply.sources);
+  }
+
+  function parse(block) {
+    let event = 'message';
+    let data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+    }
+    return data ? { event, data: JSON.parse(data) } : null;
+  }
+
+  async function send(text) {
+    bubble('user').textContent = text;
+    input.value = '';
+    const el = bubble('agent');
+    el.dataset.deltas = '0';
+    el.setAttribute('aria-busy', 'true');
+    try {
+      const res = await fetch('/public/v1/chat', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + await token() },
+        body: JSON.stringify({ message: text, chat_id: state.chat_id || '' }),
+      });
+      if (!res.ok) throw await problem(res);
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = '';
+      let streamed = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffered.indexOf('\n\n')) >= 0) {
+          const ev = parse(buffered.slice(0, end));
+          buffered = buffered.slice(end + 2);
+          if (!ev) continue;
+          if (ev.event === 'delta') {
+            streamed += ev.data.content;
+            el.textContent = streamed;
+            el.dataset.deltas = String(Number(el.dataset.deltas) + 1);
+          } else if (ev.event === 'done') {
+            state.chat_id = ev.data.chat_id;
+            save();
+            agentReply(el, ev.data);
+          } else if (ev.event === 'error') {
+            throw new Error(ev.data.message);
+          }
+        }
+      }
+    } catch (e) {
+      el.remove();
+      bubble('error').textContent = e.message;
+    } finally {
+      el.removeAttribute('aria-busy');
+    }
+  }
+
+  async function restore() {
+    if (!state.chat_id) return;
+    try {
+      const res = await fetch('/public/v1/history?chat_id=' + encodeURIComponent(state.chat_id), {
+        headers: { Authorization: 'Bearer ' + await token() },
+      });
+      if (res.status === 404) {
+        delete state.chat_id;
+        save();
+        return;
+      }
+      if (!res.ok) throw await problem(res);
+      for (const m of (await res.json()).messages) {
+        if (m.role === 'user') bubble('user').textContent = m.content;
+        else agentReply(bubble('agent'), m);
+      }
+    } catch (e) {
+      bubble('error').textContent = e.message;
+    }
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (text) send(text);
+  });
+  for (const b of document.querySelectorAll('[data-prompt]')) b.addEventListener('click', () => send(b.dataset.prompt));
+  document.getElementById('new-chat').addEventListener('click', () => {
+    delete state.chat_id;
+    save();
+    for (const el of log.querySelectorAll('.msg:not(.greeting)')) el.remove();
+  });
+  restore().finally(() => document.body.setAttribute('data-ready', 'true'));
+})();

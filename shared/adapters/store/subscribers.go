@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/agentplane/agentplane/shared/subscribers"
+)
+
+const subscribersColl = "subscribers"
+
+// Subscribers stores agents' end users.
+type Subscribers struct{ db *mongo.Database }
+
+var _ subscribers.Repo = Subscribers{}
+
+// NewSubscribers returns the subscribers repository of db.
+func NewSubscribers(db *mongo.Database) Subscribers { return Subscribers{db: db} }
+
+func (r Subscribers) Insert(ctx context.Context, s subscribers.Subscriber) error {
+	_, err := r.db.Collection(subscribersColl).InsertOne(ctx, s)
+	return wrap(err, subscribers.Resource)
+}
+
+func (r Subscribers) Get(ctx context.Context, botID, id string) (subscribers.Subscriber, error) {
+	var s subscribers.Subscriber
+	err := r.db.Collection(subscribersColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "bot_id", Value: botID}}).Decode(&s)
+	return s, wrap(err, subscribers.Resource)
+}
+
+func (r Subscribers) Seen(ctx context.Context, botID, id string, at time.Time) error {
+	_, err := r.db.Collection(subscribersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "bot_id", Value: botID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "last_seen", Value: at}}}})
+	return wrap(err, subscribers.Resource)
+}

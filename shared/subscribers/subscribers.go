@@ -1,0 +1,35 @@
+// Package subscribers is the end users of agents: the people who talk to an agent on its hosted
+// chat page or its widget, without an API key. Each gets a session, a short-lived token scoped to
+// one agent, and is a subscriber of that agent: anonymous (a random id the browser keeps) until
+// a sign-in says who it is.
+package subscribers
+
+import (
+	"context"
+	"time"
+)
+
+// Resource names subscribers in errors.
+const Resource = "subscriber"
+
+// Subscriber is an end user of one agent.
+type Subscriber struct {
+	ID         string    `json:"id" bson:"_id"`
+	ProjectID  string    `json:"-" bson:"project_id"`
+	BotID      string    `json:"bot_id" bson:"bot_id"`
+	Name       string    `json:"name" bson:"name"`
+	Email      string    `json:"email" bson:"email"`
+	ExternalID string    `json:"external_id" bson:"external_id"`
+	Anonymous  bool      `json:"anonymous" bson:"anonymous"`
+	FirstSeen  time.Time `json:"first_seen" bson:"first_seen"`
+	LastSeen   time.Time `json:"last_seen" bson:"last_seen"`
+}
+
+// Repo persists subscribers.
+type Repo interface {
+	Insert(ctx context.Context, s Subscriber) error
+	// Get returns the agent's subscriber id: NotFound otherwise.
+	Get(ctx context.Context, botID, id string) (Subscriber, error)
+	// Seen moves the subscriber's last_seen to at.
+	Seen(ctx context.Context, botID, id string, at time.Time) error
+}

@@ -200,6 +200,28 @@ func TestEndUserSessions(t *testing.T) {
 			}
 		})
 	}
+	// The account sees its agents' end users, the most recently seen first.
+	list := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/subscriber/readall?project_id=" + b.project.ID + "&bot_id=" + a.botID, Key: b.key})
+	expect(t, list, http.StatusOK, "")
+	var listed struct {
+		Total       int
+		Subscribers []struct {
+			ID         string
+			Anonymous  bool
+			ChatsCount int `json:"chats_count"`
+		}
+	}
+	list.Decode(t, &listed)
+	chats := map[string]int{}
+	for _, s := range listed.Subscribers {
+		chats[s.ID] = s.ChatsCount
+		if !s.Anonymous {
+			t.Errorf("%s is not anonymous", s.ID)
+		}
+	}
+	if listed.Total != 2 || listed.Subscribers[0].ID != stranger["subscriber_id"] || chats[first["subscriber_id"].(string)] != 1 || chats[stranger["subscriber_id"].(string)] != 0 {
+		t.Fatalf("the agent's subscribers: %+v", listed)
+	}
 	expect(t, b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": "no-such-agent"}}),
 		http.StatusNotFound, "bot_not_found")
 	if res, err := http.Get(b.client.URL + "/a/no-such-agent"); err != nil || res.StatusCode != http.StatusNotFound {

@@ -252,6 +252,11 @@ func (s *server) publicChat(c *gin.Context) {
 		_, body, _ := errorOf(c, err)
 		_ = st.event("error", body)
 	default:
+		if req.ChatID == "" {
+			if err := s.subscribers.ChatStarted(c, bot.ID, sub.ID); err != nil {
+				logger(c).Warn("subscriber's chat not counted", "error", err)
+			}
+		}
 		out := publicReply{ChatID: reply.ChatID, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
 		if call := pausedCall(reply); call != nil {
 			out.WaitingFor = call[0].Function.Name
@@ -287,4 +292,24 @@ func (s *server) publicHistory(c *gin.Context) (any, error) {
 		}
 	}
 	return gin.H{"messages": out, "total": total}, nil
+}
+
+// listSubscribers lists the project's end users (of one agent with bot_id), the most recently
+// seen first.
+func (s *server) listSubscribers(c *gin.Context) (any, error) {
+	var sc scope
+	page, err := s.projectPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	botID := ""
+	if sc.BotID != "" {
+		bot, err := s.agents.Get(c, sc.ProjectID, sc.BotID)
+		if err != nil {
+			return nil, err
+		}
+		botID = bot.ID
+	}
+	subs, total, err := s.subscribers.List(c, sc.ProjectID, botID, page)
+	return gin.H{"total": total, "subscribers": subs, "pagination": page.Of(total)}, err
 }

@@ -90,6 +90,8 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
 	v1.POST("/bot/search", handle(s.searchMemory))
 
+	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
+
 	v1.GET("/mcp/connectors", handle(s.listConnectors))
 	v1.GET("/mcp/connectors/:name", handle(s.readConnector))
 	v1.GET("/mcp", handle(s.listMCPServers))

@@ -336,6 +336,7 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 				return map[string]any{"keywords": "matrix notes", "source_ids": []string{f.source}}
 			}},
 
+		{method: "GET", path: "/v1/bot/subscriber/readall", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/models", scope: projectScope, in: inHeader},
 		{method: "GET", path: "/v1/models/:model", scope: botScope, in: inHeader, botCode: "model_not_found"},
 		{method: "POST", path: "/v1/chat/completions", scope: botScope, in: inHeader, resource: true, botCode: "model_not_found",

@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // SessionTTL is how long an end user's session lasts; the page asks for a new one before.
@@ -103,4 +104,15 @@ func (s *Service) Verify(token string) (Claims, error) {
 // Get returns the agent's subscriber id.
 func (s *Service) Get(ctx context.Context, botID, id string) (Subscriber, error) {
 	return s.repo.Get(ctx, botID, id)
+}
+
+// ChatStarted counts a chat the subscriber started.
+func (s *Service) ChatStarted(ctx context.Context, botID, id string) error {
+	return s.repo.CountChat(ctx, botID, id)
+}
+
+// List returns a page of the project's subscribers (of one agent when botID is not empty), the
+// most recently seen first.
+func (s *Service) List(ctx context.Context, projectID, botID string, page paging.Page) ([]Subscriber, int, error) {
+	return s.repo.List(ctx, projectID, botID, page)
 }

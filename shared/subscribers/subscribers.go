@@ -7,6 +7,8 @@ package subscribers
 import (
 	"context"
 	"time"
+
+	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
 // Resource names subscribers in errors.
@@ -23,6 +25,8 @@ type Subscriber struct {
 	Anonymous  bool      `json:"anonymous" bson:"anonymous"`
 	FirstSeen  time.Time `json:"first_seen" bson:"first_seen"`
 	LastSeen   time.Time `json:"last_seen" bson:"last_seen"`
+	// Chats counts the chats they started.
+	Chats int `json:"chats_count" bson:"chats"`
 }
 
 // Repo persists subscribers.
@@ -32,4 +36,9 @@ type Repo interface {
 	Get(ctx context.Context, botID, id string) (Subscriber, error)
 	// Seen moves the subscriber's last_seen to at.
 	Seen(ctx context.Context, botID, id string, at time.Time) error
+	// CountChat adds a chat to the subscriber's count.
+	CountChat(ctx context.Context, botID, id string) error
+	// List returns a page of the project's subscribers (of one agent when botID is not empty),
+	// the most recently seen first, and how many there are.
+	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Subscriber, int, error)
 }

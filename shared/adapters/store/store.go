@@ -69,6 +69,9 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
 			outboxIndex(),
 		},
+		subscribersColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "last_seen", Value: -1}}, Options: options.Index().SetName("project_seen")},
+		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
 			outboxIndex(),

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/subscribers"
 )
 
@@ -35,4 +36,20 @@ func (r Subscribers) Seen(ctx context.Context, botID, id string, at time.Time) e
 	_, err := r.db.Collection(subscribersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "bot_id", Value: botID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "last_seen", Value: at}}}})
 	return wrap(err, subscribers.Resource)
+}
+
+func (r Subscribers) CountChat(ctx context.Context, botID, id string) error {
+	_, err := r.db.Collection(subscribersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "bot_id", Value: botID}},
+		bson.D{{Key: "$inc", Value: bson.D{{Key: "chats", Value: 1}}}})
+	return wrap(err, subscribers.Resource)
+}
+
+func (r Subscribers) List(ctx context.Context, projectID, botID string, page paging.Page) ([]subscribers.Subscriber, int, error) {
+	filter := bson.D{{Key: "project_id", Value: projectID}}
+	if botID != "" {
+		filter = append(filter, bson.E{Key: "bot_id", Value: botID})
+	}
+	out := []subscribers.Subscriber{}
+	total, err := findPageSorted(ctx, r.db.Collection(subscribersColl), filter, bson.D{{Key: "last_seen", Value: -1}, {Key: "_id", Value: 1}}, page, &out)
+	return out, total, wrap(err, subscribers.Resource)
 }

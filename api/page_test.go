@@ -228,3 +228,56 @@ func TestEndUserSessions(t *testing.T) {
 		t.Fatalf("the page of no agent: %v %v", res, err)
 	}
 }
+
+// A run that waits for approval shows Approve and Reject on the page; approving runs the tool
+// and the agent's answer follows. Another end user cannot decide on it.
+func TestHostedPageApproval(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b, a, fake := agentSetup(t, nil)
+	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added the Acme deal."}}})
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(b.client.URL+"/a/"+bot["subdomain"].(string)),
+		chromedp.WaitVisible(`body[data-ready="true"]`),
+		chromedp.SendKeys(`#message`, "Add a deal for Acme to the CRM"),
+		chromedp.Click(`#ask button[type="submit"]`),
+		chromedp.WaitVisible(`.approval [data-decision="approve"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waiting := get(t, ctx, chromedp.Text(`.msg.agent:not(.greeting)`))
+	if !strings.Contains(waiting, "create_deal") {
+		t.Fatalf("the page while the run waits: %q", waiting)
+	}
+	pausedID := get(t, ctx, chromedp.AttributeValue(`.approval`, "data-execution")).Value
+
+	// Another end user of the agent cannot decide on it.
+	stranger := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": bot["subdomain"]}}).JSON(t)
+	req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"execution_id":"`+pausedID+`","approve":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+stranger["token"].(string))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "execution_not_found") {
+		t.Fatalf("another end user decided: %d %s", res.StatusCode, body)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(`.approval [data-decision="approve"]`)); err != nil {
+		t.Fatal(err)
+	}
+	get(t, ctx, chromedp.Poll[bool](`document.querySelectorAll('.msg.agent:not(.greeting)').length === 2 && !document.querySelector('[aria-busy]')`))
+	answer := get(t, ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.msg.agent:not(.greeting)')].pop().textContent`))
+	if strings.TrimSpace(answer) != "Added the Acme deal." {
+		t.Fatalf("after approving: %q", answer)
+	}
+	last := fake.Requests()[len(fake.Requests())-1].Messages
+	if observation := last[len(last)-1].Content; strings.Contains(observation, "rejected") {
+		t.Fatalf("the model read %q", observation)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -191,6 +192,10 @@ func askerOf(sub subscribers.Subscriber) chats.Asker {
 type publicChatRequest struct {
 	Message string `json:"message"`
 	ChatID  string `json:"chat_id"`
+	// ExecutionID and Approve decide on the tool call a run of the end user's chat waits for,
+	// instead of a message.
+	ExecutionID string `json:"execution_id"`
+	Approve     *bool  `json:"approve"`
 }
 
 // publicReply is a reply as the page shows it: its text rendered as safe HTML, its sources.
@@ -199,6 +204,8 @@ type publicReply struct {
 	HTML       string         `json:"html"`
 	Sources    []publicSource `json:"sources"`
 	WaitingFor string         `json:"waiting_for,omitempty"`
+	// ExecutionID is the run that waits, for the page's Approve and Reject.
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 type publicSource struct {
@@ -225,7 +232,8 @@ func (p publicSink) Delta(text string) error {
 
 // publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
 // reply is made, then done with the reply as the page shows it. Each message counts against the
-// agent's rate limit for this end user.
+// agent's rate limit for this end user. A turn may instead decide on the tool call a run of one
+// of the end user's chats waits for.
 func (s *server) publicChat(c *gin.Context) {
 	var req publicChatRequest
 	if err := s.decode(c, &req); err != nil {
@@ -233,8 +241,9 @@ func (s *server) publicChat(c *gin.Context) {
 		return
 	}
 	bot, sub, err := s.endUser(c)
+	var t turn
 	if err == nil {
-		_, err = s.botAllow(c, bot, "subscriber:"+sub.ID)
+		t, err = s.publicTurn(c, bot, sub, req)
 	}
 	if err != nil {
 		fail(c, err)
@@ -242,8 +251,7 @@ func (s *server) publicChat(c *gin.Context) {
 	}
 	st := newSSE(c, s.heartbeat)
 	defer st.close()
-	in := chats.Input{Message: &req.Message, ChatID: req.ChatID, Stream: true}
-	reply, err := s.converse(c, bot, askerOf(sub), turn{input: in}, publicSink{st: st})
+	reply, err := s.converse(c, bot, askerOf(sub), t, publicSink{st: st})
 	switch {
 	case err != nil && chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
 	case err != nil && !st.began():
@@ -259,11 +267,34 @@ func (s *server) publicChat(c *gin.Context) {
 		}
 		out := publicReply{ChatID: reply.ChatID, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
 		if call := pausedCall(reply); call != nil {
-			out.WaitingFor = call[0].Function.Name
+			out.WaitingFor, out.ExecutionID = call[0].Function.Name, reply.ExecutionID
 			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")
 		}
 		_ = st.event("done", out)
 	}
+}
+
+// publicTurn is what the end user's request asks: a decision on a run of one of their own chats,
+// or a message, which counts against the agent's limit for them.
+func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (turn, error) {
+	if strings.TrimSpace(req.ExecutionID) == "" {
+		_, err := s.botAllow(c, bot, "subscriber:"+sub.ID)
+		return turn{input: chats.Input{Message: &req.Message, ChatID: req.ChatID, Stream: true}}, err
+	}
+	if req.Approve == nil {
+		return turn{}, apperr.Invalidf("approve", "is required with execution_id: true runs the tool, false rejects it")
+	}
+	e, err := s.runs.Get(c, bot.ProjectID, bot.ID, req.ExecutionID)
+	if err != nil {
+		return turn{}, err
+	}
+	if _, err := s.chats.GetFor(c, bot.ProjectID, bot.ID, e.ChatID, askerOf(sub)); err != nil {
+		if apperr.As(err).Kind == apperr.NotFound {
+			return turn{}, apperr.NotFoundf(agentruns.Resource)
+		}
+		return turn{}, err
+	}
+	return turn{decision: &agentruns.Approval{ExecutionID: e.ID, Approve: req.Approve}}, nil
 }
 
 // publicMessage is a message of the end user's chat as the page shows it.

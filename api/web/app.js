@@ -66,6 +66,29 @@
   function agentReply(el, reply) {
     el.innerHTML = reply.html;
     sources(el, reply.sources);
+    if (reply.execution_id) approval(el, reply.execution_id);
+  }
+
+  // approval asks the end user to approve or reject the action the agent's run waits for.
+  function approval(el, executionID) {
+    const box = document.createElement('div');
+    box.className = 'approval';
+    box.dataset.execution = executionID;
+    box.setAttribute('role', 'group');
+    box.setAttribute('aria-label', 'Approve the action?');
+    for (const [label, approve] of [['Approve', true], ['Reject', false]]) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = label;
+      b.dataset.decision = approve ? 'approve' : 'reject';
+      if (!approve) b.className = 'secondary';
+      b.addEventListener('click', () => {
+        box.remove();
+        ask({ execution_id: executionID, approve });
+      });
+      box.appendChild(b);
+    }
+    el.appendChild(box);
   }
 
   function parse(block) {
@@ -78,9 +101,14 @@
     return data ? { event, data: JSON.parse(data) } : null;
   }
 
-  async function send(text) {
+  function send(text) {
     bubble('user').textContent = text;
     input.value = '';
+    return ask({ message: text, chat_id: state.chat_id || '' });
+  }
+
+  // ask sends a turn (a message, or a decision) and streams the agent's answer into a new bubble.
+  async function ask(body) {
     const el = bubble('agent');
     el.dataset.deltas = '0';
     el.setAttribute('aria-busy', 'true');
@@ -88,7 +116,7 @@
       const res = await fetch('/public/v1/chat', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + await token() },
-        body: JSON.stringify({ message: text, chat_id: state.chat_id || '' }),
+        body: JSON.stringify(body),
       });
       if (!res.ok) throw await problem(res);
       const reader = res.body.getReader();

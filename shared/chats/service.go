@@ -347,6 +347,11 @@ func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot,
 	return c, true, nil
 }
 
+// GetFor returns one chat of the agent as asker may see it.
+func (s *Service) GetFor(ctx context.Context, projectID, botID, id string, asker Asker) (Chat, error) {
+	return s.chatOf(ctx, projectID, botID, strings.TrimSpace(id), asker)
+}
+
 // chatOf returns the agent's chat id as asker may see it: an end user sees only their own
 // chats, any other's is not found, exactly like a missing one.
 func (s *Service) chatOf(ctx context.Context, projectID, botID, id string, asker Asker) (Chat, error) {

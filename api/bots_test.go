@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -113,6 +114,21 @@ func TestBotReadUpdateDelete(t *testing.T) {
 		value any
 	}{{"top", 0}, {"top", 51}, {"reasoning_type", "deep"}, {"max_reply_tokens", 0}, {"name", ""}, {"avatar", "ftp://x"}, {"subdomain", "Not Valid"}, {"memory", 3}} {
 		res := b.client.Do(apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: b.key, Body: map[string]any{"project_id": b.project.ID, "bot_id": id, tt.field: tt.value}})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		expectField(t, res, tt.field)
+	}
+	many := make([]string, 21)
+	for i := range many {
+		many[i] = fmt.Sprintf("https://shop%d.example.com", i)
+	}
+	for _, tt := range []struct {
+		origins []string
+		field   string
+	}{
+		{[]string{"shop.example.com"}, "allowed_origins[0]"}, {[]string{"https://shop.example.com", "https://shop.example.com/path"}, "allowed_origins[1]"},
+		{[]string{"javascript:alert(1)"}, "allowed_origins[0]"}, {many, "allowed_origins"},
+	} {
+		res := b.client.Do(apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: b.key, Body: map[string]any{"project_id": b.project.ID, "bot_id": id, "allowed_origins": tt.origins}})
 		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
 		expectField(t, res, tt.field)
 	}

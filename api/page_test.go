@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,5 +280,87 @@ func TestHostedPageApproval(t *testing.T) {
 	last := fake.Requests()[len(fake.Requests())-1].Messages
 	if observation := last[len(last)-1].Content; strings.Contains(observation, "rejected") {
 		t.Fatalf("the model read %q", observation)
+	}
+}
+
+// The widget, on a third party's page of another origin that the agent allows: one script tag
+// adds a launcher in a shadow root that the page's hostile CSS does not reach; the chat panel
+// (the agent's page in an iframe) loads on first open; the programmatic API opens, sends,
+// reports the agent's answer as a message event, closes and destroys. The agent's page lets only
+// the origins it allows embed it.
+func TestWidget(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	site := httptest.NewUnstartedServer(nil)
+	site.Start()
+	t.Cleanup(site.Close)
+	b, a, fake := agentSetup(t, map[string]any{"allowed_origins": []string{site.URL}})
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	site.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<!doctype html><html><head><style>
+button, .launcher { background: rgb(255, 0, 0) !important; font-size: 40px !important; }
+body { font-size: 30px; color: rgb(0, 128, 0); }
+</style></head><body><h1>A shop</h1>
+<script>window.events = []; window.addEventListener('agentplane:ready', () => {
+  agentplane.on('open', () => events.push('open')).on('close', () => events.push('close'))
+    .on('message', (m) => events.push('message:' + m.role + ':' + m.text));
+});</script>
+<script src="`+b.client.URL+`/widget.js" data-bot="`+subdomain+`" async></script></body></html>`)
+	})
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL)); err != nil {
+		t.Fatal(err)
+	}
+	get(t, ctx, chromedp.Poll[bool](`!!window.agentplane`))
+	shadow := `document.querySelector('agentplane-widget').shadowRoot`
+	style := get(t, ctx, chromedp.Evaluate[string](`(() => { const s = getComputedStyle(`+shadow+`.querySelector('.launcher')); return s.backgroundColor + ' ' + s.fontSize; })()`))
+	if style != "rgb(37, 99, 235) 15px" {
+		t.Fatalf("the host page's CSS reached the launcher: %s", style)
+	}
+	if frames := get(t, ctx, chromedp.Evaluate[int](shadow+`.querySelectorAll('iframe').length`)); frames != 0 {
+		t.Fatal("the panel loaded before it was opened")
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`agentplane.send('When do you open?')`)); err != nil {
+		t.Fatal(err)
+	}
+	get(t, ctx, chromedp.Poll[bool](`window.events.includes('message:agent:We open at nine.')`))
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`agentplane.close()`)); err != nil {
+		t.Fatal(err)
+	}
+	events := get(t, ctx, chromedp.Evaluate[[]string](`window.events`))
+	if strings.Join(events, ",") != "open,message:agent:We open at nine.,close" {
+		t.Fatalf("events %q", events)
+	}
+	if hidden := get(t, ctx, chromedp.Evaluate[bool](shadow+`.querySelector('.panel').hidden`)); !hidden {
+		t.Fatal("close left the panel shown")
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`agentplane.destroy()`)); err != nil {
+		t.Fatal(err)
+	}
+	if left := get(t, ctx, chromedp.Evaluate[bool](`!!document.querySelector('agentplane-widget') || !!window.agentplane`)); left {
+		t.Fatal("destroy left the widget")
+	}
+	if conv := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/readall?" + a.query(""), Key: b.key}); conv.Status != http.StatusOK ||
+		!strings.Contains(string(conv.Body), "When do you open?") {
+		t.Fatalf("the widget's chat is not the agent's: %d %s", conv.Status, conv.Body)
+	}
+
+	for _, tt := range []struct{ origin, ancestors string }{
+		{site.URL, "frame-ancestors 'self' " + site.URL},
+		{"http://elsewhere.example", "frame-ancestors 'self'"},
+	} {
+		res, err := http.Get(b.client.URL + "/a/" + subdomain + "?embed=1&origin=" + tt.origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		csp := res.Header.Get("Content-Security-Policy")
+		if !strings.HasSuffix(csp, tt.ancestors) || strings.Contains(string(page), "data-parent-origin") != (tt.origin == site.URL) {
+			t.Errorf("embedded by %s: %s", tt.origin, csp)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -46,6 +47,9 @@ type pageData struct {
 	Links                                                                        []pageLink
 	Greetings, Starters                                                          []string
 	PoweredBy                                                                    bool
+	// ParentOrigin is the origin of the page that embeds this one (the widget's), when the agent
+	// allows it.
+	ParentOrigin string
 }
 
 // webURL is a URL the page may link or load: http or https only.
@@ -122,12 +126,18 @@ func (s *server) page(c *gin.Context) {
 		c.Data(status, "text/plain; charset=utf-8", []byte(e.Message))
 		return
 	}
-	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' https: http: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'")
+	data := pageOf(bot)
+	ancestors := "'self'"
+	if parent := strings.TrimRight(strings.ToLower(c.Query("origin")), "/"); c.Query("embed") != "" && slices.Contains(bot.AllowedOrigins, parent) {
+		// Only an origin the agent allows may embed it (the widget on its site).
+		data.ParentOrigin, ancestors = parent, "'self' "+parent
+	}
+	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' https: http: data:; style-src 'self' 'unsafe-inline'; frame-ancestors "+ancestors)
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Referrer-Policy", "strict-origin-when-cross-origin")
 	c.Status(http.StatusOK)
 	c.Header("Content-Type", "text/html; charset=utf-8")
-	if err := pageTemplate.Execute(c.Writer, pageOf(bot)); err != nil {
+	if err := pageTemplate.Execute(c.Writer, data); err != nil {
 		logger(c).Error("page", "error", err)
 	}
 }
@@ -200,7 +210,9 @@ type publicChatRequest struct {
 
 // publicReply is a reply as the page shows it: its text rendered as safe HTML, its sources.
 type publicReply struct {
-	ChatID     string         `json:"chat_id"`
+	ChatID string `json:"chat_id"`
+	// Text is the reply as the agent wrote it (Markdown); HTML is how the page shows it.
+	Text       string         `json:"text"`
 	HTML       string         `json:"html"`
 	Sources    []publicSource `json:"sources"`
 	WaitingFor string         `json:"waiting_for,omitempty"`
@@ -265,7 +277,7 @@ func (s *server) publicChat(c *gin.Context) {
 				logger(c).Warn("subscriber's chat not counted", "error", err)
 			}
 		}
-		out := publicReply{ChatID: reply.ChatID, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
+		out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
 		if call := pausedCall(reply); call != nil {
 			out.WaitingFor, out.ExecutionID = call[0].Function.Name, reply.ExecutionID
 			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")

@@ -19,6 +19,7 @@ func (s *server) routes(r *gin.Engine) {
 	r.GET(PagePath+"/:subdomain", s.page)
 	r.GET("/web/app.js", webAsset("app.js"))
 	r.GET("/web/app.css", webAsset("app.css"))
+	r.GET("/widget.js", webAsset("widget.js"))
 	r.POST("/public/v1/session", handle(s.openSession))
 	r.POST("/public/v1/chat", s.publicChat)
 	r.GET("/public/v1/history", handle(s.publicHistory))

@@ -10,6 +10,11 @@
   let state = {};
   try { state = JSON.parse(localStorage.getItem(storeKey) || '{}'); } catch (_) { state = {}; }
   let session = null;
+  // parentOrigin is the page that embeds this one (the widget's), when the agent allows it.
+  const parentOrigin = document.body.dataset.parentOrigin || '';
+  const toParent = (msg) => {
+    if (parentOrigin && window.parent !== window) window.parent.postMessage(msg, parentOrigin);
+  };
 
   const save = () => localStorage.setItem(storeKey, JSON.stringify(state));
 
@@ -140,6 +145,7 @@
             state.chat_id = ev.data.chat_id;
             save();
             agentReply(el, ev.data);
+            toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.text });
           } else if (ev.event === 'error') {
             throw new Error(ev.data.message);
           }
@@ -185,5 +191,13 @@
     save();
     for (const el of log.querySelectorAll('.msg:not(.greeting)')) el.remove();
   });
-  restore().finally(() => document.body.setAttribute('data-ready', 'true'));
+  window.addEventListener('message', (e) => {
+    if (!parentOrigin || e.origin !== parentOrigin || e.source !== window.parent) return;
+    const d = e.data || {};
+    if (d.type === 'agentplane:send' && typeof d.text === 'string' && d.text.trim()) send(d.text.trim());
+  });
+  restore().finally(() => {
+    document.body.setAttribute('data-ready', 'true');
+    toParent({ type: 'agentplane:ready' });
+  });
 })();

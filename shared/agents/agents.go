@@ -36,14 +36,17 @@ type Bot struct {
 	HideBranding      int    `json:"hide_branding" bson:"hide_branding"`
 	// AutoApproveTools 1 lets agent runs use tools that change data without asking; 0 (the
 	// default) pauses the run for approval first.
-	AutoApproveTools int               `json:"auto_approve_tools" bson:"auto_approve_tools"`
-	Status           int               `json:"status" bson:"status"`
-	ActiveAt         time.Time         `json:"active_at" bson:"active_at"`
-	UpdatedAt        time.Time         `json:"updated_at" bson:"updated_at"`
-	CreatedAt        time.Time         `json:"-" bson:"created_at"`
-	Rev              int64             `json:"-" bson:"rev"`
-	Branding         Branding          `json:"branding" bson:"branding"`
-	Integrations     []freeform.Object `json:"integrations" bson:"integrations"`
+	AutoApproveTools int       `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	Status           int       `json:"status" bson:"status"`
+	ActiveAt         time.Time `json:"active_at" bson:"active_at"`
+	UpdatedAt        time.Time `json:"updated_at" bson:"updated_at"`
+	CreatedAt        time.Time `json:"-" bson:"created_at"`
+	Rev              int64     `json:"-" bson:"rev"`
+	Branding         Branding  `json:"branding" bson:"branding"`
+	// AllowedOrigins are the web origins (https://shop.example.com) whose pages may embed the
+	// agent's widget and call its public endpoints; its own page's origin always may.
+	AllowedOrigins []string          `json:"allowed_origins" bson:"allowed_origins"`
+	Integrations   []freeform.Object `json:"integrations" bson:"integrations"`
 }
 
 // Public is the bot as users and events see it: the provider key masked to its last four
@@ -58,6 +61,9 @@ func (b Bot) Public() Bot {
 	}
 	if b.Integrations == nil {
 		b.Integrations = []freeform.Object{}
+	}
+	if b.AllowedOrigins == nil {
+		b.AllowedOrigins = []string{}
 	}
 	return b
 }

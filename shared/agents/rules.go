@@ -3,6 +3,7 @@ package agents
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -71,6 +72,7 @@ type Patch struct {
 	Status            flex.OptInt        `json:"status"`
 	Branding          json.RawMessage    `json:"branding"`
 	Integrations      *[]freeform.Object `json:"integrations"`
+	AllowedOrigins    *[]string          `json:"allowed_origins"`
 }
 
 // apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
@@ -100,6 +102,12 @@ func (p Patch) apply(b *Bot) error {
 	if p.Integrations != nil {
 		b.Integrations = *p.Integrations
 	}
+	if p.AllowedOrigins != nil {
+		b.AllowedOrigins = make([]string, len(*p.AllowedOrigins))
+		for i, o := range *p.AllowedOrigins {
+			b.AllowedOrigins[i] = strings.TrimRight(strings.ToLower(strings.TrimSpace(o)), "/")
+		}
+	}
 	if len(p.Branding) > 0 && string(p.Branding) != "null" {
 		if err := json.Unmarshal(p.Branding, &b.Branding); err != nil {
 			if ferr := apperr.JSONField("branding", err); ferr != nil {
@@ -111,6 +119,9 @@ func (p Patch) apply(b *Bot) error {
 	}
 	return nil
 }
+
+// MaxAllowedOrigins bounds an agent's allowed_origins.
+const MaxAllowedOrigins = 20
 
 var subdomainPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$`)
 
@@ -134,6 +145,12 @@ func validate(b Bot) error {
 	}
 	if b.Domain != "" && (len(b.Domain) > 253 || strings.ContainsAny(b.Domain, "/:@ ")) {
 		p.Add("domain", "must be a host name such as help.example.com")
+	}
+	limits.Items(&p, "allowed_origins", len(b.AllowedOrigins), MaxAllowedOrigins)
+	for i, o := range b.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com")
+		}
 	}
 	if !subdomainPattern.MatchString(b.Subdomain) {
 		p.Add("subdomain", "must be 3 to 63 lowercase letters, digits or hyphens, not starting or ending with a hyphen")

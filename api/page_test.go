@@ -364,3 +364,86 @@ body { font-size: 30px; color: rgb(0, 128, 0); }
 		}
 	}
 }
+
+// ssoToken is a sign-in token as an agent's customer makes it: HS256 with the agent's SSO
+// secret.
+func ssoToken(t *testing.T, secret string, claims jwt.MapClaims) string {
+	t.Helper()
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// An agent that requires sign-in talks only to users its customer signs in: the customer's
+// backend signs a token with the agent's SSO secret (shown once), the page takes it from its
+// address's fragment, and the user is the agent's subscriber of that external id, by name. No
+// token, an expired one, one signed with another secret or one that lasts too long is refused.
+func TestSignIn(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b, a, fake := agentSetup(t, map[string]any{"require_login": 1})
+	fake.Set(providertest.Behavior{Reply: "Hello Ada."})
+	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	newSecret := func() string {
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/sso-secret", Key: b.key, Body: map[string]any{"project_id": b.project.ID, "bot_id": a.botID}})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)["sso_secret"].(string)
+	}
+	old := newSecret()
+	secret := newSecret()
+	open := func(token string) *apitest.Response {
+		return b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": subdomain, "sso_token": token}})
+	}
+	ada := jwt.MapClaims{"external_id": "u-42", "email": "ada@example.com", "name": "Ada", "exp": time.Now().Add(30 * time.Minute).Unix()}
+	for _, tt := range []struct {
+		name, token, code string
+	}{
+		{"NoToken", "", "login_required"},
+		{"Expired", ssoToken(t, secret, jwt.MapClaims{"external_id": "u-42", "exp": time.Now().Add(-time.Minute).Unix()}), "invalid_sso_token"},
+		{"AnotherSecret", ssoToken(t, "not the agent's secret", ada), "invalid_sso_token"},
+		{"TheSecretBefore", ssoToken(t, old, ada), "invalid_sso_token"},
+		{"TooLong", ssoToken(t, secret, jwt.MapClaims{"external_id": "u-42", "exp": time.Now().Add(2 * time.Hour).Unix()}), "invalid_sso_token"},
+		{"NoExpiry", ssoToken(t, secret, jwt.MapClaims{"external_id": "u-42"}), "invalid_sso_token"},
+		{"NobodySaid", ssoToken(t, secret, jwt.MapClaims{"name": "Someone", "exp": time.Now().Add(time.Minute).Unix()}), "invalid_sso_token"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { expect(t, open(tt.token), http.StatusUnauthorized, tt.code) })
+	}
+	first := open(ssoToken(t, secret, ada))
+	expect(t, first, http.StatusOK, "")
+	ada["name"] = "Ada Lovelace"
+	second := open(ssoToken(t, secret, ada))
+	expect(t, second, http.StatusOK, "")
+	if first.JSON(t)["subscriber_id"] != second.JSON(t)["subscriber_id"] {
+		t.Fatal("the same external id signed in as two subscribers")
+	}
+
+	// In the browser: without a token the page says sign-in is required; with one, the user chats.
+	pageURL := b.client.URL + "/a/" + subdomain
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitVisible(`body[data-ready="true"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if notice := get(t, ctx, chromedp.Text(`.msg.error`)); !strings.Contains(notice, "requires sign-in") ||
+		!get(t, ctx, chromedp.Evaluate[bool](`document.getElementById('message').disabled`)) {
+		t.Fatalf("without a token the page says %q", notice)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(pageURL+"#sso="+ssoToken(t, secret, ada)),
+		chromedp.Reload(),
+		chromedp.WaitVisible(`body[data-ready="true"]`),
+		chromedp.SendKeys(`#message`, "Who am I?"),
+		chromedp.Click(`#ask button[type="submit"]`),
+		chromedp.WaitVisible(`.msg.agent:not(.greeting) p`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if reply, addr := get(t, ctx, chromedp.Text(`.msg.agent:not(.greeting)`)), get(t, ctx, chromedp.Evaluate[string](`location.href`)); reply != "Hello Ada." || strings.Contains(addr, "sso") {
+		t.Fatalf("signed in: reply %q, address %s", reply, addr)
+	}
+	list := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/subscriber/readall?" + a.query(""), Key: b.key})
+	if !strings.Contains(string(list.Body), `"name":"Ada Lovelace","email":"ada@example.com","external_id":"u-42","anonymous":false`) ||
+		!strings.Contains(string(list.Body), `"chats_count":1`) {
+		t.Fatalf("the signed-in subscriber: %s", list.Body)
+	}
+}

@@ -47,6 +47,8 @@ type pageData struct {
 	Links                                                                        []pageLink
 	Greetings, Starters                                                          []string
 	PoweredBy                                                                    bool
+	// RequireLogin says the agent talks only to users signed in with SSO.
+	RequireLogin bool
 	// ParentOrigin is the origin of the page that embeds this one (the widget's), when the agent
 	// allows it.
 	ParentOrigin string
@@ -65,7 +67,7 @@ func pageOf(b agents.Bot) pageData {
 	br := b.Branding
 	d := pageData{Subdomain: b.Subdomain, Name: b.Name, Title: orDefault(br.SEO.Title, b.Name), Description: br.SEO.Description,
 		Keywords: br.SEO.Keywords, Theme: "light", Placeholder: orDefault(br.Placeholder, "Ask me anything..."), Accent: "#2563eb",
-		Background: "#ffffff", PoweredBy: b.HideBranding == 0}
+		Background: "#ffffff", PoweredBy: b.HideBranding == 0, RequireLogin: b.RequireLogin == 1}
 	if br.Theme == "dark" {
 		d.Theme = "dark"
 	}
@@ -154,6 +156,8 @@ func webAsset(name string) gin.HandlerFunc {
 type sessionRequest struct {
 	Subdomain    string `json:"subdomain"`
 	SubscriberID string `json:"subscriber_id"`
+	// SSOToken signs the user in (the agent's customer signs it with the agent's SSO secret).
+	SSOToken string `json:"sso_token"`
 }
 
 // openSession gives an end user of the agent at the subdomain a session: the subscriber id the
@@ -170,7 +174,7 @@ func (s *server) openSession(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.subscribers.Open(c, bot, req.SubscriberID)
+	return s.subscribers.Open(c, bot, req.SubscriberID, req.SSOToken)
 }
 
 // endUser is the agent and subscriber a session token speaks for.
@@ -355,4 +359,18 @@ func (s *server) listSubscribers(c *gin.Context) (any, error) {
 	}
 	subs, total, err := s.subscribers.List(c, sc.ProjectID, botID, page)
 	return gin.H{"total": total, "subscribers": subs, "pagination": page.Of(total)}, err
+}
+
+// newSSOSecret makes the agent a new SSO secret and answers it, this once.
+func (s *server) newSSOSecret(c *gin.Context) (any, error) {
+	var sc scope
+	if err := s.decode(c, &sc); err != nil {
+		return nil, err
+	}
+	bot, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := s.subscribers.NewSSOSecret(c, bot)
+	return gin.H{"sso_secret": secret}, err
 }

@@ -92,6 +92,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/search", handle(s.searchMemory))
 
 	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
+	v1.POST("/bot/sso-secret", handle(s.newSSOSecret))
 
 	v1.GET("/mcp/connectors", handle(s.listConnectors))
 	v1.GET("/mcp/connectors/:name", handle(s.readConnector))

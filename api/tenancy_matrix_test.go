@@ -337,6 +337,7 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			}},
 
 		{method: "GET", path: "/v1/bot/subscriber/readall", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/sso-secret", scope: botScope, in: inBody},
 		{method: "GET", path: "/v1/models", scope: projectScope, in: inHeader},
 		{method: "GET", path: "/v1/models/:model", scope: botScope, in: inHeader, botCode: "model_not_found"},
 		{method: "POST", path: "/v1/chat/completions", scope: botScope, in: inHeader, resource: true, botCode: "model_not_found",

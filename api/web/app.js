@@ -10,6 +10,10 @@
   let state = {};
   try { state = JSON.parse(localStorage.getItem(storeKey) || '{}'); } catch (_) { state = {}; }
   let session = null;
+  // sso is the sign-in token the site that sent the user here put in the fragment (#sso=...):
+  // read once, then taken out of the address bar.
+  const sso = new URLSearchParams(location.hash.slice(1)).get('sso') || '';
+  if (sso) history.replaceState(null, '', location.pathname + location.search);
   // parentOrigin is the page that embeds this one (the widget's), when the agent allows it.
   const parentOrigin = document.body.dataset.parentOrigin || '';
   const toParent = (msg) => {
@@ -31,7 +35,7 @@
     if (session && Date.parse(session.expires_at) - Date.now() > 60000) return session.token;
     const res = await fetch('/public/v1/session', {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ subdomain, subscriber_id: state.subscriber_id || '' }),
+      body: JSON.stringify({ subdomain, subscriber_id: state.subscriber_id || '', sso_token: sso }),
     });
     if (!res.ok) throw await problem(res);
     session = await res.json();
@@ -196,6 +200,10 @@
     const d = e.data || {};
     if (d.type === 'agentplane:send' && typeof d.text === 'string' && d.text.trim()) send(d.text.trim());
   });
+  if (document.body.dataset.requireLogin && !sso) {
+    bubble('error').textContent = 'This agent requires sign-in: open it from the site that signs you in.';
+    input.disabled = true;
+  }
   restore().finally(() => {
     document.body.setAttribute('data-ready', 'true');
     toParent({ type: 'agentplane:ready' });

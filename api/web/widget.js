@@ -3,7 +3,7 @@
 // Options (data-*): position (right, left), auto-open, greeting (a bubble by the launcher).
 // The panel is the agent's hosted page in an iframe, loaded on first open; the launcher lives in
 // a shadow root, so the host page's CSS reaches neither. window.agentplane: open, close, toggle,
-// hide, show, destroy, send(text), on/off(event, fn) for ready, open, close, message; the
+// hide, show, destroy, send(text), identify(ssoToken), on/off(event, fn) for ready, open, close, message; the
 // window event "agentplane:ready" says when it is there.
 (() => {
   const script = document.currentScript;
@@ -12,6 +12,9 @@
   const base = new URL(script.src).origin;
   const left = script.dataset.position === 'left';
   const greeting = script.dataset.greeting || '';
+  // sso signs the user in (data-sso-token, or identify(token)): it reaches the panel in the
+  // fragment of its address, which no server sees.
+  let sso = script.dataset.ssoToken || '';
   const listeners = {};
   const emit = (name, detail) => {
     for (const fn of (listeners[name] || []).slice()) {
@@ -65,7 +68,8 @@
       if (!frame) {
         frame = document.createElement('iframe');
         frame.title = 'Chat';
-        frame.src = `${base}/a/${encodeURIComponent(bot)}?embed=1&origin=${encodeURIComponent(location.origin)}`;
+        frame.src = `${base}/a/${encodeURIComponent(bot)}?embed=1&origin=${encodeURIComponent(location.origin)}` +
+          (sso ? '#sso=' + encodeURIComponent(sso) : '');
         panel.appendChild(frame);
       }
       bubble.hidden = true;
@@ -94,6 +98,18 @@
       api.open();
       const msg = { type: 'agentplane:send', text: String(text) };
       if (frameReady) post(msg); else pending.push(msg);
+    },
+    identify(token) {
+      sso = String(token || '');
+      if (frame) {
+        frame.remove();
+        frame = null;
+        frameReady = false;
+        if (opened) {
+          opened = false;
+          api.open();
+        }
+      }
     },
     on(name, fn) {
       (listeners[name] = listeners[name] || []).push(fn);

@@ -2,6 +2,8 @@ package subscribers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/kit/secrets"
 )
 
 // SessionTTL is how long an end user's session lasts; the page asks for a new one before.
@@ -25,12 +28,26 @@ type Service struct {
 	repo Repo
 	// key signs sessions; nil when the deployment has no secrets key (sessions are refused).
 	key []byte
+	// box seals agents' SSO secrets.
+	box secrets.Box
 	now func() time.Time
 }
 
-// NewService returns the service over repo, signing sessions with key (nil: none are issued).
-func NewService(repo Repo, key []byte) *Service {
-	return &Service{repo: repo, key: key, now: time.Now}
+// NewService returns the service over repo, signing sessions with key (nil: none are issued)
+// and sealing agents' SSO secrets with box.
+func NewService(repo Repo, key []byte, box secrets.Box) *Service {
+	return &Service{repo: repo, key: key, box: box, now: time.Now}
+}
+
+// MaxSSOAhead bounds how far ahead an SSO token's expiry may be.
+const MaxSSOAhead = time.Hour
+
+// ssoClaims are what an agent's customer signs about its user.
+type ssoClaims struct {
+	Email      string `json:"email"`
+	Name       string `json:"name"`
+	ExternalID string `json:"external_id"`
+	jwt.RegisteredClaims
 }
 
 // Session is an end user's session: a token for one agent.
@@ -53,11 +70,18 @@ func (s *Service) ready() error {
 	return nil
 }
 
-// Open starts a session with bot for an anonymous end user: the subscriber id the browser kept,
-// when it is one of bot's, else a new subscriber.
-func (s *Service) Open(ctx context.Context, bot agents.Bot, kept string) (Session, error) {
+// Open starts a session with bot: for the user an SSO token signs, when there is one; else,
+// unless the agent requires sign-in, for an anonymous end user: the subscriber id the browser
+// kept, when it is one of bot's, else a new subscriber.
+func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken string) (Session, error) {
 	if err := s.ready(); err != nil {
 		return Session{}, err
+	}
+	if strings.TrimSpace(ssoToken) != "" {
+		return s.signIn(ctx, bot, strings.TrimSpace(ssoToken))
+	}
+	if bot.RequireLogin == 1 {
+		return Session{}, apperr.New(apperr.Unauthorized, "login_required", "This agent requires sign-in: open it from the site that signs you in.")
 	}
 	now := s.now()
 	sub, err := s.repo.Get(ctx, bot.ID, strings.TrimSpace(kept))
@@ -74,6 +98,11 @@ func (s *Service) Open(ctx context.Context, bot agents.Bot, kept string) (Sessio
 	default:
 		return Session{}, err
 	}
+	return s.session(bot, sub, now)
+}
+
+// session is a session for sub with bot, from now.
+func (s *Service) session(bot agents.Bot, sub Subscriber, now time.Time) (Session, error) {
 	expires := now.Add(SessionTTL)
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: issuer, Subject: sub.ID,
 		Audience: jwt.ClaimStrings{bot.ID}, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(expires)}).SignedString(s.key)
@@ -115,4 +144,86 @@ func (s *Service) ChatStarted(ctx context.Context, botID, id string) error {
 // most recently seen first.
 func (s *Service) List(ctx context.Context, projectID, botID string, page paging.Page) ([]Subscriber, int, error) {
 	return s.repo.List(ctx, projectID, botID, page)
+}
+
+// NewSSOSecret makes the agent a new SSO secret, which signs its customer's tokens (HS256), and
+// returns it: this once, for it is kept sealed. An earlier secret stops working.
+func (s *Service) NewSSOSecret(ctx context.Context, bot agents.Bot) (string, error) {
+	if !s.box.Ready() {
+		return "", apperr.New(apperr.Unavailable, "secrets_key_missing", "SSO secrets need AGENTPLANE_SECRETS_KEY on the server.")
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	secret := "sso_" + hex.EncodeToString(raw)
+	sealed, err := s.box.Seal([]byte(secret), ssoOwner(bot.ID))
+	if err != nil {
+		return "", err
+	}
+	return secret, s.repo.SetSSOSecret(ctx, bot.ID, sealed)
+}
+
+func ssoOwner(botID string) string { return "sso:" + botID }
+
+// signIn opens a session for the user an SSO token of the agent's customer signs: HS256 with
+// the agent's SSO secret, an expiry at most MaxSSOAhead ahead, and external_id (or email) saying
+// who. The user is the agent's subscriber of that external id, made on first sign-in.
+func (s *Service) signIn(ctx context.Context, bot agents.Bot, token string) (Session, error) {
+	refused := func(msg string) error { return apperr.New(apperr.Unauthorized, "invalid_sso_token", msg) }
+	sealed, err := s.repo.SSOSecret(ctx, bot.ID)
+	if apperr.As(err).Kind == apperr.NotFound {
+		return Session{}, refused("The agent has no SSO secret; make one with POST /v1/bot/sso-secret.")
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	secret, err := s.box.Open(sealed, ssoOwner(bot.ID))
+	if err != nil {
+		return Session{}, err
+	}
+	now := s.now()
+	var c ssoClaims
+	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return secret, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithTimeFunc(func() time.Time { return now }), jwt.WithExpirationRequired())
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return Session{}, refused("The sign-in token has expired.")
+	case err != nil:
+		return Session{}, refused("The sign-in token is not valid: it must be signed (HS256) with the agent's SSO secret.")
+	case c.ExpiresAt.After(now.Add(MaxSSOAhead + time.Minute)):
+		return Session{}, refused("The sign-in token's exp may be at most an hour ahead.")
+	}
+	external := strings.TrimSpace(c.ExternalID)
+	if external == "" {
+		external = strings.ToLower(strings.TrimSpace(c.Email))
+	}
+	if external == "" {
+		return Session{}, refused("The sign-in token must say who signs in: external_id or email.")
+	}
+	sub, err := s.repo.ByExternalID(ctx, bot.ID, external)
+	switch {
+	case err == nil:
+		sub.Name, sub.Email = orKept(c.Name, sub.Name), orKept(c.Email, sub.Email)
+		if err := s.repo.SignedIn(ctx, bot.ID, sub.ID, sub.Name, sub.Email, now); err != nil {
+			return Session{}, err
+		}
+	case apperr.As(err).Kind == apperr.NotFound:
+		sub = Subscriber{ID: ids.New(), ProjectID: bot.ProjectID, BotID: bot.ID, Name: orKept(c.Name, "User"), Email: strings.TrimSpace(c.Email),
+			ExternalID: external, FirstSeen: now, LastSeen: now}
+		if err := s.repo.Insert(ctx, sub); err != nil {
+			return Session{}, err
+		}
+	default:
+		return Session{}, err
+	}
+	return s.session(bot, sub, now)
+}
+
+// orKept is v, or kept when v is empty.
+func orKept(v, kept string) string {
+	if v = strings.TrimSpace(v); v != "" {
+		return v
+	}
+	return kept
 }

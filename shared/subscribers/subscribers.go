@@ -38,6 +38,14 @@ type Repo interface {
 	Seen(ctx context.Context, botID, id string, at time.Time) error
 	// CountChat adds a chat to the subscriber's count.
 	CountChat(ctx context.Context, botID, id string) error
+	// ByExternalID returns the agent's subscriber known to the customer as externalID.
+	ByExternalID(ctx context.Context, botID, externalID string) (Subscriber, error)
+	// SignedIn sets who a signed-in subscriber is (name, email) and when they were last seen.
+	SignedIn(ctx context.Context, botID, id, name, email string, at time.Time) error
+	// SetSSOSecret keeps the agent's SSO secret, sealed; SSOSecret returns it (NotFound when
+	// the agent has none).
+	SetSSOSecret(ctx context.Context, botID, sealed string) error
+	SSOSecret(ctx context.Context, botID string) (string, error)
 	// List returns a page of the project's subscribers (of one agent when botID is not empty),
 	// the most recently seen first, and how many there are.
 	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Subscriber, int, error)

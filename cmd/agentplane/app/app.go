@@ -217,7 +217,7 @@ func (a *App) Domain() (Domain, error) {
 			return Domain{}, err
 		}
 	}
-	d.Subscribers = subscribers.NewService(store.NewSubscribers(db), sessionKey)
+	d.Subscribers = subscribers.NewService(store.NewSubscribers(db), sessionKey, box)
 	a.dom = &d
 	return d, nil
 }

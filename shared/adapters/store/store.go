@@ -71,6 +71,7 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		subscribersColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "last_seen", Value: -1}}, Options: options.Index().SetName("project_seen")},
+			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "external_id", Value: 1}}, Options: options.Index().SetName("bot_external")},
 		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},

@@ -146,6 +146,9 @@ func setup(t testing.TB, opts ...option) *bundle {
 	return b
 }
 
+// testPublicDomain is the domain whose subdomains are agents' pages in the tests.
+const testPublicDomain = "agents.test"
+
 // testConfig is the configuration of a test's processes: a queue of its own, loopback peers
 // allowed, short timeouts and polls.
 func testConfig(o options) config.Config {
@@ -154,6 +157,7 @@ func testConfig(o options) config.Config {
 		Queue:             testenv.NewName(),
 		DefaultCurrency:   "USD",
 		AdminToken:        o.adminToken,
+		PublicDomain:      testPublicDomain,
 		MaxBodyBytes:      1 << 20,
 		BodyTimeout:       o.bodyTimeout,
 		RateLimit:         o.rateLimit,

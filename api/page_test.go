@@ -447,3 +447,35 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("the signed-in subscriber: %s", list.Body)
 	}
 }
+
+// An agent's page is also at the root of its subdomain of AGENTPLANE_PUBLIC_DOMAIN and of its own
+// domain; any other host has none.
+func TestPageByHost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.chatBot(t, map[string]any{"name": "Acme Help", "domain": "help.shop.test"})
+	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	for _, tt := range []struct {
+		host   string
+		status int
+	}{
+		{subdomain + "." + testPublicDomain, http.StatusOK},
+		{strings.ToUpper(subdomain) + "." + testPublicDomain + ":8080", http.StatusOK},
+		{"help.shop.test", http.StatusOK},
+		{"no-such-agent." + testPublicDomain, http.StatusNotFound},
+		{"x." + subdomain + "." + testPublicDomain, http.StatusNotFound},
+		{"elsewhere.test", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, b.client.URL+"/", nil)
+		req.Host = tt.host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != tt.status || (tt.status == http.StatusOK && !strings.Contains(string(page), "<h1 id=\"agent-name\">Acme Help</h1>")) {
+			t.Errorf("%s: %d %.200s", tt.host, res.StatusCode, page)
+		}
+	}
+}

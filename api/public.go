@@ -3,6 +3,7 @@ package api
 import (
 	"embed"
 	"html/template"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -117,9 +118,25 @@ func orDefault(v, otherwise string) string {
 	return v
 }
 
-// page serves an agent's hosted chat page.
+// page serves an agent's hosted chat page at /a/{subdomain}.
 func (s *server) page(c *gin.Context) {
 	bot, err := s.agents.BySubdomain(c, c.Param("subdomain"))
+	s.servePage(c, bot, err)
+}
+
+// hostPage serves the page of the agent the request's host names, at the root: a subdomain of
+// AGENTPLANE_PUBLIC_DOMAIN, or an agent's own domain.
+func (s *server) hostPage(c *gin.Context) {
+	host := c.Request.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	bot, err := s.agents.ByHost(c, host, s.publicDomain)
+	s.servePage(c, bot, err)
+}
+
+// servePage answers bot's page, or err.
+func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}

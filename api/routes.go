@@ -17,6 +17,7 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
 
 	r.GET(PagePath+"/:subdomain", s.page)
+	r.GET("/", s.hostPage)
 	r.GET("/web/app.js", webAsset("app.js"))
 	r.GET("/web/app.css", webAsset("app.css"))
 	r.GET("/widget.js", webAsset("widget.js"))

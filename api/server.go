@@ -50,6 +50,8 @@ type Deps struct {
 	Tools *tools.Service
 	// Subscribers are agents' end users and their sessions (the hosted chat page).
 	Subscribers *subscribers.Service
+	// PublicDomain is the domain whose subdomains are agents' pages ("" for none).
+	PublicDomain string
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
 	// RunWait bounds how long a non-streamed agent run is waited for.
@@ -92,6 +94,7 @@ type server struct {
 	runs         *agentruns.Service
 	tools        *tools.Service
 	subscribers  *subscribers.Service
+	publicDomain string
 	workflowRuns *workflows.Runs
 	runWait      time.Duration
 	heartbeat    time.Duration
@@ -133,6 +136,7 @@ func NewServer(d Deps) http.Handler {
 		runs:         d.Runs,
 		tools:        d.Tools,
 		subscribers:  d.Subscribers,
+		publicDomain: d.PublicDomain,
 		workflowRuns: d.WorkflowRuns,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,

@@ -86,6 +86,8 @@ type Repo interface {
 	Find(ctx context.Context, idOrUUID string) (Bot, error)
 	// BySubdomain returns the live agent of the subdomain (unique across projects).
 	BySubdomain(ctx context.Context, subdomain string) (Bot, error)
+	// ByDomain returns the live agent whose own domain is host.
+	ByDomain(ctx context.Context, host string) (Bot, error)
 	List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error)
 	// Replace writes b over the stored agent of revision b.Rev-1 (optimistic concurrency: a
 	// Conflict error when another write came first).

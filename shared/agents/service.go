@@ -91,6 +91,21 @@ func (s *Service) BySubdomain(ctx context.Context, subdomain string) (Bot, error
 	return s.repo.BySubdomain(ctx, subdomain)
 }
 
+// ByHost returns the agent whose page a request's host names: a subdomain of publicDomain (when
+// set), else an agent's own domain.
+func (s *Service) ByHost(ctx context.Context, host, publicDomain string) (Bot, error) {
+	host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	if publicDomain != "" {
+		if sub, ok := strings.CutSuffix(host, "."+publicDomain); ok && !strings.Contains(sub, ".") {
+			return s.BySubdomain(ctx, sub)
+		}
+	}
+	if host == "" {
+		return Bot{}, apperr.NotFoundf(Resource)
+	}
+	return s.repo.ByDomain(ctx, host)
+}
+
 // List returns one page of the project's agents, oldest first.
 func (s *Service) List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error) {
 	return s.repo.List(ctx, projectID, page)

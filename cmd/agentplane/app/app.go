@@ -250,6 +250,7 @@ func (a *App) API() (api.Deps, error) {
 		Runs:          d.AgentRuns,
 		Tools:         d.Tools,
 		Subscribers:   d.Subscribers,
+		PublicDomain:  a.Cfg.PublicDomain,
 		Metrics:       a.Metrics,
 		RunWait:       a.Cfg.RunWait,
 		Redis:         a.Conns.Redis,

@@ -68,6 +68,12 @@ func (a Agents) BySubdomain(ctx context.Context, subdomain string) (agents.Bot, 
 	return b, wrap(err, "bot")
 }
 
+func (a Agents) ByDomain(ctx context.Context, host string) (agents.Bot, error) {
+	var b agents.Bot
+	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{{Key: "domain", Value: host}, notDeleted}).Decode(&b)
+	return b, wrap(err, "bot")
+}
+
 func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([]agents.Bot, int, error) {
 	bots := []agents.Bot{}
 	total, err := findPage(ctx, a.db.Collection(botsColl), bson.D{{Key: "project_id", Value: projectID}, notDeleted}, page, &bots)

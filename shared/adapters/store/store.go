@@ -67,6 +67,7 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
 			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
+			{Keys: bson.D{{Key: "domain", Value: 1}}, Options: options.Index().SetName("domain")},
 			outboxIndex(),
 		},
 		subscribersColl: {

@@ -98,7 +98,7 @@ func TestHostedChatPage(t *testing.T) {
 		accent != "#ff5500" || theme != "dark" || background != "#ffffff" {
 		t.Fatalf("branding: title %q, tagline %q, greeting %q, accent %q, background %q, theme %q", title, tagline, greeting, accent, background, theme)
 	}
-	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "hosted-page.png"), get(t, ctx, chromedp.FullScreenshot(80)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "hosted-page.png"), get(t, ctx, chromedp.FullScreenshot(100)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

@@ -64,7 +64,7 @@ func TestHostedChatPage(t *testing.T) {
 		"conversation_starters": map[string]any{"enabled": true, "prompts": []string{"When do you open?"}},
 		"theme":                 "dark", "accent_color": "#ff5500", "background_color": "red;background:url(javascript:alert(1))",
 	}})
-	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six."})
+	a.ingest(t, map[string]any{"type": "text", "title": `Opening hours <img src=x onerror="window.pwned=1">`, "source": "The shop opens at nine and closes at six."})
 	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
 	pageURL := b.client.URL + "/a/" + bot["subdomain"].(string)
 	fake.Set(providertest.Behavior{Reply: `We open at **nine** [1]. <img src=x onerror="window.pwned=1">`, Chunks: 6, ChunkDelay: 40 * time.Millisecond})
@@ -105,7 +105,8 @@ func TestHostedChatPage(t *testing.T) {
 	run(chromedp.Click(`[data-prompt]`), chromedp.WaitVisible(`.msg.agent:not(.greeting) .sources`))
 	deltas := eval(`document.querySelector('.msg.agent:not(.greeting)').dataset.deltas`)
 	reply, bold, sources := text(`.msg.agent:not(.greeting)`), text(`.msg.agent:not(.greeting) strong`), text(`.msg.agent:not(.greeting) .sources`)
-	if deltas < "3" || len(deltas) != 1 || bold != "nine" || !strings.Contains(reply, `<img src=x onerror="window.pwned=1">`) || !strings.Contains(sources, "Opening hours") {
+	if deltas < "3" || len(deltas) != 1 || bold != "nine" || !strings.Contains(reply, `<img src=x onerror="window.pwned=1">`) ||
+		!strings.Contains(sources, `Opening hours <img src=x onerror="window.pwned=1">`) {
 		t.Fatalf("the reply: %s deltas, %q (bold %q), sources %q", deltas, reply, bold, sources)
 	}
 	if pwned := eval(`String(window.pwned)`); pwned != "undefined" {
@@ -477,5 +478,44 @@ func TestPageByHost(t *testing.T) {
 		if res.StatusCode != tt.status || (tt.status == http.StatusOK && !strings.Contains(string(page), "<h1 id=\"agent-name\">Acme Help</h1>")) {
 			t.Errorf("%s: %d %.200s", tt.host, res.StatusCode, page)
 		}
+	}
+}
+
+// An agent's rate limit holds for each end user apart: one visitor using up their messages
+// leaves the others theirs, and is answered the agent's ratelimit_message. Cross-origin reads of
+// the public endpoints get no CORS grant.
+func TestEndUserRateLimit(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"ratelimit_requests": 1, "ratelimit_seconds": 3600, "ratelimit_message": "One moment, please."})
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	chat := func(token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"Hi"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Origin", "http://elsewhere.example")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if grant := res.Header.Get("Access-Control-Allow-Origin"); grant != "" {
+			t.Errorf("a cross-origin request was granted %q", grant)
+		}
+		return res.StatusCode, string(body)
+	}
+	session := func() string {
+		return b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": subdomain}}).JSON(t)["token"].(string)
+	}
+	first, second := session(), session()
+	if status, body := chat(first); status != http.StatusOK || !strings.Contains(body, "event: done") {
+		t.Fatalf("the first message: %d %s", status, body)
+	}
+	if status, body := chat(first); status != http.StatusTooManyRequests || !strings.Contains(body, "One moment, please.") || !strings.Contains(body, "bot_rate_limited") {
+		t.Fatalf("the same visitor again: %d %s", status, body)
+	}
+	if status, body := chat(second); status != http.StatusOK {
+		t.Fatalf("another visitor: %d %s", status, body)
 	}
 }

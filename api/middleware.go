@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/tenancy"
 )
 
@@ -159,15 +160,17 @@ func (s *server) accessLog(c *gin.Context) {
 	start := time.Now()
 	done := s.metrics.Begin()
 	defer done()
+	ctx, commands := opcount.With(c.Request.Context())
+	c.Request = c.Request.WithContext(ctx)
 	c.Next()
 	took := time.Since(start)
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
-	s.metrics.Request(route, c.Request.Method, c.Writer.Status(), took)
+	s.metrics.Request(route, c.Request.Method, c.Writer.Status(), took, commands.Load())
 	logger(c).Info("request", "method", c.Request.Method, "route", route, "status", c.Writer.Status(),
-		"duration_ms", took.Milliseconds(), "bytes", c.Writer.Size())
+		"duration_ms", took.Milliseconds(), "bytes", c.Writer.Size(), "store_commands", commands.Load())
 }
 
 // recover turns a panic into a 500 with the error body; the process keeps serving.

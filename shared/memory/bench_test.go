@@ -149,7 +149,7 @@ func benchDB(b *testing.B) *mongo.Database {
 	benchStore.Lock()
 	defer benchStore.Unlock()
 	if benchStore.db == nil {
-		db, err := store.Open(testenv.MongoURI(), testenv.NewName())
+		db, err := store.Open(testenv.MongoURI(), testenv.NewName(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -53,12 +53,15 @@ type Conns struct {
 	// RedisOpt is the Redis of the task queue.
 	RedisOpt asynq.RedisConnOpt
 	NATS     *nats.Conn
+	// Commands counts the store's commands (nil: not counted by command).
+	Commands *store.Commands
 }
 
 // Connect opens every dependency of cfg. Connections are lazy: a dependency that is down makes
 // requests fail with 503 and /readyz report it, it does not stop the process.
 func Connect(cfg config.Config, log *slog.Logger) (Conns, error) {
-	db, err := store.Open(cfg.MongoURI, cfg.MongoDatabase)
+	commands := store.NewCommands(cfg.Role)
+	db, err := store.Open(cfg.MongoURI, cfg.MongoDatabase, commands)
 	if err != nil {
 		return Conns{}, err
 	}
@@ -74,7 +77,7 @@ func Connect(cfg config.Config, log *slog.Logger) (Conns, error) {
 	if err != nil {
 		return Conns{}, err
 	}
-	return Conns{DB: db, Redis: redis.NewClient(ropt), RedisOpt: aopt, NATS: nc}, nil
+	return Conns{DB: db, Redis: redis.NewClient(ropt), RedisOpt: aopt, NATS: nc, Commands: commands}, nil
 }
 
 // Close closes the connections.
@@ -106,7 +109,11 @@ type App struct {
 
 // New returns the application of cfg over conns.
 func New(cfg config.Config, log *slog.Logger, conns Conns) *App {
-	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: metrics.New(), RunPoll: time.Second,
+	m := metrics.New()
+	if conns.Commands != nil {
+		m.Register(conns.Commands)
+	}
+	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: m, RunPoll: time.Second,
 		tasks: asynq.NewClient(conns.RedisOpt), inspector: asynq.NewInspector(conns.RedisOpt)}
 }
 

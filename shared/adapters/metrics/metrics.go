@@ -21,16 +21,18 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 	httpInFlight prometheus.Gauge
-	tasks        *prometheus.CounterVec
-	taskDuration *prometheus.HistogramVec
-	cycles       prometheus.Counter
-	provider     *prometheus.CounterVec
-	providerTime prometheus.Histogram
-	events       *prometheus.CounterVec
-	eventLag     prometheus.Histogram
-	outbox       prometheus.Gauge
-	outboxAside  *prometheus.CounterVec
-	ingested     *prometheus.CounterVec
+	// storeCommands is the store commands per HTTP request.
+	storeCommands *prometheus.HistogramVec
+	tasks         *prometheus.CounterVec
+	taskDuration  *prometheus.HistogramVec
+	cycles        prometheus.Counter
+	provider      *prometheus.CounterVec
+	providerTime  prometheus.Histogram
+	events        *prometheus.CounterVec
+	eventLag      prometheus.Histogram
+	outbox        prometheus.Gauge
+	outboxAside   *prometheus.CounterVec
+	ingested      *prometheus.CounterVec
 }
 
 // New returns the metrics of a process.
@@ -42,6 +44,9 @@ func New() *Metrics {
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_http_request_duration_seconds",
 			Help:    "Time to answer HTTP requests (to the end of a stream for event streams), by route template and method.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"route", "method"}),
+		storeCommands: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_http_store_commands",
+			Help:    "Store commands (round trips on MongoDB) an HTTP request made, by route template and method.",
+			Buckets: []float64{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30}}, []string{"route", "method"}),
 		httpInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentplane_http_requests_in_flight",
 			Help: "HTTP requests being worked on (streams included; a scrape counts itself)."}),
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_tasks_total",
@@ -65,11 +70,14 @@ func New() *Metrics {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
 }
+
+// Register adds a collector of another package (the store's commands) to the metrics.
+func (m *Metrics) Register(c prometheus.Collector) { m.registry.MustRegister(c) }
 
 // Handler serves the metrics in Prometheus's text format.
 func (m *Metrics) Handler() http.Handler { return m.handler }
@@ -80,14 +88,15 @@ func (m *Metrics) Begin() func() {
 	return m.httpInFlight.Dec
 }
 
-// Request records an HTTP request answered with status after took; route is its template
-// ("unmatched" for no route).
-func (m *Metrics) Request(route, method string, status int, took time.Duration) {
+// Request records an HTTP request answered with status after took, having made commands store
+// commands; route is its template ("unmatched" for no route).
+func (m *Metrics) Request(route, method string, status int, took time.Duration, commands int64) {
 	if route == "" {
 		route = "unmatched"
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+	m.storeCommands.WithLabelValues(route, method).Observe(float64(commands))
 }
 
 // Task records a queue task of type typ run in took, failed when err is not nil.

@@ -20,9 +20,11 @@ import (
 )
 
 // Open connects to uri and returns database name. It does not wait for the server: the first
-// operation does, and fails with an Unavailable error after a few seconds when it is down.
-func Open(uri, name string) (*mongo.Database, error) {
+// operation does, and fails with an Unavailable error after a few seconds when it is down. Each
+// command is counted for the work of its context (opcount) and, when commands is not nil, in it.
+func Open(uri, name string, commands *Commands) (*mongo.Database, error) {
 	opts := options.Client().ApplyURI(uri).
+		SetMonitor(monitor(commands)).
 		SetServerSelectionTimeout(5 * time.Second).
 		SetConnectTimeout(5 * time.Second).
 		SetWriteConcern(writeconcern.Majority()).

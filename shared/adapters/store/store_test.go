@@ -2,12 +2,16 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/tenancy"
 )
 
@@ -57,7 +61,7 @@ func TestRepoScopesByAccount(t *testing.T) {
 
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
-	db, err := store.Open("mongodb://127.0.0.1:1/?connectTimeoutMS=200", "x")
+	db, err := store.Open("mongodb://127.0.0.1:1/?connectTimeoutMS=200", "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,5 +70,38 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	_, err = store.NewTenancy(db).Project(ctx, "a", "p")
 	if e := apperr.As(err); e.Kind != apperr.Unavailable {
 		t.Fatalf("got %v, want an Unavailable error", err)
+	}
+}
+
+// Every command a piece of work sends is counted for it (opcount) and by command and collection
+// in the process's metric; the driver's own handshakes are not.
+func TestCommandsAreCounted(t *testing.T) {
+	t.Parallel()
+	commands := store.NewCommands("api")
+	db, err := store.Open(testenv.MongoURI(), testenv.NewName(), commands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop(context.Background()); _ = db.Client().Disconnect(context.Background()) })
+	ctx, n := opcount.With(context.Background())
+	repo := store.NewTenancy(db)
+	if err := repo.InsertProject(ctx, tenancy.Project{ID: "p", AccountID: "a", Name: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := repo.Project(ctx, "a", "p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n.Load() != 3 {
+		t.Fatalf("the work counted %d commands, want 3", n.Load())
+	}
+	const want = `# HELP agentplane_store_commands_total Commands sent to the store (each a round trip on MongoDB), by command, collection and role.
+# TYPE agentplane_store_commands_total counter
+agentplane_store_commands_total{collection="projects",command="find",role="api"} 2
+agentplane_store_commands_total{collection="projects",command="insert",role="api"} 1
+`
+	if err := testutil.CollectAndCompare(commands, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -90,7 +90,7 @@ func NATSURL() string { return servers.natsURL }
 // Mongo returns a fresh, migrated database of its own for t, dropped when t ends.
 func Mongo(t testing.TB) *mongo.Database {
 	t.Helper()
-	db, err := store.Open(servers.mongoURI, NewName())
+	db, err := store.Open(servers.mongoURI, NewName(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

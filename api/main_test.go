@@ -170,6 +170,8 @@ func testConfig(o options) config.Config {
 		EmbeddingKey:      "test-key",
 		EmbeddingModel:    "axes",
 		MemoryCacheBytes:  64 << 20,
+		CacheEntries:      1000,
+		CacheTTL:          30 * time.Second,
 		WorkerConcurrency: 4,
 		WorkerPoll:        10 * time.Millisecond,
 		ShutdownTimeout:   5 * time.Second,

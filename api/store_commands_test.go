@@ -36,8 +36,9 @@ func (b *bundle) commandsOf(t *testing.T, method, route string, do func()) int {
 }
 
 // The store commands of a request are counted by route (a count is deterministic, unlike a time):
-// the hot routes make at most the commands docs/BENCHMARKS.md lists for them, so a change that
-// adds a round trip to one of them fails here.
+// the hot routes make at most the commands docs/BENCHMARKS.md lists for them with warm caches (the
+// key, the project and the agent read once), so a change that adds a round trip to one of them,
+// or a cache that stops holding, fails here.
 func TestStoreCommandsPerRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -62,15 +63,15 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	}{
 		{"an agent read", "GET", "/v1/bot/read", func() {
 			expect(t, b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/read?" + a.query(""), Key: b.key}), http.StatusOK, "")
-		}, 3},
-		{"a standard chat into a new chat", "POST", "/v1/bot/chat", func() { chat(map[string]any{"message": "When does the shop close?"}) }, 10},
+		}, 0},
+		{"a standard chat into a new chat", "POST", "/v1/bot/chat", func() { chat(map[string]any{"message": "When does the shop close?"}) }, 7},
 		{"a standard chat into an existing chat", "POST", "/v1/bot/chat", func() {
 			chat(map[string]any{"message": "And when does it open?", "chat_id": chatID})
-		}, 12},
-		{"a chat's history", "GET", "/v1/bot/chat/read", func() { a.history(t, chatID, "") }, 5},
+		}, 9},
+		{"a chat's history", "GET", "/v1/bot/chat/read", func() { a.history(t, chatID, "") }, 2},
 		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func() {
 			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200})
-		}, 7},
+		}, 4},
 	} {
 		got := b.commandsOf(t, c.method, c.route, c.do)
 		t.Logf("%s: %d", c.name, got)

@@ -3,6 +3,8 @@ package agents
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -94,4 +96,26 @@ type Repo interface {
 	Replace(ctx context.Context, b Bot, ev outbox.Event) error
 	// Delete tombstones the data the agent owns, then the agent.
 	Delete(ctx context.Context, b Bot, at time.Time, ev outbox.Event) error
+}
+
+// clone returns a copy of b sharing no slice or map with it: a patch decodes into the copy's
+// (json.Unmarshal reuses what it decodes into), and b may be a cached agent other requests read.
+func (b Bot) clone() Bot {
+	c := b
+	objects := func(os []freeform.Object) []freeform.Object {
+		if os == nil {
+			return nil
+		}
+		out := make([]freeform.Object, len(os))
+		for i, o := range os {
+			out[i] = maps.Clone(o)
+		}
+		return out
+	}
+	c.Integrations = objects(b.Integrations)
+	c.AllowedOrigins = slices.Clone(b.AllowedOrigins)
+	c.Branding.Navigation.Links = objects(b.Branding.Navigation.Links)
+	c.Branding.MessageGreetings.Greetings = slices.Clone(b.Branding.MessageGreetings.Greetings)
+	c.Branding.ConversationStarters.Prompts = slices.Clone(b.Branding.ConversationStarters.Prompts)
+	return c
 }

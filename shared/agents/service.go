@@ -122,8 +122,7 @@ func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patc
 	if err != nil {
 		return Bot{}, err
 	}
-	next := cur
-	next.Integrations = append([]freeform.Object(nil), cur.Integrations...)
+	next := cur.clone()
 	if err := p.apply(&next); err != nil {
 		return Bot{}, err
 	}

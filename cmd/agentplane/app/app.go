@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/jobs"
+	"github.com/agentplane/agentplane/shared/adapters/cache"
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/openapiclient"
@@ -102,6 +103,9 @@ type App struct {
 	// closers close what the roles opened on the way (the dashboard's Redis clients).
 	closers []func() error
 
+	// notices drop changed keys, projects and agents from every process's caches.
+	notices *cache.Notices
+
 	mu     sync.Mutex
 	dom    *Domain            // made once: the roles of a process share its services (and memory's cache)
 	events *outbox.Dispatcher // made once: one writer of events per process
@@ -113,7 +117,7 @@ func New(cfg config.Config, log *slog.Logger, conns Conns) *App {
 	if conns.Commands != nil {
 		m.Register(conns.Commands)
 	}
-	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: m, RunPoll: time.Second,
+	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: m, RunPoll: time.Second, notices: cache.NewNotices(conns.NATS, log),
 		tasks: asynq.NewClient(conns.RedisOpt), inspector: asynq.NewInspector(conns.RedisOpt)}
 }
 
@@ -134,7 +138,7 @@ func (a *App) Migrate(ctx context.Context) error {
 	return events.EnsureStream(ctx, a.Conns.NATS)
 }
 
-// Tenancy is accounts, projects and keys.
+// Tenancy is accounts, projects and keys, uncached (for the command line).
 func (a *App) Tenancy() *tenancy.Service { return tenancy.NewService(store.NewTenancy(a.Conns.DB)) }
 
 // Events publishes domain events as changes commit, and relays the ones left behind; the roles
@@ -190,10 +194,16 @@ func (a *App) Domain() (Domain, error) {
 		return Domain{}, err
 	}
 	db := a.Conns.DB
+	watch, err := a.notices.Watch()
+	if err != nil {
+		return Domain{}, err
+	}
+	a.closers = append(a.closers, watch.Unsubscribe)
+	size, ttl := a.Cfg.CacheEntries, a.Cfg.CacheTTL
 	mem := memory.New(store.NewMemory(db), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
 	d := Domain{
-		Tenancy:   a.Tenancy(),
-		Agents:    agents.NewService(store.NewAgents(db), ev),
+		Tenancy:   tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
+		Agents:    agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev),
 		CRM:       crm.NewService(store.NewCRM(db), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
 		Memory:    mem,

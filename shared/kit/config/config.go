@@ -49,6 +49,8 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
+	{"AGENTPLANE_CACHE_ENTRIES", "`10000`", "Entries each process keeps in each of its caches of API keys, projects and agents (`0` turns the caches off). A change drops its entry on every process at once through NATS."},
+	{"AGENTPLANE_CACHE_TTL", "`30s`", "How long a cached key, project or agent is kept at most: the longest a change (a revoked key, an updated or deleted agent) may go unseen by another process while NATS is down. At most `5m`."},
 	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler, unless its task is still queued, running or retrying (one whose task could not be queued is queued again after a minute)."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
 	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
@@ -98,14 +100,18 @@ type Config struct {
 	EmbeddingKey      string
 	EmbeddingModel    string
 	MemoryCacheBytes  int64
-	SourceStuckAfter  time.Duration
-	RunWait           time.Duration
-	RunLease          time.Duration
-	WorkerPoll        time.Duration
-	ShutdownTimeout   time.Duration
-	LogLevel          string
-	Queue             string
-	MetricsAddr       string
+	// CacheEntries bounds each cache of keys, projects and agents (0: no caching).
+	CacheEntries int
+	// CacheTTL is how long a cached entry is kept at most.
+	CacheTTL         time.Duration
+	SourceStuckAfter time.Duration
+	RunWait          time.Duration
+	RunLease         time.Duration
+	WorkerPoll       time.Duration
+	ShutdownTimeout  time.Duration
+	LogLevel         string
+	Queue            string
+	MetricsAddr      string
 	// TraceEndpoint is the OTLP/HTTP base URL spans go to; empty turns tracing off.
 	TraceEndpoint string
 	// TraceRatio is the share of new traces recorded.
@@ -184,6 +190,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		{&c.RunWait, "AGENTPLANE_RUN_WAIT", "60s"},
 		{&c.RunLease, "AGENTPLANE_RUN_LEASE", "30s"},
 		{&c.WorkerPoll, "AGENTPLANE_WORKER_POLL", "10ms"},
+		{&c.CacheTTL, "AGENTPLANE_CACHE_TTL", "30s"},
 	} {
 		if *d.dst, err = time.ParseDuration(get(d.name, d.def)); err != nil || *d.dst <= 0 {
 			return c, fmt.Errorf("%s: want a positive duration such as %s", d.name, d.def)
@@ -202,6 +209,14 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.MemoryCacheBytes = cacheMB << 20
+	if c.CacheTTL > 5*time.Minute {
+		return c, fmt.Errorf("AGENTPLANE_CACHE_TTL: want at most 5m (it bounds how long a revoked key may still work while NATS is down)")
+	}
+	entries, err := positiveInt(get("AGENTPLANE_CACHE_ENTRIES", "10000"), "AGENTPLANE_CACHE_ENTRIES", 0)
+	if err != nil {
+		return c, err
+	}
+	c.CacheEntries = int(entries)
 	if c.AllowPrivate, err = strconv.ParseBool(get("AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "false")); err != nil {
 		return c, fmt.Errorf("AGENTPLANE_ALLOW_PRIVATE_NETWORKS: want true or false")
 	}

@@ -62,6 +62,14 @@ func newFaultStack(t *testing.T) *faultStack {
 	return s
 }
 
+// restartNATS starts NATS again on its port and data, after it was stopped.
+func (s *faultStack) restartNATS() {
+	var err error
+	if s.nats, err = devstack.StartNATS(filepath.Join(s.dir, "nats"), s.natsPort); err != nil {
+		s.t.Error(err)
+	}
+}
+
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // env is the service's configuration on the stack.
@@ -95,11 +103,7 @@ func (s *faultStack) faults(killWorker func()) []fault {
 			s.redis, err = devstack.StartRedisServer(ctx, filepath.Join(s.dir, "redis"), s.redisPort, true)
 			must(err)
 		}},
-		{name: "nats", down: true, stop: s.nats.Close, start: func() {
-			var err error
-			s.nats, err = devstack.StartNATS(filepath.Join(s.dir, "nats"), s.natsPort)
-			must(err)
-		}},
+		{name: "nats", down: true, stop: s.nats.Close, start: s.restartNATS},
 		{name: "store", down: true, stop: func() { must(s.mongo.Close(ctx)) }, start: func() {
 			var err error
 			s.mongo, err = devstack.StartMongo(ctx, filepath.Join(s.dir, "mongo"), s.mongoAddr, quietLog())

@@ -420,8 +420,11 @@ func TestLiveListIsRepaired(t *testing.T) {
 	b.startWorker(t, workerOptions{})
 	a := b.sources(t)
 	a.ingest(t, map[string]any{"title": "t", "type": "text", "source": "Cartographers draw coastlines from survey notes."})
-	if hits := a.search(t, "cartographers coastlines", nil); len(hits) != 1 {
-		t.Fatalf("before the crash %v", hits)
+	// The source enters the list just after the write that made it ready.
+	for deadline := time.Now().Add(5 * time.Second); len(a.search(t, "cartographers coastlines", nil)) != 1; waitABit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the ready source is never found")
+		}
 	}
 	// A crash after the source became ready, before it entered the list.
 	if _, err := b.db.Collection("memory_live").DeleteMany(t.Context(), map[string]any{}); err != nil {

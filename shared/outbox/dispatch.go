@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,8 +49,9 @@ type Store interface {
 	Marked(ctx context.Context, limit int) ([]Pending, error)
 	// Mark tells the relay that the event eventID in ref is still to be published.
 	Mark(ctx context.Context, ref Ref, eventID string) error
-	// Ack removes a published event from its document, and its mark when it has one.
-	Ack(ctx context.Context, p Pending) error
+	// Ack removes published events from their documents, and their marks, in as few commands
+	// as it can.
+	Ack(ctx context.Context, ps []Pending) error
 	// SetAside removes an event that cannot be published from its document (and its mark) and
 	// keeps it (its data bounded as New bounds it), with the reason, where an operator can see it.
 	SetAside(ctx context.Context, p Pending, reason string) error
@@ -74,6 +76,13 @@ type Dispatcher struct {
 	unmarked atomic.Bool
 	// setAside counts the events set aside by type.
 	setAside func(typ string)
+
+	// acks are events published inline, to be removed from their documents off the caller's
+	// path, in batches; acking is set while a goroutine (counted in ackers) removes them.
+	mu     sync.Mutex
+	acks   []Pending
+	acking bool
+	ackers sync.WaitGroup
 }
 
 // NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
@@ -90,16 +99,20 @@ const (
 	recordTimeout  = 10 * time.Second
 )
 
-// Dispatch publishes ev, committed in the document ref, and removes it from there.
+// Dispatch publishes ev, committed in the document ref, and has it removed from there after the
+// caller's request: events published meanwhile are removed with it, one store command per
+// collection. A process that stops before removing them leaves them to the relay's scan, which
+// publishes them again (the stream deduplicates them by id).
 func (d *Dispatcher) Dispatch(ctx context.Context, ref Ref, ev Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	d.deliver(ctx, Pending{Ref: ref, Event: ev})
+	d.deliver(ctx, Pending{Ref: ref, Event: ev}, d.ackLater)
 }
 
-// deliver publishes p and removes it from its document. An event that failed is marked for the
-// relay (unless it is already); one that can never be published is set aside.
-func (d *Dispatcher) deliver(ctx context.Context, p Pending) bool {
+// deliver publishes p and hands it to published, which removes it from its document. An event
+// that failed is marked for the relay (unless it is already); one that can never be published is
+// set aside. It reports whether p is dealt with (published or set aside).
+func (d *Dispatcher) deliver(ctx context.Context, p Pending, published func(Pending)) bool {
 	err := d.pub.Publish(ctx, p.Event)
 	switch {
 	case errors.Is(err, ErrUnpublishable):
@@ -110,10 +123,42 @@ func (d *Dispatcher) deliver(ctx context.Context, p Pending) bool {
 		d.mark(ctx, p)
 		return false
 	}
-	if err := d.store.Ack(ctx, p); err != nil {
-		d.log.Warn("published event not yet removed from its document; it will be published again and deduplicated", "event_id", p.Event.ID, "error", err)
-	}
+	published(p)
 	return true
+}
+
+func (d *Dispatcher) ack(ctx context.Context, ps []Pending) {
+	if err := d.store.Ack(ctx, ps); err != nil {
+		d.log.Warn("published events not yet removed from their documents; they will be published again and deduplicated", "events", len(ps), "error", err)
+	}
+}
+
+// ackLater queues p for removal from its document, and starts a goroutine removing the queue's
+// events unless one is at it.
+func (d *Dispatcher) ackLater(p Pending) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acks = append(d.acks, p)
+	if d.acking {
+		return
+	}
+	d.acking = true
+	d.ackers.Go(func() {
+		for {
+			d.mu.Lock()
+			batch := d.acks
+			d.acks = nil
+			if len(batch) == 0 {
+				d.acking = false
+				d.mu.Unlock()
+				return
+			}
+			d.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+			d.ack(ctx, batch)
+			cancel()
+		}
+	})
 }
 
 func (d *Dispatcher) mark(ctx context.Context, p Pending) {
@@ -165,16 +210,20 @@ func (d *Dispatcher) RelayOnce(ctx context.Context, scan bool) (delivered, left 
 		pending = append(pending, found...)
 	}
 	failed := false
+	var published []Pending
 	for _, p := range pending {
 		if failed {
 			d.mark(ctx, p)
 			continue
 		}
-		if !d.deliver(ctx, p) {
+		if !d.deliver(ctx, p, func(p Pending) { published = append(published, p) }) {
 			failed = true
 			continue
 		}
 		delivered++
+	}
+	if len(published) > 0 {
+		d.ack(ctx, published)
 	}
 	return delivered, len(pending) - delivered, complete, nil
 }
@@ -214,6 +263,7 @@ func (d *Dispatcher) Beat(ctx context.Context) {
 // Leave removes this process from the writers of events; a process that could not mark a failed
 // publish asks for a scan instead.
 func (d *Dispatcher) Leave(ctx context.Context) error {
+	d.ackers.Wait()
 	if d.unmarked.Load() {
 		return d.store.Beat(ctx, d.writer, true)
 	}

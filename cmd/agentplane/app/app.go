@@ -204,7 +204,7 @@ func (a *App) Domain() (Domain, error) {
 	d := Domain{
 		Tenancy:   tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
 		Agents:    agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev),
-		CRM:       crm.NewService(store.NewCRM(db), ev, a.Cfg.DefaultCurrency),
+		CRM:       crm.NewService(cache.CRM(store.NewCRM(db), a.notices, size, ttl), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
 		Memory:    mem,
 		Chats:     chats.NewService(store.NewChats(db), ev, mem, a.providers(), a.Log),

@@ -1,5 +1,5 @@
 // Package cache keeps what the hot path reads on every request and changes seldom (API keys,
-// projects, agents) in process: bounded, each entry kept at most a TTL, and dropped on every
+// projects, agents, a project's deal stages) in process: bounded, each entry kept at most a TTL, and dropped on every
 // instance when it changes, by notices over NATS (Notices). While NATS is down the TTL bounds how
 // long a change may go unseen; when NATS comes back every cache is emptied, since notices may have
 // been missed meanwhile.
@@ -10,16 +10,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Cache is a bounded map of values read from the store. A nil Cache caches nothing.
+// Cache is a bounded map of values read from the store. A nil Cache caches nothing. An entry
+// past its TTL is not served; it stays until it is read or evicted (no goroutine sweeps).
 type Cache[K comparable, V any] struct {
-	lru *expirable.LRU[K, V]
+	lru *lru.Cache[K, entry[V]]
+	ttl time.Duration
 	// mu orders keeping a value read against dropping: a value read before a drop is not kept
 	// after it (epoch counts the drops).
 	mu    sync.Mutex
 	epoch uint64
+}
+
+// entry is a cached value and when it stops being served.
+type entry[V any] struct {
+	v     V
+	until time.Time
 }
 
 // New returns a cache of at most size entries, each kept at most ttl; nil (no caching) when size
@@ -28,7 +36,11 @@ func New[K comparable, V any](size int, ttl time.Duration) *Cache[K, V] {
 	if size <= 0 {
 		return nil
 	}
-	return &Cache[K, V]{lru: expirable.NewLRU[K, V](size, nil, ttl)}
+	l, err := lru.New[K, entry[V]](size)
+	if err != nil {
+		panic(err) // only for a size that is not positive
+	}
+	return &Cache[K, V]{lru: l, ttl: ttl}
 }
 
 // Load returns the value of k, read by load when it is not cached. Errors are not cached, nor is
@@ -37,8 +49,11 @@ func (c *Cache[K, V]) Load(ctx context.Context, k K, load func(context.Context) 
 	if c == nil {
 		return load(ctx)
 	}
-	if v, ok := c.lru.Get(k); ok {
-		return v, nil
+	if e, ok := c.lru.Get(k); ok {
+		if time.Now().Before(e.until) {
+			return e.v, nil
+		}
+		c.lru.Remove(k)
 	}
 	c.mu.Lock()
 	epoch := c.epoch
@@ -49,7 +64,7 @@ func (c *Cache[K, V]) Load(ctx context.Context, k K, load func(context.Context) 
 	}
 	c.mu.Lock()
 	if c.epoch == epoch {
-		c.lru.Add(k, v)
+		c.lru.Add(k, entry[V]{v: v, until: time.Now().Add(c.ttl)})
 	}
 	c.mu.Unlock()
 	return v, nil
@@ -64,7 +79,7 @@ func (c *Cache[K, V]) Drop(stale func(V) bool) {
 	defer c.mu.Unlock()
 	c.epoch++
 	for _, k := range c.lru.Keys() {
-		if v, ok := c.lru.Peek(k); ok && stale(v) {
+		if e, ok := c.lru.Peek(k); ok && stale(e.v) {
 			c.lru.Remove(k)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/cache"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
@@ -192,6 +193,42 @@ func TestChangedAgentDroppedEverywhere(t *testing.T) {
 	within(t, 5*time.Second, "the other process finds the agent deleted", func() bool {
 		_, err := two.Find(ctx, "b1")
 		return apperr.As(err).Kind == apperr.NotFound
+	})
+}
+
+// A project's stages are read once per process, and what a caller does to the stages it is given
+// does not reach the cache; a stage renamed in one process is read renamed in the other.
+func TestStagesCachedAndDropped(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	one := cache.CRM(store.NewCRM(db), process(t), 100, time.Hour)
+	two := cache.CRM(store.NewCRM(db), process(t), 100, time.Hour)
+	ctx := context.Background()
+	defaults := []crm.Stage{{UUID: "s1", ProjectID: "p", Name: "Lead", SortOrder: 1}, {UUID: "s2", ProjectID: "p", Name: "Won", SortOrder: 2}}
+	for _, r := range []crm.Repo{one, two} {
+		got, err := r.EnsureStages(ctx, defaults)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("stages %v %v", got, err)
+		}
+		got[0].Name = "changed by a caller"
+		if n := commands(t, func(ctx context.Context) error {
+			got, err := r.EnsureStages(ctx, defaults)
+			if err == nil && got[0].Name != "Lead" {
+				t.Errorf("a caller's change reached the cache: %q", got[0].Name)
+			}
+			return err
+		}); n != 0 {
+			t.Fatalf("cached stages made %d store commands", n)
+		}
+	}
+	renamed := defaults[0]
+	renamed.Name = "Prospect"
+	if err := one.ReplaceStage(ctx, renamed, outbox.New(ctx, outbox.StageUpdated, "p", "", renamed)); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "the other process reads the renamed stage", func() bool {
+		got, err := two.EnsureStages(ctx, defaults)
+		return err == nil && got[0].Name == "Prospect"
 	})
 }
 

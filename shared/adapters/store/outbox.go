@@ -152,7 +152,7 @@ func (o Outbox) SetAside(ctx context.Context, p outbox.Pending, reason string) e
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return wrap(err, "outbox")
 	}
-	return o.Ack(ctx, outbox.Pending{Ref: p.Ref, Event: p.Event, Marked: true})
+	return o.Ack(ctx, []outbox.Pending{{Ref: p.Ref, Event: p.Event, Marked: true}})
 }
 
 type writer struct {
@@ -224,24 +224,41 @@ func deleteWithEvent(ctx context.Context, db *mongo.Database, coll *mongo.Collec
 	return ref, wrap(err, deletedResource)
 }
 
-// Ack removes a published event from its document (and a deletion's event document), and its
-// mark when it has one.
-func (o Outbox) Ack(ctx context.Context, p outbox.Pending) error {
-	coll, ok := outboxCollections[p.Ref.Resource]
-	if !ok {
-		return fmt.Errorf("outbox: unknown resource %q", p.Ref.Resource)
+// Ack removes published events from their documents (and deletions' event documents), and their
+// marks: one command per collection, however many events.
+func (o Outbox) Ack(ctx context.Context, ps []outbox.Pending) error {
+	updates, deletes := map[string][]mongo.WriteModel{}, map[string][]string{}
+	var marks []string
+	for _, p := range ps {
+		coll, ok := outboxCollections[p.Ref.Resource]
+		if !ok {
+			return fmt.Errorf("outbox: unknown resource %q", p.Ref.Resource)
+		}
+		if p.Ref.Resource == deletedResource {
+			deletes[coll] = append(deletes[coll], p.Ref.ID)
+		} else {
+			updates[coll] = append(updates[coll], mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: p.Ref.ID}}).
+				SetUpdate(bson.D{{Key: "$unset", Value: bson.D{{Key: slot(p.Event.ID), Value: ""}}}}))
+		}
+		if p.Marked {
+			marks = append(marks, p.Event.ID)
+		}
 	}
-	var err error
-	if p.Ref.Resource == deletedResource {
-		_, err = o.db.Collection(coll).DeleteOne(ctx, bson.D{{Key: "_id", Value: p.Ref.ID}})
-	} else {
-		_, err = o.db.Collection(coll).UpdateOne(ctx, bson.D{{Key: "_id", Value: p.Ref.ID}},
-			bson.D{{Key: "$unset", Value: bson.D{{Key: slot(p.Event.ID), Value: ""}}}})
+	for coll, models := range updates {
+		if _, err := o.db.Collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
+			return wrap(err, "outbox")
+		}
 	}
-	if err != nil || !p.Marked {
-		return wrap(err, p.Ref.Resource)
+	for coll, ids := range deletes {
+		if _, err := o.db.Collection(coll).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}); err != nil {
+			return wrap(err, "outbox")
+		}
 	}
-	return o.unmark(ctx, p.Event.ID)
+	if len(marks) == 0 {
+		return nil
+	}
+	_, err := o.db.Collection(marksColl).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: marks}}}})
+	return wrap(err, "outbox")
 }
 
 // withEvent returns doc as a BSON document carrying ev in its outbox.

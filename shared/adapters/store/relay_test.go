@@ -210,7 +210,7 @@ func TestRelayPassReadsWhatIsPendingNotWhatIsStored(t *testing.T) {
 	o := store.NewOutbox(db)
 	for range 300 {
 		ref, ev := e.chat(t, map[string]string{"n": "published"})
-		if err := o.Ack(ctx, outbox.Pending{Ref: ref, Event: ev}); err != nil {
+		if err := o.Ack(ctx, []outbox.Pending{{Ref: ref, Event: ev}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,26 +5,32 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
 )
 
-// storeCommands returns the store commands the server's requests of method to route have made so
-// far, as /metrics reports them.
-func (b *bundle) storeCommands(t *testing.T, method, route string) int {
+// metric returns the value of one series of the server's /metrics (0 when it is not there yet).
+func (b *bundle) metric(t *testing.T, series string) float64 {
 	t.Helper()
 	res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/metrics"})
 	expect(t, res, http.StatusOK, "")
-	line := regexp.MustCompile(`(?m)^agentplane_http_store_commands_sum\{method="` + method + `",route="` + regexp.QuoteMeta(route) + `"\} (\d+)$`)
-	m := line.FindSubmatch(res.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(res.Body)
 	if m == nil {
 		return 0
 	}
-	n, err := strconv.Atoi(string(m[1]))
+	v, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return v
+}
+
+// storeCommands returns the store commands the server's requests of method to route have made so
+// far.
+func (b *bundle) storeCommands(t *testing.T, method, route string) int {
+	t.Helper()
+	return int(b.metric(t, `agentplane_http_store_commands_sum{method="`+method+`",route="`+route+`"}`))
 }
 
 // commandsOf returns the store commands one request of method to route made.
@@ -78,5 +84,25 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		if got > c.most {
 			t.Errorf("%s made %d store commands, want at most %d", c.name, got, c.most)
 		}
+	}
+
+	// An agent run, in the worker (whose caches are cold here): its commands per cycle.
+	const runs, cycles = `agentplane_task_store_commands_sum{type="agent:run"}`, `agentplane_run_cycles_total`
+	_, run := a.chat(t, map[string]any{"message": "Look up the hours, then sum them up.", "reasoning_mode": "agent", "chat_id": chatID})
+	if run == nil || run["isComplete"] != true {
+		t.Fatalf("agent run %v", run)
+	}
+	var commands, n float64
+	for deadline := time.Now().Add(10 * time.Second); n == 0 || commands == 0; waitABit() {
+		// The worker counts the task when its handler has returned, just after the answer.
+		commands, n = b.metric(t, runs), b.metric(t, cycles)
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's task was never counted")
+		}
+	}
+	perCycle := commands / n
+	t.Logf("an agent run: %v commands in %v cycles, %.1f a cycle", commands, n, perCycle)
+	if most := 15.0; perCycle > most {
+		t.Errorf("an agent run made %.1f store commands a cycle, want at most %v", perCycle, most)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -70,9 +71,10 @@ func Serve(ctx context.Context, d Deps) error {
 			inflight.Add(1)
 			defer inflight.Done()
 			start := time.Now()
+			ctx, commands := opcount.With(ctx)
 			err := h.ProcessTask(ctx, t)
 			if d.Metrics != nil {
-				d.Metrics.Task(t.Type(), time.Since(start), err)
+				d.Metrics.Task(t.Type(), time.Since(start), err, commands.Load())
 			}
 			return err
 		})

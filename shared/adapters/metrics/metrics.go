@@ -25,14 +25,16 @@ type Metrics struct {
 	storeCommands *prometheus.HistogramVec
 	tasks         *prometheus.CounterVec
 	taskDuration  *prometheus.HistogramVec
-	cycles        prometheus.Counter
-	provider      *prometheus.CounterVec
-	providerTime  prometheus.Histogram
-	events        *prometheus.CounterVec
-	eventLag      prometheus.Histogram
-	outbox        prometheus.Gauge
-	outboxAside   *prometheus.CounterVec
-	ingested      *prometheus.CounterVec
+	// taskCommands is the store commands per task.
+	taskCommands *prometheus.HistogramVec
+	cycles       prometheus.Counter
+	provider     *prometheus.CounterVec
+	providerTime prometheus.Histogram
+	events       *prometheus.CounterVec
+	eventLag     prometheus.Histogram
+	outbox       prometheus.Gauge
+	outboxAside  *prometheus.CounterVec
+	ingested     *prometheus.CounterVec
 }
 
 // New returns the metrics of a process.
@@ -44,6 +46,9 @@ func New() *Metrics {
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_http_request_duration_seconds",
 			Help:    "Time to answer HTTP requests (to the end of a stream for event streams), by route template and method.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"route", "method"}),
+		taskCommands: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_task_store_commands",
+			Help:    "Store commands (round trips on MongoDB) a queue task made, by task type.",
+			Buckets: []float64{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128}}, []string{"type"}),
 		storeCommands: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentplane_http_store_commands",
 			Help:    "Store commands (round trips on MongoDB) an HTTP request made, by route template and method.",
 			Buckets: []float64{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30}}, []string{"route", "method"}),
@@ -70,7 +75,7 @@ func New() *Metrics {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.taskCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
@@ -99,14 +104,16 @@ func (m *Metrics) Request(route, method string, status int, took time.Duration, 
 	m.storeCommands.WithLabelValues(route, method).Observe(float64(commands))
 }
 
-// Task records a queue task of type typ run in took, failed when err is not nil.
-func (m *Metrics) Task(typ string, took time.Duration, err error) {
+// Task records a queue task of type typ run in took, having made commands store commands,
+// failed when err is not nil.
+func (m *Metrics) Task(typ string, took time.Duration, err error, commands int64) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
 	m.tasks.WithLabelValues(typ, outcome).Inc()
 	m.taskDuration.WithLabelValues(typ).Observe(took.Seconds())
+	m.taskCommands.WithLabelValues(typ).Observe(float64(commands))
 }
 
 // RunCycle records a completed reasoning cycle of an agent run.

@@ -328,17 +328,8 @@ func (s *server) completion(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	bot, err := s.modelOf(c, req.Model)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	t, err := req.turnOf()
-	if err == nil && t.decision == nil {
-		err = s.agentLimit(c, bot)
-	}
-	if err != nil {
-		fail(c, err)
+	bot, t, ok := s.doorTurn(c, req.Model, req.turnOf)
+	if !ok {
 		return
 	}
 	w := &completionWriter{c: c, id: "chatcmpl-" + ids.New(), model: req.Model, created: time.Now().Unix(), usage: req.StreamOptions.IncludeUsage}
@@ -354,6 +345,25 @@ func (s *server) completion(c *gin.Context) {
 		return
 	}
 	w.finish(reply)
+}
+
+// doorTurn is what both OpenAI doors do before answering: the agent the request's model names,
+// the turn it asks for, and the agent's rate limit when the turn is a message (a decision on a
+// waiting call is not one). On an error it answers it and reports false.
+func (s *server) doorTurn(c *gin.Context, model string, turnOf func() (turn, error)) (agents.Bot, turn, bool) {
+	bot, err := s.modelOf(c, model)
+	var t turn
+	if err == nil {
+		t, err = turnOf()
+	}
+	if err == nil && t.decision == nil {
+		err = s.agentLimit(c, bot)
+	}
+	if err != nil {
+		fail(c, err)
+		return agents.Bot{}, turn{}, false
+	}
+	return bot, t, true
 }
 
 // doorSink is where an OpenAI door streams a turn's reply: the chat's sink, told first which

@@ -114,17 +114,8 @@ func (s *server) response(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	bot, err := s.modelOf(c, req.Model)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	t, err := req.turnOf()
-	if err == nil && t.decision == nil {
-		err = s.agentLimit(c, bot)
-	}
-	if err != nil {
-		fail(c, err)
+	bot, t, ok := s.doorTurn(c, req.Model, req.turnOf)
+	if !ok {
 		return
 	}
 	w := &responseWriter{c: c, req: req, created: time.Now().Unix(), itemID: "msg_" + strings.ReplaceAll(ids.New(), "-", "")}

@@ -49,11 +49,8 @@ func (c *Cache[K, V]) Load(ctx context.Context, k K, load func(context.Context) 
 	if c == nil {
 		return load(ctx)
 	}
-	if e, ok := c.lru.Get(k); ok {
-		if time.Now().Before(e.until) {
-			return e.v, nil
-		}
-		c.lru.Remove(k)
+	if e, ok := c.lru.Get(k); ok && time.Now().Before(e.until) {
+		return e.v, nil
 	}
 	c.mu.Lock()
 	epoch := c.epoch

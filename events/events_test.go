@@ -213,13 +213,18 @@ func TestConsumeStopLeavesNoGoroutine(t *testing.T) {
 			nc := testenv.NATS(t)
 			cfg := events.ConsumeConfig{Durable: "t-" + project, Filter: "events." + project + ".>"}
 			// The durable consumer lives in the NATS server, which runs in this process, and
-			// outlives its clients by design: a first client creates it (and the connection's
-			// subscription for replies) before the goroutines are counted.
-			first, err := events.Consume(ctx, nc, cfg, func(context.Context, outbox.Event) error { return nil }, quiet)
+			// outlives its clients by design: it is made (with the connection's subscription for
+			// replies) before the goroutines are counted, as Consume makes it. Not by a first
+			// Consume: the pull that one leaves at the server could take the event, which would
+			// come again only after the minute of AckWait.
+			js, err := jetstream.New(nc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			first.Stop()
+			if _, err := js.CreateOrUpdateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{Durable: cfg.Durable, FilterSubject: cfg.Filter,
+				AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: 20, DeliverPolicy: jetstream.DeliverAllPolicy}); err != nil {
+				t.Fatal(err)
+			}
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			handling, handled, release := make(chan outbox.Event, 1), make(chan struct{}), make(chan struct{})
 			c, err := events.Consume(ctx, nc, cfg,

@@ -256,7 +256,7 @@ func TestChatThroughAProvider(t *testing.T) {
 	if got := strings.Join(roles, " "); got != "system user assistant user" || second.Messages[3].Content != "And the lid?" {
 		t.Fatalf("second prompt roles %s: %v", got, second.Messages)
 	}
-	for _, coll := range []string{"chats", "chat_messages", "bots"} {
+	for _, coll := range []string{"chats", "bots"} {
 		n, err := b.db.Collection(coll).CountDocuments(context.Background(), map[string]any{})
 		if err != nil || n == 0 {
 			t.Fatalf("%s: %d %v", coll, n, err)

@@ -159,7 +159,7 @@ func (h *holder) run(ctx context.Context) error {
 	if h.chat, err = h.chats.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ChatID); err != nil {
 		return err
 	}
-	earlier, err := h.chats.Messages(ctx, h.chat.UUID, h.e.User.Seq-chats.HistoryTurns, h.e.User.Seq-1)
+	earlier, err := h.chats.Messages(ctx, h.chat, h.e.User.Seq-chats.HistoryTurns, h.e.User.Seq-1)
 	if err != nil {
 		return err
 	}
@@ -398,13 +398,13 @@ func (h *holder) answer(ctx context.Context, text, model string, took time.Durat
 
 // finish adds the kept answer to the chat, unless a worker before did, and ends the run.
 func (h *holder) finish(ctx context.Context, msg chats.Message) error {
-	added, err := h.chats.Messages(ctx, h.chat.UUID, h.e.User.Seq+1, h.chat.Messages)
+	added, err := h.chats.Messages(ctx, h.chat, h.e.User.Seq+1, h.chat.Messages)
 	if err != nil {
 		return err
 	}
 	if i := slices.IndexFunc(added, func(m chats.Message) bool { return m.UUID == msg.UUID }); i >= 0 {
 		msg = added[i]
-	} else if err := h.chats.Append(ctx, h.e.ProjectID, h.bot, h.chat, &msg); err != nil {
+	} else if err := h.chats.Append(ctx, h.e.ProjectID, h.bot, &h.chat, &msg); err != nil {
 		return err
 	}
 	h.e.Answer, h.e.Status = &msg, StatusDone

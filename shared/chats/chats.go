@@ -100,6 +100,12 @@ type Chat struct {
 	// Subscriber is the end user whose chat it is, when one started it (on the agent's page or
 	// widget): only they go on with it, besides the account's keys.
 	Subscriber string `json:"-" bson:"subscriber,omitempty"`
+	// Recent are the chat's latest messages, from sequence number RecentFrom on, as the store
+	// keeps them with the chat (Range serves them without another read); Rev counts the writes
+	// of the chat's messages.
+	Recent     []Message `json:"-" bson:"recent,omitempty"`
+	RecentFrom int       `json:"-" bson:"recent_from,omitempty"`
+	Rev        int64     `json:"-" bson:"rev,omitempty"`
 }
 
 // Plan is a numbered plan the agent proposed (chat_mode plan).
@@ -112,16 +118,17 @@ type Plan struct {
 // Repo persists chats and their messages. Lookups exclude deleted chats.
 type Repo interface {
 	// Start stores c, a new chat, with m as its first message (setting its Seq) and ev in the
-	// outbox of the document it returns.
-	Start(ctx context.Context, c Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
+	// outbox of the document it returns, and updates c to what it stored.
+	Start(ctx context.Context, c *Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
 	Get(ctx context.Context, projectID, botID, id string) (Chat, error)
 	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Chat, int, error)
 	Delete(ctx context.Context, c Chat, at time.Time) error
 	// Append stores m as the chat's next message (setting its Seq) with ev in the outbox of the
-	// document it returns.
-	Append(ctx context.Context, c Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
-	// Range returns the chat's messages of sequence numbers from..to (1-based, inclusive), in order.
-	Range(ctx context.Context, chatID string, from, to int) ([]Message, error)
+	// document it returns, and updates c to what it stored (reading it again when c was not).
+	Append(ctx context.Context, c *Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
+	// Range returns the messages of c, as read, of sequence numbers from..to (1-based,
+	// inclusive), in order.
+	Range(ctx context.Context, c Chat, from, to int) ([]Message, error)
 	// SetPlan keeps p as the chat's proposed plan; nil removes it.
 	SetPlan(ctx context.Context, chatID string, p *Plan) error
 	// SetChat sets fields of the chat (title, mode), with ev in its outbox.

@@ -128,14 +128,14 @@ func (s *Service) Post(ctx context.Context, projectID string, bot agents.Bot, ch
 		User: Message{Model: bot.Model, Complexity: Complexity(text), Preference: Preference{ReasoningType: "standard", Model: bot.Model, Complexity: Complexity(text)}}}
 	m := s.AgentMessage(t, text, bot.Model, 0, provider.Usage{}, []memory.Ref{})
 	m.CreditUsed = "0"
-	return m, s.store(ctx, projectID, bot, chat, &m, write)
+	return m, s.store(ctx, projectID, bot, &chat, &m, write)
 }
 
 // say answers the turn t with text, without a model call (credit 0).
 func (s *Service) say(ctx context.Context, t Turn, kind, text string) (Reply, error) {
 	agent := s.AgentMessage(t, text, t.User.Model, 0, provider.Usage{}, []memory.Ref{})
 	agent.CreditUsed = "0"
-	if err := s.Append(ctx, t.ProjectID, t.Bot, t.Chat, &agent); err != nil {
+	if err := s.Append(ctx, t.ProjectID, t.Bot, &t.Chat, &agent); err != nil {
 		return Reply{}, err
 	}
 	return NewReply(t.Chat.UUID, t.User, t.Started, Answered{Agent: agent, Done: true, Kind: kind,

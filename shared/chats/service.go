@@ -177,7 +177,7 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 			return Turn{}, err
 		}
 		isNew = false
-	} else if earlier, err = s.repo.Range(ctx, chat.UUID, chat.Messages-HistoryTurns+1, chat.Messages); err != nil {
+	} else if earlier, err = s.repo.Range(ctx, chat, chat.Messages-HistoryTurns+1, chat.Messages); err != nil {
 		return Turn{}, err
 	}
 	question := strings.TrimSpace(*in.Message)
@@ -199,10 +199,9 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	if isNew {
 		write = s.repo.Start
 	}
-	if err := s.store(ctx, projectID, bot, chat, &user, write); err != nil {
+	if err := s.store(ctx, projectID, bot, &chat, &user, write); err != nil {
 		return Turn{}, err
 	}
-	chat.Messages = user.Seq
 	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict}, nil
 }
 
@@ -221,10 +220,10 @@ func (s *Service) seed(ctx context.Context, projectID string, bot agents.Bot, as
 		if said.Role == RoleAgent {
 			m.User = User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}
 		}
-		if err := s.store(ctx, projectID, bot, *chat, &m, write); err != nil {
+		if err := s.store(ctx, projectID, bot, chat, &m, write); err != nil {
 			return nil, err
 		}
-		chat.Messages, write = m.Seq, s.repo.Append
+		write = s.repo.Append
 		stored = append(stored, m)
 	}
 	return stored[max(0, len(stored)-HistoryTurns):], nil
@@ -292,12 +291,12 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 	if interrupted {
 		stored, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := s.Append(stored, t.ProjectID, bot, chat, &agent); err != nil {
+		if err := s.Append(stored, t.ProjectID, bot, &chat, &agent); err != nil {
 			s.log.Warn("interrupted reply not stored", "chat_id", chat.UUID, "error", err)
 		}
 		return Reply{}, ctx.Err()
 	}
-	if err := s.Append(ctx, t.ProjectID, bot, chat, &agent); err != nil {
+	if err := s.Append(ctx, t.ProjectID, bot, &chat, &agent); err != nil {
 		return Reply{}, err
 	}
 	r := NewReply(chat.UUID, t.User, t.Started, Answered{Agent: agent, Done: true, Kind: p.kind, Steps: 1,
@@ -368,15 +367,16 @@ type MessageEvent struct {
 	Message Message `json:"message"`
 }
 
-// Append stores m as the chat's next message and emits chat.message.created.
-func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, chat Chat, m *Message) error {
+// Append stores m as the chat's next message and emits chat.message.created; chat becomes what
+// was stored.
+func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message) error {
 	return s.store(ctx, projectID, bot, chat, m, s.repo.Append)
 }
 
 // store stores m in chat with write (Repo.Append, or Repo.Start for a new chat) and emits
 // chat.message.created.
-func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat Chat, m *Message,
-	write func(context.Context, Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
+func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message,
+	write func(context.Context, *Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
 	ev := outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, MessageEvent{ChatID: chat.UUID, Message: *m})
 	ref, err := write(ctx, chat, m, ev)
 	if err != nil {
@@ -554,21 +554,21 @@ func (s *Service) HistoryFor(ctx context.Context, projectID, botID, id string, a
 	if from > c.Messages {
 		return []Message{}, c.Messages, nil
 	}
-	msgs, err := s.repo.Range(ctx, c.UUID, from, to)
+	msgs, err := s.repo.Range(ctx, c, from, to)
 	if msgs == nil {
 		msgs = []Message{}
 	}
 	return msgs, c.Messages, err
 }
 
-// Messages returns the chat's messages of sequence numbers from..to (1-based, inclusive; from
-// below 1 starts at the first), oldest first.
-func (s *Service) Messages(ctx context.Context, chatID string, from, to int) ([]Message, error) {
+// Messages returns the messages of chat, as read, of sequence numbers from..to (1-based,
+// inclusive; from below 1 starts at the first), oldest first.
+func (s *Service) Messages(ctx context.Context, chat Chat, from, to int) ([]Message, error) {
 	from = max(from, 1)
 	if to < from {
 		return nil, nil
 	}
-	return s.repo.Range(ctx, chatID, from, to)
+	return s.repo.Range(ctx, chat, from, to)
 }
 
 // List returns one page of the agent's chats, the most recently active first.

@@ -22,9 +22,14 @@ const (
 	chatMessagesColl = "chat_messages"
 )
 
-// Messages are stored in pages of messagesPerDoc consecutive messages of a chat, identified by
-// the chat and the page number: a history page or the recent turns of a prompt are one or two
-// reads by _id, which every store answers from its primary key.
+// A chat's messages live in two places. The chat's own document holds its recent messages
+// (`recent`, from sequence number `recent_from` on): a turn reads them with the chat and adds
+// each message with one write of that document, which also counts it and carries its event.
+// Older messages are stored in pages of messagesPerDoc consecutive messages, identified by the
+// chat and the page number: when the recent messages span more than messagesPerDoc plus
+// chats.HistoryTurns, their oldest whole pages move out (one page write, then the chat's), so
+// the document stays bounded and still holds a prompt's history. A chat stored before recent
+// messages existed (no recent_from) has all its messages in pages until its next one.
 const messagesPerDoc = 50
 
 // messagePage is one stored page of a chat's messages.
@@ -50,22 +55,19 @@ var _ chats.Repo = Chats{}
 // NewChats returns the chat repository of db.
 func NewChats(db *mongo.Database) Chats { return Chats{db: db} }
 
-// Start inserts the new chat c already counting m, its first message, and inserts m's page: two
-// writes where creating the chat and appending to it would make three.
-func (r Chats) Start(ctx context.Context, c chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
+func (r Chats) coll() *mongo.Collection { return r.db.Collection(chatsColl) }
+
+// Start inserts the new chat c holding m, its first message, and ev: one write.
+func (r Chats) Start(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
 	m.Seq = 1
-	c.Messages, c.UpdatedAt = m.Seq, m.CreatedAt
-	if _, err := r.db.Collection(chatsColl).InsertOne(ctx, c); err != nil {
-		return outbox.Ref{}, wrap(err, chats.Resource)
-	}
-	ref := outbox.Ref{Resource: chats.Resource, ID: messagePageID(c.UUID, m.Seq)}
-	page := messagePage{ID: ref.ID, ChatID: c.UUID, ProjectID: c.ProjectID, BotID: c.BotID, Messages: []chats.Message{*m}, Rev: 1}
-	return ref, insertWithEvent(ctx, r.db.Collection(chatMessagesColl), page, ev, chats.Resource)
+	c.Messages, c.UpdatedAt, c.Recent, c.RecentFrom, c.Rev = m.Seq, m.CreatedAt, []chats.Message{*m}, m.Seq, 1
+	ref := outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
+	return ref, insertWithEvent(ctx, r.coll(), c, ev, chats.Resource)
 }
 
 func (r Chats) Get(ctx context.Context, projectID, botID, id string) (chats.Chat, error) {
 	var c chats.Chat
-	err := r.db.Collection(chatsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
+	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
 	if err == nil && (c.ProjectID != projectID || c.BotID != botID || c.DeletedAt != nil) {
 		err = mongo.ErrNoDocuments
 	}
@@ -74,48 +76,139 @@ func (r Chats) Get(ctx context.Context, projectID, botID, id string) (chats.Chat
 
 func (r Chats) List(ctx context.Context, projectID, botID string, page paging.Page) ([]chats.Chat, int, error) {
 	list := []chats.Chat{}
-	total, err := findPageSorted(ctx, r.db.Collection(chatsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted},
-		bson.D{{Key: "updated_at", Value: -1}, {Key: "_id", Value: -1}}, page, &list)
-	return list, total, wrap(err, chats.Resource)
+	coll := r.coll()
+	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted}
+	total, err := coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, wrap(err, chats.Resource)
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "updated_at", Value: -1}, {Key: "_id", Value: -1}}).
+		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)).SetProjection(bson.D{{Key: "recent", Value: 0}, {Key: outbox.Field, Value: 0}}))
+	if err != nil {
+		return nil, 0, wrap(err, chats.Resource)
+	}
+	return list, int(total), wrap(cur.All(ctx, &list), chats.Resource)
 }
 
 func (r Chats) Delete(ctx context.Context, c chats.Chat, at time.Time) error {
-	if _, err := r.db.Collection(chatsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: c.UUID}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}); err != nil {
+	if _, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: c.UUID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}, {Key: "$unset", Value: bson.D{{Key: "recent", Value: ""}}}}); err != nil {
 		return wrap(err, chats.Resource)
 	}
 	_, err := r.db.Collection(chatMessagesColl).DeleteMany(ctx, bson.D{{Key: "chat_id", Value: c.UUID}})
 	return wrap(err, chats.Resource)
 }
 
-func (r Chats) Append(ctx context.Context, c chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
-	var counted chats.Chat
-	err := r.db.Collection(chatsColl).FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: c.UUID}},
-		bson.D{{Key: "$inc", Value: bson.D{{Key: "messages", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "updated_at", Value: m.CreatedAt}}}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&counted)
-	if err != nil {
-		return outbox.Ref{}, wrap(err, chats.Resource)
+// ofRevision selects the live chat id as it was at revision rev (a chat stored before revisions
+// were counted has none).
+func ofRevision(id string, rev int64) bson.D {
+	match := bson.E{Key: "rev", Value: rev}
+	if rev == 0 {
+		match.Value = bson.D{{Key: "$exists", Value: false}}
 	}
-	m.Seq = counted.Messages
-	ref := outbox.Ref{Resource: chats.Resource, ID: messagePageID(c.UUID, m.Seq)}
-	_, err = r.db.Collection(chatMessagesColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
-		bson.D{
-			{Key: "$push", Value: bson.D{{Key: "messages", Value: m}}},
-			{Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}},
-			{Key: "$set", Value: bson.D{{Key: "chat_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}, {Key: "bot_id", Value: c.BotID},
-				{Key: slot(ev.ID), Value: ev}}},
-		}, options.UpdateOne().SetUpsert(true))
-	return ref, wrap(err, chats.Resource)
+	return bson.D{{Key: "_id", Value: id}, match, notDeleted}
 }
 
-func (r Chats) Range(ctx context.Context, chatID string, from, to int) ([]chats.Message, error) {
-	var out []chats.Message
-	if from < 1 {
-		from = 1
+// Append adds m to c's recent messages, counted, with ev: one write of the chat's document when
+// c is as stored (else it reads the chat again and retries), two when the oldest page moves out.
+func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
+	ref := outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
+	for attempt := range appendAttempts {
+		if attempt > 0 {
+			fresh, err := r.Get(ctx, c.ProjectID, c.BotID, c.UUID)
+			if err != nil {
+				return ref, err
+			}
+			*c = fresh
+		}
+		m.Seq = c.Messages + 1
+		from := c.RecentFrom
+		if from == 0 {
+			from = m.Seq
+		}
+		recent := append(slices.Clip(c.Recent), *m)
+		set := bson.D{{Key: "updated_at", Value: m.CreatedAt}, {Key: slot(ev.ID), Value: ev}}
+		update := bson.D{{Key: "$inc", Value: bson.D{{Key: "messages", Value: 1}, {Key: "rev", Value: 1}}}}
+		if cut := (m.Seq - chats.HistoryTurns) / messagesPerDoc * messagesPerDoc; m.Seq-from+1 > messagesPerDoc+chats.HistoryTurns && cut >= from {
+			i := slices.IndexFunc(recent, func(x chats.Message) bool { return x.Seq > cut })
+			if err := r.movePages(ctx, *c, from, recent[:i]); err != nil {
+				return ref, err
+			}
+			recent, from = recent[i:], cut+1
+			set = append(set, bson.E{Key: "recent", Value: recent})
+		} else {
+			update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "recent", Value: m}}})
+		}
+		set = append(set, bson.E{Key: "recent_from", Value: from})
+		update = append(update, bson.E{Key: "$set", Value: set})
+		res, err := r.coll().UpdateOne(ctx, ofRevision(c.UUID, c.Rev), update)
+		if err != nil {
+			return ref, wrap(err, chats.Resource)
+		}
+		if res.MatchedCount == 1 {
+			c.Messages, c.UpdatedAt, c.Recent, c.RecentFrom, c.Rev = m.Seq, m.CreatedAt, recent, from, c.Rev+1
+			return ref, nil
+		}
 	}
-	for seq := from; seq <= to; seq = (seq-1)/messagesPerDoc*messagesPerDoc + messagesPerDoc + 1 {
+	return ref, busy()
+}
+
+// movePages writes moved, c's oldest recent messages (from sequence number from on), into their
+// pages. Each page is written whole, so writing it again (a retry) rewrites the same page; the
+// first page of a chat whose messages were all paged before keeps what it held below from.
+func (r Chats) movePages(ctx context.Context, c chats.Chat, from int, moved []chats.Message) error {
+	coll := r.db.Collection(chatMessagesColl)
+	for len(moved) > 0 {
+		id := messagePageID(c.UUID, moved[0].Seq)
+		n := slices.IndexFunc(moved, func(x chats.Message) bool { return messagePageID(c.UUID, x.Seq) != id })
+		if n < 0 {
+			n = len(moved)
+		}
+		page := slices.Clone(moved[:n])
+		if (from-1)%messagesPerDoc != 0 && id == messagePageID(c.UUID, from) {
+			var held messagePage
+			err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&held)
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return wrap(err, chats.Resource)
+			}
+			below := slices.DeleteFunc(held.Messages, func(x chats.Message) bool { return x.Seq >= from })
+			page = append(below, page...)
+		}
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{
+			{Key: "$set", Value: bson.D{{Key: "messages", Value: page}, {Key: "chat_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}, {Key: "bot_id", Value: c.BotID}}},
+			{Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}},
+		}, options.UpdateOne().SetUpsert(true)); err != nil {
+			return wrap(err, chats.Resource)
+		}
+		moved = moved[n:]
+	}
+	return nil
+}
+
+// appendAttempts bounds how often Append reads the chat again after another write came first: a
+// chat has few writers at once (its user, a run, a workflow), and each attempt lost is one won.
+const appendAttempts = 20
+
+func busy() error {
+	return apperr.New(apperr.Conflict, "message_busy", "The chat changed while the message was being written; try again.")
+}
+
+// Range serves what c's recent messages hold and reads the pages for the rest.
+func (r Chats) Range(ctx context.Context, c chats.Chat, from, to int) ([]chats.Message, error) {
+	var out []chats.Message
+	from = max(from, 1)
+	paged := c.Messages
+	if c.RecentFrom > 0 {
+		paged = c.RecentFrom - 1
+		for _, m := range c.Recent {
+			if m.Seq >= from && m.Seq <= to {
+				out = append(out, m)
+			}
+		}
+	}
+	for seq := from; seq <= min(to, paged); seq = (seq-1)/messagesPerDoc*messagesPerDoc + messagesPerDoc + 1 {
 		var p messagePage
-		err := r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "_id", Value: messagePageID(chatID, seq)}}).Decode(&p)
+		err := r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "_id", Value: messagePageID(c.UUID, seq)}}).Decode(&p)
 		if err == mongo.ErrNoDocuments {
 			continue
 		}
@@ -123,7 +216,7 @@ func (r Chats) Range(ctx context.Context, chatID string, from, to int) ([]chats.
 			return nil, wrap(err, chats.Resource)
 		}
 		for _, m := range p.Messages {
-			if m.Seq >= from && m.Seq <= to {
+			if m.Seq >= from && m.Seq <= min(to, paged) {
 				out = append(out, m)
 			}
 		}
@@ -150,18 +243,24 @@ func (r Chats) SetChat(ctx context.Context, chatID string, set map[string]any, e
 	return wrap(err, chats.Resource)
 }
 
-// Message finds the page holding the message (MongoDB answers from the messages.uuid index)
-// and checks its agent.
+// Message finds the chat whose recent messages hold the message, else the page that does
+// (MongoDB answers both from their uuid indexes), and checks its agent.
 func (r Chats) Message(ctx context.Context, projectID, botID, id string) (chats.Message, error) {
-	var p messagePage
-	err := r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "messages.uuid", Value: id}}).Decode(&p)
-	if err == nil && (p.ProjectID != projectID || p.BotID != botID) {
+	var c chats.Chat
+	err := r.coll().FindOne(ctx, bson.D{{Key: "recent.uuid", Value: id}, notDeleted}).Decode(&c)
+	msgs, project, bot := c.Recent, c.ProjectID, c.BotID
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		var p messagePage
+		err = r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "messages.uuid", Value: id}}).Decode(&p)
+		msgs, project, bot = p.Messages, p.ProjectID, p.BotID
+	}
+	if err == nil && (project != projectID || bot != botID) {
 		err = mongo.ErrNoDocuments
 	}
 	if err != nil {
 		return chats.Message{}, wrap(err, chats.MessageResource)
 	}
-	for _, m := range p.Messages {
+	for _, m := range msgs {
 		if m.UUID == id {
 			return m, nil
 		}
@@ -218,22 +317,31 @@ func (r Chats) DeleteMessage(ctx context.Context, m chats.Message, ev outbox.Eve
 	return r.rewrite(ctx, m, ev, func(msgs []chats.Message, i int) []chats.Message { return slices.Delete(msgs, i, i+1) })
 }
 
-// rewrite applies change to the messages of m's page and writes them back, with ev in the
-// page's outbox, if no other write came in between (retrying a few times when one did).
+// rewrite applies change to the messages of m's chat document or page, whichever holds it, and
+// writes them back, with ev in that document's outbox, if no other write came in between
+// (retrying a few times when one did).
 func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, change func([]chats.Message, int) []chats.Message) (outbox.Ref, error) {
-	coll := r.db.Collection(chatMessagesColl)
-	ref := outbox.Ref{Resource: chats.Resource, ID: messagePageID(m.ChatID, m.Seq)}
 	for range 5 {
-		var p messagePage
-		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: ref.ID}}).Decode(&p); err != nil {
-			return ref, wrap(err, chats.MessageResource)
+		var c chats.Chat
+		if err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: m.ChatID}, notDeleted}).Decode(&c); err != nil {
+			return outbox.Ref{}, wrap(err, chats.MessageResource)
 		}
-		i := slices.IndexFunc(p.Messages, func(x chats.Message) bool { return x.UUID == m.UUID })
+		coll, ref, filter := r.coll(), outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}, ofRevision(c.UUID, c.Rev)
+		field, msgs, rev := "recent", c.Recent, c.Rev
+		if c.RecentFrom == 0 || m.Seq < c.RecentFrom {
+			coll, ref, field = r.db.Collection(chatMessagesColl), outbox.Ref{Resource: chats.Resource, ID: messagePageID(m.ChatID, m.Seq)}, "messages"
+			var p messagePage
+			if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: ref.ID}}).Decode(&p); err != nil {
+				return ref, wrap(err, chats.MessageResource)
+			}
+			msgs, rev, filter = p.Messages, p.Rev, bson.D{{Key: "_id", Value: ref.ID}, {Key: "rev", Value: p.Rev}}
+		}
+		i := slices.IndexFunc(msgs, func(x chats.Message) bool { return x.UUID == m.UUID })
 		if i < 0 {
 			return ref, wrap(mongo.ErrNoDocuments, chats.MessageResource)
 		}
-		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}, {Key: "rev", Value: p.Rev}},
-			bson.D{{Key: "$set", Value: bson.D{{Key: "messages", Value: change(p.Messages, i)}, {Key: "rev", Value: p.Rev + 1}, {Key: slot(ev.ID), Value: ev}}}})
+		res, err := coll.UpdateOne(ctx, filter,
+			bson.D{{Key: "$set", Value: bson.D{{Key: field, Value: change(msgs, i)}, {Key: "rev", Value: rev + 1}, {Key: slot(ev.ID), Value: ev}}}})
 		if err != nil {
 			return ref, wrap(err, chats.MessageResource)
 		}
@@ -241,5 +349,5 @@ func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, ch
 			return ref, nil
 		}
 	}
-	return ref, apperr.New(apperr.Conflict, "message_busy", "The chat changed while the message was being updated; try again.")
+	return outbox.Ref{}, busy()
 }

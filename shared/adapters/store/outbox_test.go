@@ -23,7 +23,7 @@ func TestOutboxKeepsTheTrace(t *testing.T) {
 	m := chats.Message{UUID: "m1", ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
 	ev := outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", map[string]string{"chat_id": c.UUID})
 	ev.Trace = map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-	if _, err := store.NewChats(db).Start(ctx, c, &m, ev); err != nil {
+	if _, err := store.NewChats(db).Start(ctx, &c, &m, ev); err != nil {
 		t.Fatal(err)
 	}
 	pending, err := store.NewOutbox(db).Pending(ctx, 10)

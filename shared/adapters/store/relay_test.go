@@ -62,7 +62,7 @@ func (e *relayEnv) chat(t *testing.T, data any) (outbox.Ref, outbox.Event) {
 	c := chats.Chat{UUID: testenv.NewName(), ProjectID: e.project, BotID: "b", CreatedAt: at, UpdatedAt: at}
 	m := chats.Message{UUID: testenv.NewName(), ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
 	ev := outbox.New(ctx, outbox.ChatMessageCreated, e.project, "b", data)
-	ref, err := store.NewChats(e.db).Start(ctx, c, &m, ev)
+	ref, err := store.NewChats(e.db).Start(ctx, &c, &m, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func TestRelayPassReadsWhatIsPendingNotWhatIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for cmd := range c.cmds {
-		if strings.HasPrefix(cmd, "find ") && cmd != "find outbox_marks" && cmd != "find outbox_writers" && cmd != "find chat_messages" {
+		if strings.HasPrefix(cmd, "find ") && cmd != "find outbox_marks" && cmd != "find outbox_writers" && cmd != "find chats" {
 			t.Errorf("the relay pass ran %q", cmd)
 		}
 	}
-	if c.cmds["find chat_messages"] != 1 || c.docs > 2 {
+	if c.cmds["find chats"] != 1 || c.docs > 2 {
 		t.Fatalf("the relay pass read %d documents with commands %v; want the mark and its chat page only", c.docs, c.cmds)
 	}
 }
@@ -252,7 +252,7 @@ func TestUnpublishableEventsAreSetAside(t *testing.T) {
 	ref, _ := e.chat(t, map[string]string{"n": "small"})
 	ev := outbox.New(ctx, outbox.ChatMessageCreated, e.project, "b", nil)
 	ev.Data = json.RawMessage(`{"text":"` + strings.Repeat("word ", 250_000) + `"}`)
-	if _, err := db.Collection("chat_messages").UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
+	if _, err := db.Collection("chats").UpdateOne(ctx, bson.D{{Key: "_id", Value: ref.ID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: outbox.Field + "." + ev.ID, Value: ev}}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,7 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		chatsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "updated_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "recent.uuid", Value: 1}}, Options: options.Index().SetName("message")},
 			outboxIndex(),
 		},
 		chatMessagesColl: {

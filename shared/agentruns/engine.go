@@ -83,9 +83,8 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 	cancel(nil)
 	<-renewed
 	switch {
-	case err == nil && (h.e.Status == StatusDone || h.e.Status == StatusFailed):
-		return r.repo.Finish(parent, e.ID)
 	case err == nil, errors.Is(context.Cause(ctx), errLost):
+		// A run that ended moved its execution out of the live ones with its last change.
 		return nil
 	case parent.Err() != nil:
 		// Shutting down: give the run back at once, so that the task, which asynq queues again,
@@ -93,10 +92,7 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 		r.release(parent, e.ID, owner)
 		return err
 	case final || apperr.As(err).Kind == apperr.Invalid || provider.Permanent(err):
-		if err := h.fail(context.WithoutCancel(parent), err); err != nil {
-			return err
-		}
-		return r.repo.Finish(context.WithoutCancel(parent), e.ID)
+		return h.fail(context.WithoutCancel(parent), err)
 	}
 	// The retry asynq makes must find the run free: held by this attempt's lease it would take
 	// the run for another worker's, do nothing and end the task, leaving the run to the
@@ -411,6 +407,7 @@ func (h *holder) finish(ctx context.Context, msg chats.Message) error {
 	return h.advance(ctx, Change{
 		Set: map[string]any{"status": StatusDone, "answer": msg, "owner": ""},
 		Log: []Entry{h.entry(EventDone, map[string]any{"chat": h.reply(&msg)})},
+		End: true,
 	})
 }
 
@@ -420,7 +417,7 @@ func (h *holder) fail(ctx context.Context, err error) error {
 	h.log.Warn("agent run failed", "execution_id", h.e.ID, "code", e.Code, "error", err)
 	h.e.Status = StatusFailed
 	return h.advance(ctx, Change{Set: map[string]any{"status": StatusFailed, "owner": ""},
-		Log: []Entry{h.entry(EventError, Failure{Kind: e.Kind.String(), Code: e.Code, Message: e.Message})}})
+		Log: []Entry{h.entry(EventError, Failure{Kind: e.Kind.String(), Code: e.Code, Message: e.Message})}, End: true})
 }
 
 // reply is the chat object of the run as it stands, with answer when it has one.

@@ -178,6 +178,9 @@ type Change struct {
 	Unset []string
 	Cycle *Cycle
 	Log   []Entry
+	// End says the change ends the run (done or failed): the execution, once changed, moves out
+	// of the live ones (Finish) in the same call.
+	End bool
 }
 
 // Repo persists executions. Every write of a worker is conditional on its lease.

@@ -67,13 +67,18 @@ func (r Executions) Finish(ctx context.Context, id string) error {
 	if err != nil {
 		return wrap(err, agentruns.Resource)
 	}
+	return r.finish(ctx, id, e)
+}
+
+// finish moves e, the live execution id as read, to the finished ones if it ended.
+func (r Executions) finish(ctx context.Context, id string, e bson.Raw) error {
 	if status, _ := e.Lookup("status").StringValueOK(); status != agentruns.StatusDone && status != agentruns.StatusFailed {
 		return nil
 	}
 	if _, err := r.db.Collection(finishedColl).InsertOne(ctx, e); err != nil && !mongo.IsDuplicateKeyError(err) {
 		return wrap(err, agentruns.Resource)
 	}
-	_, err = r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	_, err := r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
 	return wrap(err, agentruns.Resource)
 }
 
@@ -134,7 +139,21 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		}
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}
-	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}, {Key: "logged", Value: logged}}, update)
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}, {Key: "logged", Value: logged}}
+	if c.End {
+		// The change and the read of what it made are one command; a crash before the move
+		// leaves an ended execution among the live ones, which Ended lists.
+		var e bson.Raw
+		err := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&e)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		if err != nil {
+			return false, wrap(err, agentruns.Resource)
+		}
+		return true, r.finish(ctx, id, e)
+	}
+	res, err := r.coll().UpdateOne(ctx, filter, update)
 	if err != nil {
 		return false, wrap(err, agentruns.Resource)
 	}

@@ -43,8 +43,9 @@ var loadOps = []struct {
 }
 
 // load holds a mixed workload against a running service for a while and prints what it saw: per
-// operation, requests, errors and latency percentiles; then whether the asynchronous work the
-// load caused (ingestion, workflow webhooks) caught up.
+// operation, requests, errors and latency percentiles; the API process's memory idle and under
+// load, and whether it kept growing; then whether the asynchronous work the load caused
+// (ingestion, workflow webhooks) caught up.
 func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -80,10 +81,19 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "holding %d clients (and %d abusive) for %s against %s\n", c.clients, c.abusive, c.duration, c.base)
+	mem := &memWatch{url: c.base + "/metrics", http: l.http}
+	idle, idleOK := mem.sample(ctx)
 	runCtx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		mem.watch(runCtx, max(c.duration/20, 250*time.Millisecond))
+	}()
 	elapsed := l.hold(runCtx)
+	<-sampled
 	l.report(stdout, elapsed)
+	mem.report(stdout, idle, idleOK)
 	return l.settle(ctx, stdout, time.Minute)
 }
 

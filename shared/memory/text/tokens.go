@@ -3,6 +3,7 @@ package text
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -15,6 +16,8 @@ const cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{
 var (
 	encoderOnce sync.Once
 	encoderBPE  *tiktoken.Tiktoken
+	// encoderRanks is the vocabulary: a piece found in it is one token.
+	encoderRanks map[string]int
 )
 
 // encoder returns the cl100k_base encoder, building it on first use from the
@@ -23,21 +26,21 @@ var (
 // the tiktoken package's global loader.
 func encoder() *tiktoken.Tiktoken {
 	encoderOnce.Do(func() {
-		enc, err := newCL100K()
+		enc, ranks, err := newCL100K()
 		if err != nil {
 			// The vocabulary is embedded in the binary, so this can only
 			// happen if the dependency itself is broken.
 			panic(fmt.Sprintf("text: load cl100k_base: %v", err))
 		}
-		encoderBPE = enc
+		encoderBPE, encoderRanks = enc, ranks
 	})
 	return encoderBPE
 }
 
-func newCL100K() (*tiktoken.Tiktoken, error) {
+func newCL100K() (*tiktoken.Tiktoken, map[string]int, error) {
 	ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
 	if err != nil {
-		return nil, fmt.Errorf("read vocabulary: %w", err)
+		return nil, nil, fmt.Errorf("read vocabulary: %w", err)
 	}
 	special := map[string]int{
 		tiktoken.ENDOFTEXT:   100257,
@@ -48,7 +51,7 @@ func newCL100K() (*tiktoken.Tiktoken, error) {
 	}
 	bpe, err := tiktoken.NewCoreBPE(ranks, special, cl100kPattern)
 	if err != nil {
-		return nil, fmt.Errorf("build encoder: %w", err)
+		return nil, nil, fmt.Errorf("build encoder: %w", err)
 	}
 	specialSet := make(map[string]any, len(special))
 	for k := range special {
@@ -60,18 +63,66 @@ func newCL100K() (*tiktoken.Tiktoken, error) {
 		MergeableRanks: ranks,
 		SpecialTokens:  special,
 	}
-	return tiktoken.NewTiktoken(bpe, encoding, specialSet), nil
+	return tiktoken.NewTiktoken(bpe, encoding, specialSet), ranks, nil
 }
 
 // Tokens counts the tokens of s with the cl100k_base encoding (the encoding
 // of GPT-4, GPT-3.5 and the text-embedding-3 models). Special-token markers
-// such as "<|endoftext|>" are counted as ordinary text. The vocabulary is
-// loaded once, offline, on first use; Tokens is safe for concurrent use.
+// such as "<|endoftext|>" are counted as ordinary text, and each byte of
+// invalid UTF-8 as U+FFFD. The vocabulary is loaded once, offline, on first
+// use; Tokens is safe for concurrent use.
 func Tokens(s string) int {
+	var c counter
+	return c.tokens(s)
+}
+
+// counter counts cl100k_base tokens as tiktoken-go does, but cuts texts into
+// pieces itself (pieceEnd) rather than with tiktoken-go's regexp, which took
+// most of the time, and remembers the count of every piece it met: only a
+// piece it has not met yet is looked up in the vocabulary, and only one that
+// is not a token goes through tiktoken-go's BPE. The zero counter is ready;
+// it is not safe for concurrent use.
+type counter struct {
+	pieces map[string]int
+}
+
+// tokens counts the tokens of s.
+func (c *counter) tokens(s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(encoder().EncodeOrdinary(s))
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		j := pieceEnd(s, i)
+		n += c.piece(s[i:j])
+		i = j
+	}
+	return n
+}
+
+// piece counts the tokens of one piece.
+func (c *counter) piece(p string) int {
+	if n, ok := c.pieces[p]; ok {
+		return n
+	}
+	if c.pieces == nil {
+		c.pieces = make(map[string]int)
+	}
+	n := 1
+	if _, ok := ranks()[p]; !ok {
+		n = len(encoder().EncodeOrdinary(p))
+	}
+	c.pieces[p] = n
+	return n
+}
+
+// ranks returns the cl100k_base vocabulary: a piece found in it is one token.
+func ranks() map[string]int {
+	encoder()
+	return encoderRanks
 }
 
 // encode returns the cl100k_base token ids of s, treating special-token

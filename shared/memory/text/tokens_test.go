@@ -1,8 +1,17 @@
 package text
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
 )
 
 func TestTokens(t *testing.T) {
@@ -49,4 +58,145 @@ func TestTokensConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// realTexts returns documents of the Go distribution to compare counts on:
+// the specification's text and raw HTML, Markdown, and Go test files that
+// hold many scripts, invalid UTF-8 and unusual white space.
+func realTexts(t testing.TB) map[string]string {
+	t.Helper()
+	root := runtime.GOROOT()
+	files := []string{
+		"doc/go_spec.html", "doc/go_mem.html", "doc/godebug.md",
+		"src/strings/strings_test.go", "src/unicode/utf8/utf8_test.go", "src/go/doc/synopsis_test.go",
+		"src/net/http/cookiejar/punycode_test.go", "src/html/template/exec_test.go",
+	}
+	texts := make(map[string]string)
+	for _, f := range files {
+		body, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Skipf("Go distribution without its docs and sources: %v", err)
+		}
+		texts[f] = string(body)
+	}
+	page, err := ExtractHTML([]byte(texts["doc/go_spec.html"]), "text/html", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts["go_spec text"] = page.Text
+	return texts
+}
+
+// edgeTexts are strings on the edges of cl100k_base's pre-tokenisation.
+var edgeTexts = []string{
+	"", " ", "  ", "a  b", "a  1", "a \t b", "x\n\n\ny", " \n \n x", "\r\n\r\n", "a\r\n\tb", "end.  ", "1234567", "12 345",
+	"I'M HERE, YOU'RE THERE, WE'LL'VE 'S 'T 'D 'Ll 'x 're", "'Sound 'Tree 'REd 'LLama 'VEry 'Dog 'Mom", "don't'", "'", "''s", "\u00a0word\u00a0 \u00a0", "a\u2028b\u3000 c",
+	"naïve café résumé", "e\u0301te\u0301", "ⅩⅡ ½ ²³ ٣٤٥", "こんにちは世界。", "😀 👍🏽 a😀b", "<|endoftext|>", "\x00\x01\x1f",
+	"\xff\xfe abc", "a\xc3", "\xe2\x82 b", "tab\tsep\vand\fform", "$$$ !!! ...\n\n", " .\n", "ſ 'ſ 'K",
+}
+
+func TestTokensMatchesTiktoken(t *testing.T) {
+	check := func(name, s string) {
+		t.Helper()
+		if got, want := Tokens(s), len(encode(s)); got != want {
+			t.Errorf("%s: Tokens(%.40q...) = %d, tiktoken-go counts %d", name, s, got, want)
+		}
+	}
+	for _, s := range edgeTexts {
+		check("edge", s)
+	}
+	for name, text := range realTexts(t) {
+		check(name, text)
+		for i, line := range strings.Split(text, "\n") {
+			check(fmt.Sprintf("%s line %d", name, i+1), line)
+		}
+	}
+}
+
+// regexpPieces cuts s with cl100kPattern as tiktoken-go does, with regexp2.
+func regexpPieces(t testing.TB, s string) []string {
+	t.Helper()
+	re := regexp2.MustCompile(cl100kPattern, regexp2.None)
+	var pieces []string
+	m, err := re.FindStringMatch(s)
+	for ; m != nil && err == nil; m, err = re.FindNextMatch(m) {
+		pieces = append(pieces, m.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pieces
+}
+
+// scannedPieces cuts valid UTF-8 s with pieceEnd.
+func scannedPieces(s string) []string {
+	var pieces []string
+	for i := 0; i < len(s); {
+		j := pieceEnd(s, i)
+		pieces = append(pieces, s[i:j])
+		i = j
+	}
+	return pieces
+}
+
+func TestPiecesMatchRegexp(t *testing.T) {
+	texts := realTexts(t)
+	for i, s := range edgeTexts {
+		texts[fmt.Sprintf("edge %d", i)] = s
+	}
+	// Characters in contexts that tell letters, numbers, white space,
+	// symbols and contractions apart: every one up to U+3100 (ASCII, which
+	// pieceEnd classifies itself, and every white space character), then
+	// every 16th of the Basic Multilingual Plane (both sides use the tables
+	// of package unicode).
+	contexts := []string{"x%c", "x%c1", " %c.", "\n%c ", "'%cx", "'%ce ", "'%cl "}
+	var b strings.Builder
+	for r := rune(0); r < 0x10000; r++ {
+		if utf8.ValidRune(r) && (r < 0x3100 || r%16 == 0) {
+			for _, c := range contexts {
+				fmt.Fprintf(&b, c, r)
+			}
+		}
+	}
+	texts["every character"] = b.String()
+	for name, s := range texts {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		if got, want := scannedPieces(s), regexpPieces(t, s); !reflect.DeepEqual(got, want) {
+			for k := range min(len(got), len(want)) {
+				if got[k] != want[k] {
+					t.Errorf("%s: piece %d is %q, the regexp's is %q", name, k, got[k], want[k])
+					break
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s: %d pieces, the regexp finds %d", name, len(got), len(want))
+			}
+		}
+	}
+}
+
+func FuzzTokens(f *testing.F) {
+	for _, s := range edgeTexts {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Tokens(s), len(encode(s)); got != want {
+			t.Fatalf("Tokens(%q) = %d, tiktoken-go counts %d", s, got, want)
+		}
+		valid := strings.ToValidUTF8(s, "\uFFFD")
+		if got, want := scannedPieces(valid), regexpPieces(t, valid); !reflect.DeepEqual(got, want) {
+			t.Fatalf("pieces of %q: %q, the regexp's %q", valid, got, want)
+		}
+	})
+}
+
+// BenchmarkTokens counts the tokens of the Go specification's text (about
+// 220 KB); SetBytes makes `go test` report MB/s.
+func BenchmarkTokens(b *testing.B) {
+	s := realTexts(b)["go_spec text"]
+	Tokens("warm up: load the vocabulary")
+	b.SetBytes(int64(len(s)))
+	for range b.N {
+		Tokens(s)
+	}
 }

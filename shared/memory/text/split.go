@@ -137,6 +137,7 @@ type chunker struct {
 	maxTokens int
 	overlap   int
 	pieceCap  int
+	count     counter
 }
 
 // split appends to out the pieces of text, cutting it at level and, where
@@ -154,7 +155,7 @@ func (c *chunker) split(out []piece, text, sep string, brk boundary, level bound
 	}
 	if level == cutInWord {
 		for i, part := range c.cutWord(text) {
-			p := piece{text: part, sep: "", brk: cutInWord, tokens: Tokens(part)}
+			p := piece{text: part, sep: "", brk: cutInWord, tokens: c.count.tokens(part)}
 			if i == 0 {
 				p.sep, p.brk = sep, brk
 			}
@@ -179,7 +180,7 @@ func (c *chunker) fits(text string) (int, bool) {
 	if hasLongRun(text) {
 		return 0, false
 	}
-	n := Tokens(text)
+	n := c.count.tokens(text)
 	return n, n <= c.pieceCap
 }
 
@@ -203,7 +204,7 @@ func (c *chunker) cutWord(w string) []string {
 			for n > 0 && n < len(win) && !utf8.RuneStart(win[n]) {
 				n--
 			}
-			if n > 0 && Tokens(win[:n]) <= c.pieceCap {
+			if n > 0 && c.count.tokens(win[:n]) <= c.pieceCap {
 				part = win[:n]
 			}
 		}
@@ -239,7 +240,7 @@ func (c *chunker) fill(pieces []piece, i int, overlap string) (string, int, int)
 	for {
 		budget := c.maxTokens
 		if overlap != "" {
-			budget -= Tokens(overlap)
+			budget -= c.count.tokens(overlap)
 		}
 		j, used := i, 0
 		for j < len(pieces) {
@@ -260,7 +261,7 @@ func (c *chunker) fill(pieces []piece, i int, overlap string) (string, int, int)
 		// the real count and give back pieces if merging changed it.
 		for ; j > i; j-- {
 			text := join(overlap, pieces[i:j])
-			if n := Tokens(text); n <= c.maxTokens {
+			if n := c.count.tokens(text); n <= c.maxTokens {
 				return text, n, j
 			}
 		}
@@ -321,28 +322,28 @@ func (c *chunker) tail(prev string) string {
 		return ""
 	}
 	sentences, words := starts(prev)
-	best := longestSuffix(prev, sentences, c.overlap)
-	if best != "" && Tokens(best)*2 >= c.overlap {
+	best := c.longestSuffix(prev, sentences, c.overlap)
+	if best != "" && c.count.tokens(best)*2 >= c.overlap {
 		return best
 	}
-	if w := longestSuffix(prev, words, c.overlap); len(w) > len(best) {
+	if w := c.longestSuffix(prev, words, c.overlap); len(w) > len(best) {
 		best = w
 	}
 	if best != "" {
 		return best
 	}
-	return tokenTail(prev, c.overlap)
+	return c.tokenTail(prev, c.overlap)
 }
 
 // longestSuffix returns the longest s[start:] with at most n tokens among
 // the given ascending start offsets, offsets[0] (the start of s) excluded so
 // that the overlap is never the whole previous chunk. Token counts of
 // suffixes grow as the start moves left, so a binary search suffices.
-func longestSuffix(s string, offsets []int, n int) string {
+func (c *chunker) longestSuffix(s string, offsets []int, n int) string {
 	lo, hi := 1, len(offsets)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if Tokens(s[offsets[mid]:]) <= n {
+		if c.count.tokens(s[offsets[mid]:]) <= n {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -356,7 +357,7 @@ func longestSuffix(s string, offsets []int, n int) string {
 
 // tokenTail returns a suffix of s of at most n tokens cut on a token
 // boundary adjusted to a whole character.
-func tokenTail(s string, n int) string {
+func (c *chunker) tokenTail(s string, n int) string {
 	win := runeSuffix(s, 4*n)
 	toks := encode(win)
 	if len(toks) <= n {
@@ -367,7 +368,7 @@ func tokenTail(s string, n int) string {
 		for start < len(win) && !utf8.RuneStart(win[start]) {
 			start++
 		}
-		if cand := win[start:]; cand != "" && Tokens(cand) <= n {
+		if cand := win[start:]; cand != "" && c.count.tokens(cand) <= n {
 			return cand
 		}
 	}

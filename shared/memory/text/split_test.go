@@ -73,8 +73,8 @@ func locate(t *testing.T, input string, chunks []Chunk, maxTokens int) []span {
 		if c.Tokens > maxTokens {
 			t.Fatalf("chunk %d: %d tokens > cap %d", i, c.Tokens, maxTokens)
 		}
-		if got := Tokens(c.Text); got != c.Tokens {
-			t.Fatalf("chunk %d: Tokens field %d, Tokens(Text) = %d", i, c.Tokens, got)
+		if got := len(encode(c.Text)); got != c.Tokens {
+			t.Fatalf("chunk %d: Tokens field %d, tiktoken-go counts %d", i, c.Tokens, got)
 		}
 		if !utf8.ValidString(c.Text) || c.Text == "" {
 			t.Fatalf("chunk %d: empty or invalid UTF-8 %q", i, c.Text)
@@ -339,6 +339,30 @@ func TestSplitGoMemoryModel(t *testing.T) {
 		}
 		if i > 0 && s.start >= spans[i-1].end {
 			t.Errorf("chunk %d has no overlap", i)
+		}
+	}
+}
+
+// TestSplitTokensExact checks the token count of every chunk of real
+// documents against tiktoken-go's encoding of the chunk's text (in locate):
+// the counts users see are exact, however Split counted on the way.
+func TestSplitTokensExact(t *testing.T) {
+	texts := realTexts(t)
+	var chinese strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&chinese, "这是第%d个用于检验分块的中文句子，它没有空格。", i)
+	}
+	texts["chinese"] = chinese.String()
+	for _, name := range []string{"go_spec text", "doc/go_mem.html", "doc/godebug.md", "src/strings/strings_test.go", "chinese"} {
+		for _, opts := range []ChunkOptions{{}, {MaxTokens: 100, Overlap: 20}} {
+			t.Run(fmt.Sprintf("%s %d", name, opts.MaxTokens), func(t *testing.T) {
+				maxTokens, _ := opts.resolve()
+				chunks := Split(texts[name], opts)
+				if len(chunks) < 3 {
+					t.Fatalf("%d chunks", len(chunks))
+				}
+				locate(t, texts[name], chunks, maxTokens)
+			})
 		}
 	}
 }

@@ -323,7 +323,11 @@ func (r Chats) DeleteMessage(ctx context.Context, m chats.Message, ev outbox.Eve
 func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, change func([]chats.Message, int) []chats.Message) (outbox.Ref, error) {
 	for range 5 {
 		var c chats.Chat
-		if err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: m.ChatID}, notDeleted}).Decode(&c); err != nil {
+		err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: m.ChatID}}).Decode(&c)
+		if err == nil && c.DeletedAt != nil {
+			err = mongo.ErrNoDocuments
+		}
+		if err != nil {
 			return outbox.Ref{}, wrap(err, chats.MessageResource)
 		}
 		coll, ref, filter := r.coll(), outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}, ofRevision(c.UUID, c.Rev)

@@ -2,6 +2,8 @@ package devstack
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -62,6 +64,77 @@ func TestEmbeddedUpdatesAreAtomic(t *testing.T) {
 	}
 	if got.N != writers*each || len(got.Seen) != writers*each {
 		t.Fatalf("n %d and %d values pushed after %d updates: updates were lost", got.N, len(got.Seen), writers*each)
+	}
+}
+
+// A write of one document conditional on more than its _id (a revision, "not deleted") applies
+// exactly when the document matches the whole filter, through the proxy that narrows it to its
+// _id: updates and findAndModify, matched and not, with the other documents untouched.
+func TestConditionalWritesByID(t *testing.T) {
+	ctx := context.Background()
+	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	client, err := mongo.Connect(options.Client().ApplyURI(m.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Disconnect(ctx)
+	coll := client.Database("byid").Collection("docs")
+	if _, err := coll.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "a"}, {Key: "rev", Value: 1}, {Key: "n", Value: 0}},
+		bson.D{{Key: "_id", Value: "b"}, {Key: "rev", Value: 1}, {Key: "n", Value: 0}, {Key: "deleted_at", Value: "yesterday"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}, {Key: "rev", Value: 1}}}}
+	live := bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}
+	update := func(id string, rev int) int64 {
+		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "rev", Value: rev}, live}, inc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ModifiedCount
+	}
+	findAndModify := func(id string, rev int) (int, error) {
+		var got struct{ N int }
+		err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}, {Key: "rev", Value: rev}, live}, inc,
+			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&got)
+		return got.N, err
+	}
+	for _, c := range []struct {
+		name string
+		do   func() bool
+	}{
+		{"an update of the right revision applies", func() bool { return update("a", 1) == 1 }},
+		{"an update of a stale revision does not", func() bool { return update("a", 1) == 0 }},
+		{"an update of a deleted document does not", func() bool { return update("b", 1) == 0 }},
+		{"an update of a missing document does not", func() bool { return update("c", 1) == 0 }},
+		{"a findAndModify of the right revision applies and returns the change", func() bool { n, err := findAndModify("a", 2); return err == nil && n == 2 }},
+		{"a findAndModify of a stale revision finds nothing", func() bool {
+			_, err := findAndModify("a", 2)
+			return errors.Is(err, mongo.ErrNoDocuments)
+		}},
+		{"a findAndModify of a deleted document finds nothing", func() bool {
+			_, err := findAndModify("b", 1)
+			return errors.Is(err, mongo.ErrNoDocuments)
+		}},
+	} {
+		if !c.do() {
+			t.Errorf("%s: it did not", c.name)
+		}
+	}
+	var a, b struct{ N, Rev int }
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "a"}}).Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "b"}}).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.N != 2 || a.Rev != 3 || b.N != 0 || b.Rev != 1 {
+		t.Fatalf("a is %+v and b %+v after the writes, want 2 changes of a and none of b", a, b)
 	}
 }
 
@@ -136,6 +209,47 @@ func BenchmarkEmbeddedStore(b *testing.B) {
 				})
 			})
 		}
+		_ = client.Disconnect(ctx)
+	}
+}
+
+// BenchmarkConditionalWrite measures a write of one document conditional on more than its _id (a
+// revision) in a collection of 10,000 documents, straight to FerretDB (the baseline: it decodes the
+// whole collection) and through the proxy (which narrows it to the _id), with the _id index the
+// service makes (IndexIDs).
+func BenchmarkConditionalWrite(b *testing.B) {
+	ctx := context.Background()
+	m, err := StartMongo(ctx, b.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(ctx)
+	const docs = 10_000
+	for _, target := range []struct{ name, uri string }{{"direct", "mongodb://" + m.proxy.backend + "/"}, {"proxy", m.URI}} {
+		client, err := mongo.Connect(options.Client().ApplyURI(target.uri))
+		if err != nil {
+			b.Fatal(err)
+		}
+		coll := client.Database("bench").Collection("conditional_" + target.name)
+		batch := make([]any, 0, docs)
+		for i := range docs {
+			batch = append(batch, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i)}, {Key: "rev", Value: 0}})
+		}
+		if _, err := coll.InsertMany(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.IndexIDs(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(target.name, func(b *testing.B) {
+			for i := range b.N {
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i%docs)}, {Key: "rev", Value: bson.D{{Key: "$gte", Value: 0}}}},
+					bson.D{{Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}}})
+				if err != nil || res.ModifiedCount != 1 {
+					b.Fatal(err, res)
+				}
+			}
+		})
 		_ = client.Disconnect(ctx)
 	}
 }

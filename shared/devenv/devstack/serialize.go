@@ -99,6 +99,17 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 		l, _ := s.locks.LoadOrStore(coll, &sync.Mutex{})
 		l.(*sync.Mutex).Lock()
 		defer l.(*sync.Mutex).Unlock()
+		if w, ok := byID(req); ok {
+			matched, err := w.check(server)
+			if err != nil {
+				return err
+			}
+			if !matched {
+				_, err := client.Write(w.unmatched(req))
+				return err
+			}
+			req = w.narrowed
+		}
 	}
 	if _, err := server.Write(req); err != nil {
 		return err

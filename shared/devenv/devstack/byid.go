@@ -1,0 +1,266 @@
+package devstack
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// FerretDB 1.24 pushes a filter down to SQLite only when it is exactly {_id: <string>}: a write
+// of one document conditional on more (a revision, an owner, "not deleted") makes it decode every
+// document of the collection to find the one, so its cost grows with the collection. The proxy,
+// which already runs such writes one at a time per collection, splits them in two: it asks
+// whether the document of that _id matches the whole filter (an aggregation whose first stage,
+// {$match: {_id}}, is pushed down, and whose second applies the filter to that one document),
+// then sends the write narrowed to {_id} when it does, and answers "none matched" itself when it
+// does not. Upserts and writes of many documents pass through as they are.
+
+// byIDWrite is a write narrowed to its _id: the check to run first and the narrowed request.
+type byIDWrite struct {
+	command  string // update or findAndModify
+	db, coll string
+	id       string
+	filter   bson.Raw
+	narrowed []byte
+}
+
+// section is one section of an OP_MSG: its body (kind 0), or a document sequence (kind 1).
+type section struct {
+	kind byte
+	id   string
+	docs []bson.Raw
+}
+
+// parseSections splits an OP_MSG's sections; false when msg is not an OP_MSG this proxy reads
+// (a checksum, a malformed section).
+func parseSections(msg []byte) ([]section, bool) {
+	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || binary.LittleEndian.Uint32(msg[16:20])&1 != 0 {
+		return nil, false
+	}
+	var out []section
+	for rest := msg[20:]; len(rest) > 0; {
+		kind := rest[0]
+		rest = rest[1:]
+		if len(rest) < 4 {
+			return nil, false
+		}
+		n := int(binary.LittleEndian.Uint32(rest))
+		if n < 5 || n > len(rest) {
+			return nil, false
+		}
+		switch kind {
+		case 0:
+			out = append(out, section{kind: 0, docs: []bson.Raw{bson.Raw(rest[:n])}})
+		case 1:
+			seq := rest[4:n]
+			end := 0
+			for end < len(seq) && seq[end] != 0 {
+				end++
+			}
+			if end == len(seq) {
+				return nil, false
+			}
+			sec := section{kind: 1, id: string(seq[:end])}
+			for docs := seq[end+1:]; len(docs) > 0; {
+				if len(docs) < 5 {
+					return nil, false
+				}
+				dn := int(binary.LittleEndian.Uint32(docs))
+				if dn < 5 || dn > len(docs) {
+					return nil, false
+				}
+				sec.docs = append(sec.docs, bson.Raw(docs[:dn]))
+				docs = docs[dn:]
+			}
+			out = append(out, sec)
+		default:
+			return nil, false
+		}
+		rest = rest[n:]
+	}
+	return out, len(out) > 0 && out[0].kind == 0
+}
+
+// buildMessage is an OP_MSG of sections, answering (or, for a request, numbered like) the
+// message whose header is header.
+func buildMessage(requestID, responseTo uint32, sections []section) []byte {
+	msg := make([]byte, 20, 64)
+	binary.LittleEndian.PutUint32(msg[4:], requestID)
+	binary.LittleEndian.PutUint32(msg[8:], responseTo)
+	binary.LittleEndian.PutUint32(msg[12:], opMsg)
+	for _, sec := range sections {
+		msg = append(msg, sec.kind)
+		if sec.kind == 0 {
+			msg = append(msg, sec.docs[0]...)
+			continue
+		}
+		start := len(msg)
+		msg = append(msg, 0, 0, 0, 0)
+		msg = append(msg, sec.id...)
+		msg = append(msg, 0)
+		for _, d := range sec.docs {
+			msg = append(msg, d...)
+		}
+		binary.LittleEndian.PutUint32(msg[start:], uint32(len(msg)-start))
+	}
+	binary.LittleEndian.PutUint32(msg[0:], uint32(len(msg)))
+	return msg
+}
+
+// byID returns the narrowed form of req when it is one update or findAndModify of the document of
+// a string _id under a filter of more than that; false otherwise (req then goes as it is).
+func byID(req []byte) (byIDWrite, bool) {
+	sections, ok := parseSections(req)
+	if !ok {
+		return byIDWrite{}, false
+	}
+	body := sections[0].docs[0]
+	first, err := body.IndexErr(0)
+	if err != nil {
+		return byIDWrite{}, false
+	}
+	w := byIDWrite{command: first.Key()}
+	w.coll, _ = first.Value().StringValueOK()
+	w.db, _ = body.Lookup("$db").StringValueOK()
+	var statement bson.Raw
+	var key string
+	switch w.command {
+	case "findAndModify", "findandmodify":
+		statement, key = body, "query"
+	case "update":
+		statements, where := updateStatements(sections)
+		if len(statements) != 1 || where < 0 {
+			return byIDWrite{}, false
+		}
+		statement, key = statements[0], "q"
+		if multi, _ := statement.Lookup("multi").BooleanOK(); multi {
+			return byIDWrite{}, false
+		}
+	default:
+		return byIDWrite{}, false
+	}
+	if upsert, _ := statement.Lookup("upsert").BooleanOK(); upsert {
+		return byIDWrite{}, false
+	}
+	filter, ok := statement.Lookup(key).DocumentOK()
+	if !ok {
+		return byIDWrite{}, false
+	}
+	elems, err := filter.Elements()
+	if err != nil || len(elems) < 2 {
+		return byIDWrite{}, false
+	}
+	if w.id, ok = filter.Lookup("_id").StringValueOK(); !ok {
+		return byIDWrite{}, false
+	}
+	w.filter = filter
+	narrowedStatement, err := replaceField(statement, key, bson.D{{Key: "_id", Value: w.id}})
+	if err != nil {
+		return byIDWrite{}, false
+	}
+	if w.command == "update" {
+		_, where := updateStatements(sections)
+		if sections[where].kind == 0 {
+			arr, err := bson.Marshal(bson.D{{Key: "updates", Value: bson.A{narrowedStatement}}})
+			if err != nil {
+				return byIDWrite{}, false
+			}
+			if sections[0].docs[0], err = replaceField(body, "updates", bson.Raw(arr).Lookup("updates")); err != nil {
+				return byIDWrite{}, false
+			}
+		} else {
+			sections[where].docs = []bson.Raw{narrowedStatement}
+		}
+	} else {
+		sections[0].docs[0] = narrowedStatement
+	}
+	w.narrowed = buildMessage(binary.LittleEndian.Uint32(req[4:]), binary.LittleEndian.Uint32(req[8:]), sections)
+	return w, true
+}
+
+// updateStatements are an update command's statements and the section holding them (-1: none).
+func updateStatements(sections []section) ([]bson.Raw, int) {
+	if arr, ok := sections[0].docs[0].Lookup("updates").ArrayOK(); ok {
+		vals, err := arr.Values()
+		if err != nil {
+			return nil, -1
+		}
+		var out []bson.Raw
+		for _, v := range vals {
+			d, ok := v.DocumentOK()
+			if !ok {
+				return nil, -1
+			}
+			out = append(out, d)
+		}
+		return out, 0
+	}
+	for i, sec := range sections {
+		if sec.kind == 1 && sec.id == "updates" {
+			return sec.docs, i
+		}
+	}
+	return nil, -1
+}
+
+// replaceField returns doc with the value of its field key replaced by v.
+func replaceField(doc bson.Raw, key string, v any) (bson.Raw, error) {
+	var d bson.D
+	if err := bson.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	for i := range d {
+		if d[i].Key == key {
+			d[i].Value = v
+		}
+	}
+	return bson.Marshal(d)
+}
+
+// check asks the backend whether the document of w's _id matches w's whole filter.
+func (w byIDWrite) check(server net.Conn) (bool, error) {
+	body, err := bson.Marshal(bson.D{{Key: "aggregate", Value: w.coll},
+		{Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: w.id}}}},
+			bson.D{{Key: "$match", Value: w.filter}},
+			bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}}}},
+		}},
+		{Key: "cursor", Value: bson.D{}}, {Key: "$db", Value: w.db}})
+	if err != nil {
+		return false, err
+	}
+	if _, err := server.Write(buildMessage(0, 0, []section{{kind: 0, docs: []bson.Raw{body}}})); err != nil {
+		return false, err
+	}
+	res, err := readMessage(server)
+	if err != nil {
+		return false, err
+	}
+	sections, ok := parseSections(res)
+	if !ok {
+		return false, errors.New("embedded mongo: unreadable reply to a check")
+	}
+	reply := sections[0].docs[0]
+	if okv, _ := reply.Lookup("ok").AsFloat64OK(); okv != 1 {
+		return false, errors.New("embedded mongo: check failed: " + reply.String())
+	}
+	batch, ok := reply.Lookup("cursor", "firstBatch").ArrayOK()
+	if !ok {
+		return false, errors.New("embedded mongo: check answered no batch")
+	}
+	vals, err := batch.Values()
+	return len(vals) > 0, err
+}
+
+// unmatched is the reply to req, w's write, when no document matched its filter.
+func (w byIDWrite) unmatched(req []byte) []byte {
+	reply := bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}
+	if w.command != "update" {
+		reply = bson.D{{Key: "lastErrorObject", Value: bson.D{{Key: "n", Value: int32(0)}, {Key: "updatedExisting", Value: false}}},
+			{Key: "value", Value: nil}, {Key: "ok", Value: 1.0}}
+	}
+	body, _ := bson.Marshal(reply)
+	return buildMessage(0, binary.LittleEndian.Uint32(req[4:]), []section{{kind: 0, docs: []bson.Raw{body}}})
+}

@@ -67,7 +67,7 @@ func (t *tokenizer) scan(text string, emit func(tok []byte, part bool)) {
 			case c == '\'' && t.apostrophe(text, i):
 				t.word = append(t.word, '\'')
 			default:
-				t.endWord(emit, c == '-' && i < len(text) && asciiWord[text[i]])
+				t.endWord(emit, c == '-' && i < len(text) && text[i] < utf8.RuneSelf && asciiWord[text[i]])
 				t.endCJK(emit)
 			}
 			continue

@@ -31,6 +31,7 @@ func TestAnalyze(t *testing.T) {
 		{"lone Han rune", "猫 is here", []string{"猫"}},
 		{"CJK next to Latin", "Go语言", []string{"go", "语言"}},
 		{"overlong token dropped", strings.Repeat("a", maxTokenBytes+1) + " ok", []string{"ok"}},
+		{"hyphen before a non-ASCII letter", "café-été, a ‘-’ sign", []string{"cafe", "ete", "sign"}},
 		{"empty", "", nil},
 	}
 	for _, tt := range tests {

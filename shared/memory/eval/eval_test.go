@@ -44,7 +44,7 @@ const (
 	// overlap of consecutive chunks, more means it does not point at one passage.
 	maxAnswerPassages = 2
 	// latencyRounds is how many times every question is searched to measure latency.
-	latencyRounds = 20
+	latencyRounds = 5
 	// qualityPath is the report -update writes, between reportBegin and reportEnd.
 	qualityPath = "../../../docs/QUALITY.md"
 	reportBegin = "<!-- report: written by TestRetrievalEval -update; do not edit by hand -->"
@@ -291,7 +291,19 @@ func TestRetrievalEval(t *testing.T) {
 	}
 	if *update {
 		writeReport(t, report)
+		return
 	}
+	if committed := committedReport(t); withoutLatency(committed) != withoutLatency(report) {
+		t.Errorf("%s does not hold what this run measured: run go test ./shared/memory/eval -run TestRetrievalEval -count=1 -update", qualityPath)
+	}
+}
+
+// withoutLatency drops the latency section from a report: it depends on the machine, the
+// rest is reproduced exactly by every run.
+func withoutLatency(report string) string {
+	head, rest, _ := strings.Cut(report, "### Latency")
+	_, tail, _ := strings.Cut(rest, "### Misses")
+	return head + tail
 }
 
 func filter(rs []result, keep func(result) bool) []result {
@@ -378,20 +390,34 @@ func micros(d time.Duration) string {
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
-// writeReport replaces the report section of docs/QUALITY.md, between reportBegin and
-// reportEnd, leaving the rest of the file as written by hand.
-func writeReport(t *testing.T, report string) {
+// qualityParts splits docs/QUALITY.md around its report section, between reportBegin and
+// reportEnd.
+func qualityParts(t *testing.T) (head, report, tail string) {
 	t.Helper()
 	raw, err := os.ReadFile(qualityPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	head, rest, ok1 := strings.Cut(doc, reportBegin)
-	_, tail, ok2 := strings.Cut(rest, reportEnd)
+	head, rest, ok1 := strings.Cut(string(raw), reportBegin+"\n\n")
+	report, tail, ok2 := strings.Cut(rest, "\n"+reportEnd)
 	if !ok1 || !ok2 {
 		t.Fatalf("%s lacks the report markers %q and %q", qualityPath, reportBegin, reportEnd)
 	}
+	return head, report, tail
+}
+
+// committedReport returns the report section of docs/QUALITY.md.
+func committedReport(t *testing.T) string {
+	t.Helper()
+	_, report, _ := qualityParts(t)
+	return report
+}
+
+// writeReport replaces the report section of docs/QUALITY.md, leaving the rest of the file as
+// written by hand.
+func writeReport(t *testing.T, report string) {
+	t.Helper()
+	head, _, tail := qualityParts(t)
 	out := head + reportBegin + "\n\n" + report + "\n" + reportEnd + tail
 	if err := os.WriteFile(qualityPath, []byte(out), 0o644); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/chats"
 )
 
 // BenchmarkChat measures what the platform adds to a model call: a standard chat through the
@@ -32,24 +33,8 @@ func BenchmarkChat(b *testing.B) {
 	req := provider.Request{Model: "gpt-4o-mini", MaxTokens: 1024, Messages: []provider.Message{{Role: "system", Content: "You are helpful."}, {Role: "user", Content: "When do you close?"}}}
 	body, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": "When do you close?"})
 	streamBody, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": "When do you close?", "stream": true})
-	post := func(body []byte) (*http.Response, error) {
-		r, _ := http.NewRequest(http.MethodPost, bb.client.URL+"/v1/bot/chat", bytes.NewReader(body))
-		r.Header.Set("Authorization", "Bearer "+bb.key)
-		r.Header.Set("Content-Type", "application/json")
-		return http.DefaultClient.Do(r)
-	}
-	platform := func() error {
-		res, err := post(body)
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		_, _ = io.Copy(io.Discard, res.Body)
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", res.StatusCode)
-		}
-		return nil
-	}
+	post := func(body []byte) (*http.Response, error) { return postChat(bb, body) }
+	platform := chatting(bb, body)
 	directCall := func() error { _, err := direct.Complete(context.Background(), req); return err }
 	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 64
 
@@ -96,6 +81,30 @@ func BenchmarkChat(b *testing.B) {
 			return first, nil
 		})
 	})
+}
+
+// postChat sends body to POST /v1/bot/chat with bb's key.
+func postChat(bb *bundle, body []byte) (*http.Response, error) {
+	r, _ := http.NewRequest(http.MethodPost, bb.client.URL+"/v1/bot/chat", bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+bb.key)
+	r.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(r)
+}
+
+// chatting is one chat of body through the platform, read to its end.
+func chatting(bb *bundle, body []byte) func() error {
+	return func() error {
+		res, err := postChat(bb, body)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	}
 }
 
 // firstByte runs op b.N times and reports the p50/p99 of the durations it returns.
@@ -174,4 +183,52 @@ func createBench(b *testing.B, bb *bundle) string {
 		b.Fatal("create bot", err)
 	}
 	return out.Bot.UUID
+}
+
+// BenchmarkChatStored measures whether a chat costs more once the store holds many: the same
+// standard chat into a new chat, at 1 and 16 clients, on a fresh store and on one holding 100,000
+// chats of the same agent (seeded directly, each with a question and its answer), side by side in
+// one run. The ratio of the two is the cost of what is stored; a hot-path read that scans what
+// grows shows here.
+func BenchmarkChatStored(b *testing.B) {
+	fake := providertest.New(b)
+	fake.Set(providertest.Behavior{Reply: "The shop closes at six.", Chunks: 3})
+	for _, stored := range []int{0, 100_000} {
+		bb := setup(b, withProvider(fake.URL), withRateLimit(0))
+		botID := createBench(b, bb)
+		seedChats(b, bb, botID, stored)
+		body, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": "When do you close?"})
+		platform := chatting(bb, body)
+		for _, clients := range []int{1, 16} {
+			b.Run(fmt.Sprintf("stored=%d/clients=%d", stored, clients), func(b *testing.B) { concurrently(b, clients, platform) })
+		}
+	}
+}
+
+// seedChats stores n chats of the agent botID as the API would have (each a question and its
+// answer, kept with the chat), in batches.
+func seedChats(b *testing.B, bb *bundle, botID string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	var bot struct {
+		ID string `bson:"_id"`
+	}
+	if err := bb.db.Collection("bots").FindOne(ctx, map[string]any{"uuid": botID}).Decode(&bot); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for start := 0; start < n; start += 1000 {
+		var batch []any
+		for i := start; i < min(start+1000, n); i++ {
+			id := fmt.Sprintf("seeded-%06d", i)
+			batch = append(batch, chats.Chat{UUID: id, ProjectID: bb.project.ID, BotID: bot.ID, Title: "When do you close?", Messages: 2,
+				CreatedAt: at, UpdatedAt: at, RecentFrom: 1, Rev: 2, Recent: []chats.Message{
+					{UUID: id + "-1", ChatID: id, Seq: 1, Role: chats.RoleUser, Content: "When do you close?", CreatedAt: at, UpdatedAt: at},
+					{UUID: id + "-2", ChatID: id, Seq: 2, Role: chats.RoleAgent, Content: "The shop closes at six.", CreatedAt: at, UpdatedAt: at},
+				}})
+		}
+		if _, err := bb.db.Collection("chats").InsertMany(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

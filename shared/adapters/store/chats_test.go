@@ -64,6 +64,19 @@ func TestChatStartCountsTheFirstMessage(t *testing.T) {
 	}
 }
 
+// started stores a new chat id of agent b in project p with its first message, "first".
+func started(t *testing.T, repo store.Chats, id string) chats.Chat {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	c := chats.Chat{UUID: id, ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
+	first := chats.Message{UUID: "first", ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
+	if _, err := repo.Start(ctx, &c, &first, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // chatWith appends n messages ("<prefix><seq>") to c through repo.
 func chatWith(t *testing.T, repo store.Chats, c *chats.Chat, prefix string, n int) {
 	t.Helper()
@@ -108,12 +121,7 @@ func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Mongo(t)
 	repo := store.NewChats(db)
-	at := time.Now().UTC().Truncate(time.Millisecond)
-	c := chats.Chat{UUID: "long", ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
-	first := chats.Message{UUID: "m1", ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
-	if _, err := repo.Start(ctx, &c, &first, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
-		t.Fatal(err)
-	}
+	c := started(t, repo, "long")
 	for n := 2; n <= 230; n++ {
 		chatWith(t, repo, &c, "m", 1)
 		if len(c.Recent) > 50+chats.HistoryTurns || len(c.Recent) < min(n, chats.HistoryTurns) {
@@ -124,7 +132,7 @@ func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	if stored.Messages != 230 || stored.RecentFrom != 201 || len(stored.Recent) != 30 {
 		t.Fatalf("chat of %d messages holds %d from %d", stored.Messages, len(stored.Recent), stored.RecentFrom)
 	}
-	if msgs[0].UUID != "m1" || msgs[229].UUID != "m230" {
+	if msgs[0].UUID != "first" || msgs[229].UUID != "m230" {
 		t.Fatalf("first %s, last %s", msgs[0].UUID, msgs[229].UUID)
 	}
 	if pages, _ := db.Collection("chat_messages").CountDocuments(ctx, bson.D{{Key: "chat_id", Value: c.UUID}}); pages != 4 {
@@ -172,12 +180,8 @@ func TestConcurrentAppendsAreAllKept(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Mongo(t)
 	repo := store.NewChats(db)
-	at := time.Now().UTC().Truncate(time.Millisecond)
-	c := chats.Chat{UUID: "busy", ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
-	first := chats.Message{UUID: "first", ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
-	if _, err := repo.Start(ctx, &c, &first, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
-		t.Fatal(err)
-	}
+	c := started(t, repo, "busy")
+	at := c.CreatedAt
 	const rounds, writers = 6, 12
 	for round := range rounds {
 		var wg sync.WaitGroup

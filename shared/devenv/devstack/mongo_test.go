@@ -15,21 +15,29 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// The embedded store applies concurrent updates of one document atomically, as MongoDB does:
-// no $inc, $push or findAndModify is lost to another running at the same time, across
-// connections.
-func TestEmbeddedUpdatesAreAtomic(t *testing.T) {
+// embedded starts the embedded store for the test and returns a client of it through the proxy.
+func embedded(t *testing.T) *mongo.Client {
+	t.Helper()
 	ctx := context.Background()
 	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close(ctx)
+	t.Cleanup(func() { _ = m.Close(ctx) })
 	client, err := mongo.Connect(options.Client().ApplyURI(m.URI).SetMaxPoolSize(16))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Disconnect(ctx)
+	t.Cleanup(func() { _ = client.Disconnect(ctx) })
+	return client
+}
+
+// The embedded store applies concurrent updates of one document atomically, as MongoDB does:
+// no $inc, $push or findAndModify is lost to another running at the same time, across
+// connections.
+func TestEmbeddedUpdatesAreAtomic(t *testing.T) {
+	ctx := context.Background()
+	client := embedded(t)
 	coll := client.Database("atomic").Collection("counters")
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "c"}, {Key: "n", Value: 0}, {Key: "seen", Value: bson.A{}}}); err != nil {
 		t.Fatal(err)
@@ -72,16 +80,7 @@ func TestEmbeddedUpdatesAreAtomic(t *testing.T) {
 // _id: updates and findAndModify, matched and not, with the other documents untouched.
 func TestConditionalWritesByID(t *testing.T) {
 	ctx := context.Background()
-	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(ctx)
-	client, err := mongo.Connect(options.Client().ApplyURI(m.URI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Disconnect(ctx)
+	client := embedded(t)
 	coll := client.Database("byid").Collection("docs")
 	if _, err := coll.InsertMany(ctx, []any{
 		bson.D{{Key: "_id", Value: "a"}, {Key: "rev", Value: 1}, {Key: "n", Value: 0}},

@@ -18,6 +18,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -120,7 +121,7 @@ func (r *Runner) renew(ctx context.Context, id, owner string, cancel context.Can
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ok, err := r.repo.Renew(ctx, id, owner, r.now().Add(r.lease))
+			ok, err := r.repo.Renew(opcount.Without(ctx), id, owner, r.now().Add(r.lease))
 			if err == nil && !ok {
 				cancel(errLost)
 				return

@@ -26,11 +26,17 @@ const (
 // (`recent`, from sequence number `recent_from` on): a turn reads them with the chat and adds
 // each message with one write of that document, which also counts it and carries its event.
 // Older messages are stored in pages of messagesPerDoc consecutive messages, identified by the
-// chat and the page number: when the recent messages span more than messagesPerDoc plus
-// chats.HistoryTurns, their oldest whole pages move out (one page write, then the chat's), so
-// the document stays bounded and still holds a prompt's history. A chat stored before recent
-// messages existed (no recent_from) has all its messages in pages until its next one.
+// chat and the page number: when the chat holds more than chats.HistoryTurns+recentSlack recent
+// messages, all but the last chats.HistoryTurns move out (pushed onto their pages, then the chat
+// written), so the document stays small and still holds a prompt's history. A move repeated
+// after a crash pushes a message twice; readers keep one of each number. A chat stored before
+// recent messages existed (no recent_from) has all its messages in pages until its next one.
 const messagesPerDoc = 50
+
+// recentSlack is how many messages beyond a prompt's history a chat's document holds before they
+// move to their pages: one write more every recentSlack messages keeps every write of the chat
+// small.
+const recentSlack = 10
 
 // messagePage is one stored page of a chat's messages.
 type messagePage struct {
@@ -110,7 +116,8 @@ func ofRevision(id string, rev int64) bson.D {
 }
 
 // Append adds m to c's recent messages, counted, with ev: one write of the chat's document when
-// c is as stored (else it reads the chat again and retries), two when the oldest page moves out.
+// c is as stored (else it reads the chat again and retries), one more when older messages move
+// to their pages.
 func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
 	ref := outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
 	for attempt := range appendAttempts {
@@ -129,12 +136,13 @@ func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev o
 		recent := append(slices.Clip(c.Recent), *m)
 		set := bson.D{{Key: "updated_at", Value: m.CreatedAt}, {Key: slot(ev.ID), Value: ev}}
 		update := bson.D{{Key: "$inc", Value: bson.D{{Key: "messages", Value: 1}, {Key: "rev", Value: 1}}}}
-		if cut := (m.Seq - chats.HistoryTurns) / messagesPerDoc * messagesPerDoc; m.Seq-from+1 > messagesPerDoc+chats.HistoryTurns && cut >= from {
-			i := slices.IndexFunc(recent, func(x chats.Message) bool { return x.Seq > cut })
-			if err := r.movePages(ctx, *c, from, recent[:i]); err != nil {
+		if len(recent) > chats.HistoryTurns+recentSlack {
+			moved := recent[:len(recent)-chats.HistoryTurns]
+			if err := r.movePages(ctx, *c, moved); err != nil {
 				return ref, err
 			}
-			recent, from = recent[i:], cut+1
+			recent = recent[len(moved):]
+			from = recent[0].Seq
 			set = append(set, bson.E{Key: "recent", Value: recent})
 		} else {
 			update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "recent", Value: m}}})
@@ -153,10 +161,9 @@ func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev o
 	return ref, busy()
 }
 
-// movePages writes moved, c's oldest recent messages (from sequence number from on), into their
-// pages. Each page is written whole, so writing it again (a retry) rewrites the same page; the
-// first page of a chat whose messages were all paged before keeps what it held below from.
-func (r Chats) movePages(ctx context.Context, c chats.Chat, from int, moved []chats.Message) error {
+// movePages pushes moved, c's oldest recent messages, onto their pages (one write a page, by _id
+// alone).
+func (r Chats) movePages(ctx context.Context, c chats.Chat, moved []chats.Message) error {
 	coll := r.db.Collection(chatMessagesColl)
 	for len(moved) > 0 {
 		id := messagePageID(c.UUID, moved[0].Seq)
@@ -164,18 +171,9 @@ func (r Chats) movePages(ctx context.Context, c chats.Chat, from int, moved []ch
 		if n < 0 {
 			n = len(moved)
 		}
-		page := slices.Clone(moved[:n])
-		if (from-1)%messagesPerDoc != 0 && id == messagePageID(c.UUID, from) {
-			var held messagePage
-			err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&held)
-			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-				return wrap(err, chats.Resource)
-			}
-			below := slices.DeleteFunc(held.Messages, func(x chats.Message) bool { return x.Seq >= from })
-			page = append(below, page...)
-		}
 		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{
-			{Key: "$set", Value: bson.D{{Key: "messages", Value: page}, {Key: "chat_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}, {Key: "bot_id", Value: c.BotID}}},
+			{Key: "$push", Value: bson.D{{Key: "messages", Value: bson.D{{Key: "$each", Value: moved[:n]}}}}},
+			{Key: "$set", Value: bson.D{{Key: "chat_id", Value: c.UUID}, {Key: "project_id", Value: c.ProjectID}, {Key: "bot_id", Value: c.BotID}}},
 			{Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}},
 		}, options.UpdateOne().SetUpsert(true)); err != nil {
 			return wrap(err, chats.Resource)
@@ -193,7 +191,9 @@ func busy() error {
 	return apperr.New(apperr.Conflict, "message_busy", "The chat changed while the message was being written; try again.")
 }
 
-// Range serves what c's recent messages hold and reads the pages for the rest.
+// Range serves what c's recent messages hold and reads the pages for the rest, keeping one
+// message of each number: the last a page holds, as a move repeated (after a crash, or after a
+// vote changed the chat meanwhile) pushes the newer copy after the older.
 func (r Chats) Range(ctx context.Context, c chats.Chat, from, to int) ([]chats.Message, error) {
 	var out []chats.Message
 	from = max(from, 1)
@@ -221,8 +221,14 @@ func (r Chats) Range(ctx context.Context, c chats.Chat, from, to int) ([]chats.M
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b chats.Message) int { return a.Seq - b.Seq })
-	return out, nil
+	slices.SortStableFunc(out, func(a, b chats.Message) int { return a.Seq - b.Seq })
+	kept := out[:0]
+	for i, m := range out {
+		if i+1 == len(out) || out[i+1].Seq != m.Seq {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
 }
 
 func (r Chats) SetPlan(ctx context.Context, chatID string, p *chats.Plan) error {
@@ -296,8 +302,12 @@ func (r Chats) Tally(ctx context.Context, m chats.Message, voter, vote string) (
 }
 
 func (r Chats) UpdateMessage(ctx context.Context, m chats.Message, ev outbox.Event) (outbox.Ref, error) {
-	return r.rewrite(ctx, m, ev, func(msgs []chats.Message, i int) []chats.Message {
-		msgs[i] = m
+	return r.rewrite(ctx, m, ev, func(msgs []chats.Message) []chats.Message {
+		for i := range msgs {
+			if msgs[i].UUID == m.UUID {
+				msgs[i] = m
+			}
+		}
 		return msgs
 	})
 }
@@ -314,13 +324,15 @@ func (r Chats) VoteOf(ctx context.Context, messageID, voter string) (string, err
 }
 
 func (r Chats) DeleteMessage(ctx context.Context, m chats.Message, ev outbox.Event) (outbox.Ref, error) {
-	return r.rewrite(ctx, m, ev, func(msgs []chats.Message, i int) []chats.Message { return slices.Delete(msgs, i, i+1) })
+	return r.rewrite(ctx, m, ev, func(msgs []chats.Message) []chats.Message {
+		return slices.DeleteFunc(msgs, func(x chats.Message) bool { return x.UUID == m.UUID })
+	})
 }
 
-// rewrite applies change to the messages of m's chat document or page, whichever holds it, and
-// writes them back, with ev in that document's outbox, if no other write came in between
-// (retrying a few times when one did).
-func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, change func([]chats.Message, int) []chats.Message) (outbox.Ref, error) {
+// rewrite applies change to the messages of m's chat document or page, whichever holds it (every
+// copy of m there), and writes them back, with ev in that document's outbox, if no other write
+// came in between (retrying a few times when one did).
+func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, change func([]chats.Message) []chats.Message) (outbox.Ref, error) {
 	for range 5 {
 		var c chats.Chat
 		err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: m.ChatID}}).Decode(&c)
@@ -340,12 +352,11 @@ func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, ch
 			}
 			msgs, rev, filter = p.Messages, p.Rev, bson.D{{Key: "_id", Value: ref.ID}, {Key: "rev", Value: p.Rev}}
 		}
-		i := slices.IndexFunc(msgs, func(x chats.Message) bool { return x.UUID == m.UUID })
-		if i < 0 {
+		if !slices.ContainsFunc(msgs, func(x chats.Message) bool { return x.UUID == m.UUID }) {
 			return ref, wrap(mongo.ErrNoDocuments, chats.MessageResource)
 		}
 		res, err := coll.UpdateOne(ctx, filter,
-			bson.D{{Key: "$set", Value: bson.D{{Key: field, Value: change(msgs, i)}, {Key: "rev", Value: rev + 1}, {Key: slot(ev.ID), Value: ev}}}})
+			bson.D{{Key: "$set", Value: bson.D{{Key: field, Value: change(msgs)}, {Key: "rev", Value: rev + 1}, {Key: slot(ev.ID), Value: ev}}}})
 		if err != nil {
 			return ref, wrap(err, chats.MessageResource)
 		}

@@ -113,9 +113,9 @@ func wholeChat(t *testing.T, repo store.Chats, id string) (chats.Chat, []chats.M
 	return c, msgs
 }
 
-// A long chat keeps its recent messages in its own document, bounded (at most a page and a
-// prompt's history) and always holding a prompt's history, and moves older ones to pages; every
-// message stays readable, findable, votable and deletable wherever it is.
+// A long chat keeps its recent messages in its own document, bounded (a prompt's history and ten
+// more) and always holding a prompt's history, and moves older ones to pages; every message stays
+// readable, findable, votable and deletable wherever it is.
 func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -124,19 +124,19 @@ func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	c := started(t, repo, "long")
 	for n := 2; n <= 230; n++ {
 		chatWith(t, repo, &c, "m", 1)
-		if len(c.Recent) > 50+chats.HistoryTurns || len(c.Recent) < min(n, chats.HistoryTurns) {
+		if len(c.Recent) > chats.HistoryTurns+10 || len(c.Recent) < min(n, chats.HistoryTurns) {
 			t.Fatalf("after %d messages the chat holds %d recent ones", n, len(c.Recent))
 		}
 	}
 	stored, msgs := wholeChat(t, repo, c.UUID)
-	if stored.Messages != 230 || stored.RecentFrom != 201 || len(stored.Recent) != 30 {
+	if stored.Messages != 230 || stored.RecentFrom != 210 || len(stored.Recent) != 21 {
 		t.Fatalf("chat of %d messages holds %d from %d", stored.Messages, len(stored.Recent), stored.RecentFrom)
 	}
 	if msgs[0].UUID != "first" || msgs[229].UUID != "m230" {
 		t.Fatalf("first %s, last %s", msgs[0].UUID, msgs[229].UUID)
 	}
-	if pages, _ := db.Collection("chat_messages").CountDocuments(ctx, bson.D{{Key: "chat_id", Value: c.UUID}}); pages != 4 {
-		t.Fatalf("%d pages, want 4", pages)
+	if pages, _ := db.Collection("chat_messages").CountDocuments(ctx, bson.D{{Key: "chat_id", Value: c.UUID}}); pages != 5 {
+		t.Fatalf("%d pages, want 5", pages)
 	}
 	for _, id := range []string{"m7", "m220"} {
 		m, err := repo.Message(ctx, "p", "b", id)
@@ -169,6 +169,48 @@ func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	msgs, err = repo.Range(ctx, c, 1, c.Messages)
 	if err != nil || len(msgs) != 298 || msgs[297].UUID != "m300" {
 		t.Fatalf("%d messages after the deletions (%v)", len(msgs), err)
+	}
+}
+
+// A move to a page repeated (after a crash between the page's write and the chat's, or after a
+// vote changed the chat meanwhile) leaves a second, newer copy of a message in its page: readers
+// see the newer one once, and a vote or a deletion reaches both.
+func TestRepeatedMovesKeepOneCopy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo := store.NewChats(db)
+	c := started(t, repo, "moved")
+	chatWith(t, repo, &c, "m", 39)
+	newer, err := repo.Message(ctx, "p", "b", "m3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer.Content = "newer"
+	if _, err := db.Collection("chat_messages").UpdateOne(ctx, bson.D{{Key: "_id", Value: "moved:0"}},
+		bson.D{{Key: "$push", Value: bson.D{{Key: "messages", Value: newer}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs := wholeChat(t, repo, c.UUID)
+	if len(msgs) != 40 || msgs[2].Content != "newer" {
+		t.Fatalf("%d messages, the third %q", len(msgs), msgs[2].Content)
+	}
+	newer.Upvotes = 1
+	if _, err := repo.UpdateMessage(ctx, newer, outbox.New(ctx, outbox.ChatMessageUpdated, "p", "b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, msgs = wholeChat(t, repo, c.UUID); msgs[2].Upvotes != 1 {
+		t.Fatalf("the voted message reads %+v", msgs[2])
+	}
+	if _, err := repo.DeleteMessage(ctx, newer, outbox.New(ctx, outbox.ChatMessageDeleted, "p", "b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	c, err = repo.Get(ctx, "p", "b", c.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err = repo.Range(ctx, c, 1, c.Messages); err != nil || len(msgs) != 39 || msgs[2].Seq != 4 {
+		t.Fatalf("after the deletion %d messages (%v)", len(msgs), err)
 	}
 }
 

@@ -23,15 +23,26 @@
 // concatenation of hyphenated words ("built-in": "builtin") are indexed too,
 // without counting in the doc's length, so prose and code spellings meet.
 //
+// # Query expansion: related terms
+//
+// A query also searches for the words users and documents use for one
+// another: a small hand-written list of groups of related words and phrases
+// (folder and directory, unpack and extract, abbreviations, British and
+// American spellings, numbers in words and digits). A query term, or a run of
+// them forming a listed phrase, adds the terms of the other members of its
+// group that the query does not hold, each weighted by half its BM25 idf
+// weight, so that a passage in the user's own words still ranks first.
+//
 // # Lexical ranking: BM25
 //
 // Docs are scored with Okapi BM25, k1 = 1.2 and b = 0.75:
 //
 //	score(d) = Σ over distinct query terms t in d of
-//	           idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
+//	           w(t) · idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //
-// where tf is the frequency of t in d and dl its length in terms. N, avgdl and
+// where w(t) is 1 for the query's own terms and 0.5 for related terms, tf is
+// the frequency of t in d and dl its length in terms. N, avgdl and
 // df are computed over all the segments of the query, so the segments behave
 // as one corpus and scores do not depend on how docs are split among them.
 //

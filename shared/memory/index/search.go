@@ -64,7 +64,7 @@ func Search(segs []*Segment, q Query) []Hit {
 	if top <= 0 {
 		top = defaultTop
 	}
-	terms := queryTerms(q.Text)
+	terms, weights := expand(queryTerms(q.Text))
 	qvec := unit(q.Vector)
 	hybrid := false
 	for _, s := range segs {
@@ -77,7 +77,7 @@ func Search(segs []*Segment, q Query) []Hit {
 	}
 
 	sc := scratchPool.Get().(*scratch)
-	c0, c1 := sc.corpusStats(segs, terms)
+	c0, c1 := sc.corpusStats(segs, terms, weights)
 	depth := top
 	if hybrid {
 		depth = max(minFusionDepth, 4*top)
@@ -142,10 +142,10 @@ func queryTerms(text string) []string {
 	return out
 }
 
-// corpusStats fills sc.slots and sc.w (the weight idf·(k1+1) of each term)
-// for terms over segs and returns the BM25 length-normalisation constants:
+// corpusStats fills sc.slots and sc.w (the weight weights[i]·idf·(k1+1) of
+// term i) for terms over segs and returns the BM25 length-normalisation constants:
 // a doc of length dl has the denominator tf + c0 + c1·dl.
-func (sc *scratch) corpusStats(segs []*Segment, terms []string) (c0, c1 float64) {
+func (sc *scratch) corpusStats(segs []*Segment, terms []string, weights []float64) (c0, c1 float64) {
 	sc.slots = sc.slots[:0]
 	sc.df = append(sc.df[:0], make([]float64, len(terms))...)
 	var docs, length float64
@@ -168,9 +168,9 @@ func (sc *scratch) corpusStats(segs []*Segment, terms []string) (c0, c1 float64)
 		}
 	}
 	sc.w = sc.w[:0]
-	for _, df := range sc.df {
+	for i, df := range sc.df {
 		idf := math.Log(1 + (docs-df+0.5)/(df+0.5))
-		sc.w = append(sc.w, idf*(bm25K1+1))
+		sc.w = append(sc.w, weights[i]*idf*(bm25K1+1))
 	}
 	if length == 0 {
 		return bm25K1, 0 // no doc has a term: nothing will be scored

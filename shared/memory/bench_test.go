@@ -53,20 +53,20 @@ func goSentences(tb testing.TB) []string {
 	return out
 }
 
-// seed stores n chunks of about 250 words for one agent, in sources of 1000 chunks, as the
-// ingester leaves them.
-func seed(b *testing.B, repo store.Sources, project, bot string, n int, sentences []string) {
+// seed stores n chunks of about 250 words for one agent, in sources of perSource chunks, as
+// the ingester leaves them.
+func seed(b *testing.B, repo store.Sources, project, bot string, n, perSource int, sentences []string) {
 	b.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	for first := 0; first < n; first += 1000 {
+	for first := 0; first < n; first += perSource {
 		id := bson.NewObjectID().Hex()
 		src := sources.Source{ID: id, UUID: id, ProjectID: project, BotID: bot, Title: "s", Type: sources.TypeText,
 			Status: sources.StatusProcessing, Pending: "g", Tags: []string{}, Links: []sources.Link{}}
 		if err := repo.Insert(ctx, src, outbox.New(context.Background(), outbox.SourceCreated, project, bot, struct{}{})); err != nil {
 			b.Fatal(err)
 		}
-		chunks := make([]memory.Chunk, min(1000, n-first))
+		chunks := make([]memory.Chunk, min(perSource, n-first))
 		for i := range chunks {
 			var sb strings.Builder
 			for words := 0; words < 250; {
@@ -99,7 +99,7 @@ func BenchmarkRetrieval(b *testing.B) {
 	ctx := context.Background()
 	b.Run("Baseline/PointRead", func(b *testing.B) {
 		if c, _ := db.Collection("sources").CountDocuments(ctx, bson.D{{Key: "bot_id", Value: "b-base"}}); c == 0 {
-			seed(b, repo, "p-base", "b-base", 10, sentences)
+			seed(b, repo, "p-base", "b-base", 10, 1000, sentences)
 		}
 		coll := db.Collection("sources")
 		var src struct {
@@ -119,7 +119,7 @@ func BenchmarkRetrieval(b *testing.B) {
 		b.Run(fmt.Sprintf("chunks=%dk", n/1000), func(b *testing.B) {
 			bot := fmt.Sprintf("bot-%d", n)
 			if c, _ := db.Collection("chunks").CountDocuments(ctx, bson.D{{Key: "bot_id", Value: bot}}); c == 0 {
-				seed(b, repo, "p", bot, n, sentences)
+				seed(b, repo, "p", bot, n, 1000, sentences)
 			}
 			m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if _, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: "warm"}); err != nil {
@@ -137,6 +137,56 @@ func BenchmarkRetrieval(b *testing.B) {
 	}
 }
 
+// BenchmarkRetrievalSources compares two agents holding the same 2000 chunks through the whole
+// path: one in a single source, the other in 500 small sources of 4 chunks (a FAQ or a
+// handful of short notes each). Their queries alternate, warm cache; p50/p99 are per query and
+// the ratios are the 500-source agent's over the one-source agent's.
+func BenchmarkRetrievalSources(b *testing.B) {
+	const chunks, small = 2000, 500
+	sentences := goSentences(b)
+	queries := []string{"what happens when you send on a closed channel", "method sets of interface types",
+		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
+		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"}
+	db := benchDB(b)
+	repo := store.NewSources(db)
+	ctx := context.Background()
+	m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	bots := []string{"bot-sources-1", fmt.Sprintf("bot-sources-%d", small)}
+	for i, bot := range bots {
+		if c, _ := db.Collection("chunks").CountDocuments(ctx, bson.D{{Key: "bot_id", Value: bot}}); c == 0 {
+			seed(b, repo, "p", bot, chunks, []int{chunks, chunks / small}[i], sentences)
+		}
+		if _, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: "warm"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	times := [2][]time.Duration{}
+	b.ResetTimer()
+	for i := range b.N {
+		for j, bot := range bots {
+			start := time.Now()
+			res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: queries[i%len(queries)], Top: 5})
+			times[j] = append(times[j], time.Since(start))
+			if err != nil || len(res) == 0 {
+				b.Fatal(len(res), err)
+			}
+		}
+	}
+	b.StopTimer()
+	var p50, p99 [2]float64
+	for j := range times {
+		slices.Sort(times[j])
+		p50[j] = float64(times[j][len(times[j])/2].Microseconds()) / 1000
+		p99[j] = float64(times[j][len(times[j])*99/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(p50[0], "p50-ms-1")
+	b.ReportMetric(p99[0], "p99-ms-1")
+	b.ReportMetric(p50[1], fmt.Sprintf("p50-ms-%d", small))
+	b.ReportMetric(p99[1], fmt.Sprintf("p99-ms-%d", small))
+	b.ReportMetric(p50[1]/p50[0], "p50-ratio")
+	b.ReportMetric(p99[1]/p99[0], "p99-ratio")
+}
+
 // benchStore is the database the retrieval benchmarks seed once per process: `go test -count`
 // calls a benchmark function again for each count, and seeding 100k chunks takes minutes.
 var benchStore struct {
@@ -144,7 +194,7 @@ var benchStore struct {
 	db *mongo.Database
 }
 
-func benchDB(b *testing.B) *mongo.Database {
+func benchDB(b testing.TB) *mongo.Database {
 	b.Helper()
 	benchStore.Lock()
 	defer benchStore.Unlock()

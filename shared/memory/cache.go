@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// cache keeps the generations queries used last, up to a memory budget.
+// cache keeps the generations and live lists queries used last, up to a memory budget.
 type cache struct {
 	mu     sync.Mutex
 	budget int64
@@ -14,14 +14,29 @@ type cache struct {
 	items  map[string]*list.Element
 }
 
+// cached is what the cache holds: a *generation or a *liveList.
+type cached interface{ bytes() int64 }
+
 type entry struct {
 	key   string
-	gen   *generation
+	val   cached
 	bytes int64
 }
 
 func newCache(budget int64) *cache {
 	return &cache{budget: budget, order: list.New(), items: map[string]*list.Element{}}
+}
+
+// get returns the value cached under key, nil when there is none.
+func (c *cache) get(key string) cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return nil
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*entry).val
 }
 
 // lookup returns the cached generation of each of live (nil where missing) and the ones
@@ -34,7 +49,7 @@ func (c *cache) lookup(live []Live) ([]*generation, []Live) {
 	for i, l := range live {
 		if el, ok := c.items[l.key()]; ok {
 			c.order.MoveToFront(el)
-			gens[i] = el.Value.(*entry).gen
+			gens[i] = el.Value.(*entry).val.(*generation)
 		} else {
 			missing = append(missing, l)
 		}
@@ -42,22 +57,28 @@ func (c *cache) lookup(live []Live) ([]*generation, []Live) {
 	return gens, missing
 }
 
-// put adds a generation and evicts the least recently used ones beyond the budget. A
-// generation larger than the whole budget is served but not kept.
-func (c *cache) put(key string, g *generation) {
-	size := g.bytes()
+// put adds v under key, replacing what key held, and evicts the least recently used entries
+// beyond the budget. A value larger than the whole budget is served but not kept.
+func (c *cache) put(key string, v cached) {
+	size := v.bytes()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok || size > c.budget {
+	if el, ok := c.items[key]; ok {
+		c.remove(el)
+	}
+	if size > c.budget {
 		return
 	}
-	c.items[key] = c.order.PushFront(&entry{key: key, gen: g, bytes: size})
+	c.items[key] = c.order.PushFront(&entry{key: key, val: v, bytes: size})
 	c.used += size
 	for c.used > c.budget {
-		last := c.order.Back()
-		e := last.Value.(*entry)
-		c.order.Remove(last)
-		delete(c.items, e.key)
-		c.used -= e.bytes
+		c.remove(c.order.Back())
 	}
+}
+
+func (c *cache) remove(el *list.Element) {
+	e := el.Value.(*entry)
+	c.order.Remove(el)
+	delete(c.items, e.key)
+	c.used -= e.bytes
 }

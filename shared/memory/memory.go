@@ -5,8 +5,9 @@
 // one per generation of a source (package index). A query reads the agent's live source
 // generations from the store, one document per agent (so a source deleted, expired or
 // re-ingested a moment ago is seen at once), and searches their segments, loading the ones it
-// lacks: one store read per query once the agent's memory is cached. Generations are never updated, only replaced, so the cache
-// cannot go stale.
+// lacks. The list is kept too, and read again only when its version token, a small document
+// beside it, changed: one small store read per query once the agent's memory is cached.
+// Generations are never updated, only replaced, so the cache cannot go stale.
 package memory
 
 import (
@@ -88,16 +89,38 @@ type Live struct {
 	Chunks int
 }
 
+// Listed is a source in the agent's live list: its live generation and what queries filter it
+// by.
+type Listed struct {
+	Live
+	UUID     string
+	ForgetAt *time.Time // nil: never forgotten
+}
+
 // Filter narrows a query to sources by id (or uuid) and by tag (any of them).
 type Filter struct {
 	SourceIDs []string
 	Tags      []string
 }
 
+// keeps reports whether l is retrievable at now and passes f.
+func (f Filter) keeps(l Listed, now time.Time) bool {
+	switch {
+	case l.ForgetAt != nil && !l.ForgetAt.After(now),
+		len(f.SourceIDs) > 0 && !slices.Contains(f.SourceIDs, l.Ref.SourceID) && !slices.Contains(f.SourceIDs, l.UUID),
+		len(f.Tags) > 0 && !slices.ContainsFunc(l.Ref.Tags, func(t string) bool { return slices.Contains(f.Tags, t) }):
+		return false
+	}
+	return true
+}
+
 // Store reads what retrieval needs.
 type Store interface {
-	// Live lists the agent's retrievable source generations at now, narrowed by f.
-	Live(ctx context.Context, projectID, botID string, f Filter, now time.Time) ([]Live, error)
+	// LiveVersion returns the version token of the agent's live list, which changes after
+	// every change of the list; "" when there is none (the list is then read every time).
+	LiveVersion(ctx context.Context, botID string) (string, error)
+	// Live reads the agent's live list, by source id.
+	Live(ctx context.Context, projectID, botID string) ([]Listed, error)
 	// Generations returns the chunks of several source generations in one read, by
 	// "<source id>/<generation>" (a generation removed meanwhile has fewer or none).
 	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
@@ -211,9 +234,16 @@ func (g *generation) bytes() int64 {
 // or the new ones, never none or both.
 func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generation, error) {
 	for attempt := 0; ; attempt++ {
-		live, err := m.store.Live(ctx, q.ProjectID, q.BotID, q.Filter, m.now())
+		listed, err := m.listed(ctx, q.ProjectID, q.BotID, attempt > 0)
 		if err != nil {
 			return nil, nil, err
+		}
+		now := m.now()
+		var live []Live
+		for _, l := range listed {
+			if q.Filter.keeps(l, now) {
+				live = append(live, l.Live)
+			}
 		}
 		gens, missing := m.cache.lookup(live)
 		if len(missing) > 0 {
@@ -224,6 +254,46 @@ func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generatio
 		}
 		return live, gens, err
 	}
+}
+
+// liveList is an agent's live list as read at a version token.
+type liveList struct {
+	version string
+	listed  []Listed
+}
+
+func (l *liveList) bytes() int64 {
+	n := int64(len(l.version)) + 64
+	for _, e := range l.listed {
+		n += int64(len(e.Ref.SourceID)+len(e.Ref.Title)+len(e.Ref.URL)+len(e.Ref.Favicon)+len(e.Ref.Type)+len(e.Gen)+len(e.UUID)) + 200
+		for _, t := range e.Ref.Tags {
+			n += int64(len(t)) + 16
+		}
+	}
+	return n
+}
+
+// listed returns the agent's live list: the cached one while its version token is the
+// store's, else (or when fresh) the one read from the store.
+func (m *Memory) listed(ctx context.Context, projectID, botID string, fresh bool) ([]Listed, error) {
+	version, err := m.store.LiveVersion(ctx, botID)
+	if err != nil {
+		return nil, err
+	}
+	key := "live:" + projectID + "/" + botID
+	if version != "" && !fresh {
+		if l, ok := m.cache.get(key).(*liveList); ok && l.version == version {
+			return l.listed, nil
+		}
+	}
+	listed, err := m.store.Live(ctx, projectID, botID)
+	if err != nil {
+		return nil, err
+	}
+	if version != "" {
+		m.cache.put(key, &liveList{version: version, listed: listed})
+	}
+	return listed, nil
 }
 
 // fill loads the generations missing from gens. Concurrent queries of one agent with a cold

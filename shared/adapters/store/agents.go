@@ -85,7 +85,7 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 }
 
 func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {
-	if _, err := a.db.Collection(memoryLiveColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: b.ID}}); err != nil {
+	if _, err := a.db.Collection(memoryLiveColl).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{b.ID, liveVersionID(b.ID)}}}}}); err != nil {
 		return wrap(err, "bot")
 	}
 	deleted := bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}

@@ -21,7 +21,14 @@ import (
 // and enters it after the write that makes it ready. A source deleted or forgotten is marked
 // removed there for good, so a late write cannot bring it back. The planner repairs what a
 // crash between the two writes left behind (RepairLive).
+//
+// Beside each agent's list, a document (liveVersionID) holds a token that every write to the
+// list replaces after it: a reader keeps the list it decoded while the token stays the same,
+// and reads one small document per query instead of the whole list.
 const memoryLiveColl = "memory_live"
+
+// liveVersionID is the _id of the document holding the version token of botID's live list.
+func liveVersionID(botID string) string { return "version/" + botID }
 
 // liveEntry is a source as retrieval reads it.
 type liveEntry struct {
@@ -52,39 +59,54 @@ func (r Sources) setLive(ctx context.Context, s sources.Source) error {
 	ref := s.Ref()
 	e := liveEntry{UUID: s.UUID, Title: ref.Title, URL: ref.URL, Favicon: ref.Favicon, Type: ref.Type, Tags: ref.Tags,
 		Gen: s.Gen, Chunks: s.Chunks, ForgetAfterAt: s.ForgetAfterAt}
-	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}}}},
 		options.UpdateOne().SetUpsert(true))
 	if mongo.IsDuplicateKeyError(err) {
 		// The agent's document exists and marks this source removed: it stays out.
 		return nil
 	}
-	return wrap(err, sources.Resource)
+	return r.touchLive(ctx, s.BotID, res, err)
 }
 
 // refreshLive rewrites what users edit of a listed source (its reference, tags and forget
 // time), leaving its generation to the ingestion that owns it.
 func (r Sources) refreshLive(ctx context.Context, s sources.Source) error {
 	ref, path := s.Ref(), entryPath(s.ID)
-	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: path + ".gen", Value: bson.D{{Key: "$exists", Value: true}}},
+	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: path + ".gen", Value: bson.D{{Key: "$exists", Value: true}}},
 		{Key: path + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: path + ".title", Value: ref.Title}, {Key: path + ".url", Value: ref.URL},
 			{Key: path + ".favicon", Value: ref.Favicon}, {Key: path + ".tags", Value: ref.Tags}, {Key: path + ".forget_after_at", Value: s.ForgetAfterAt}}}})
-	return wrap(err, sources.Resource)
+	return r.touchLive(ctx, s.BotID, res, err)
 }
 
 // unsetLive takes a source out (it may come back: a failed source can be synced again).
 func (r Sources) unsetLive(ctx context.Context, s sources.Source) error {
-	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "$unset", Value: bson.D{{Key: entryPath(s.ID), Value: ""}}}})
-	return wrap(err, sources.Resource)
+	return r.touchLive(ctx, s.BotID, res, err)
 }
 
 // removeLive takes a deleted or forgotten source out for good.
 func (r Sources) removeLive(ctx context.Context, s sources.Source) error {
-	_, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}},
+	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: liveEntry{Removed: true}}}}},
 		options.UpdateOne().SetUpsert(true))
+	return r.touchLive(ctx, s.BotID, res, err)
+}
+
+// touchLive follows a write to botID's live list that ended with res and err: when it matched
+// the list, the list gets a new version token (a fresh ObjectID, so a token deleted and made
+// again never comes back).
+func (r Sources) touchLive(ctx context.Context, botID string, res *mongo.UpdateResult, err error) error {
+	if err != nil {
+		return wrap(err, sources.Resource)
+	}
+	if res.MatchedCount == 0 && res.UpsertedCount == 0 {
+		return nil
+	}
+	_, err = r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: liveVersionID(botID)}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: bson.NewObjectID().Hex()}}}}, options.UpdateOne().SetUpsert(true))
 	return wrap(err, sources.Resource)
 }
 
@@ -122,9 +144,20 @@ func (r Sources) RepairLive(ctx context.Context, since time.Time) error {
 	return nil
 }
 
-// Live reads the agent's live list and keeps the sources f names that are not past their
-// forget time at now.
-func (m Memory) Live(ctx context.Context, projectID, botID string, f memory.Filter, now time.Time) ([]memory.Live, error) {
+// LiveVersion reads the version token of botID's live list ("" when it has none).
+func (m Memory) LiveVersion(ctx context.Context, botID string) (string, error) {
+	var d struct {
+		V string `bson:"v"`
+	}
+	err := m.db.Collection(memoryLiveColl).FindOne(ctx, bson.D{{Key: "_id", Value: liveVersionID(botID)}}).Decode(&d)
+	if err == mongo.ErrNoDocuments {
+		return "", nil
+	}
+	return d.V, wrap(err, sources.Resource)
+}
+
+// Live reads the agent's live list: every source listed and not removed, by source id.
+func (m Memory) Live(ctx context.Context, projectID, botID string) ([]memory.Listed, error) {
 	var d liveDoc
 	err := m.db.Collection(memoryLiveColl).FindOne(ctx, bson.D{{Key: "_id", Value: botID}}).Decode(&d)
 	if err == mongo.ErrNoDocuments || err == nil && d.ProjectID != projectID {
@@ -133,21 +166,18 @@ func (m Memory) Live(ctx context.Context, projectID, botID string, f memory.Filt
 	if err != nil {
 		return nil, wrap(err, sources.Resource)
 	}
-	var out []memory.Live
+	var out []memory.Listed
 	for id, e := range d.Entries {
-		switch {
-		case e.Removed, e.ForgetAfterAt != nil && !e.ForgetAfterAt.After(now),
-			len(f.SourceIDs) > 0 && !slices.Contains(f.SourceIDs, id) && !slices.Contains(f.SourceIDs, e.UUID),
-			len(f.Tags) > 0 && !slices.ContainsFunc(e.Tags, func(t string) bool { return slices.Contains(f.Tags, t) }):
+		if e.Removed {
 			continue
 		}
 		tags := e.Tags
 		if tags == nil {
 			tags = []string{}
 		}
-		out = append(out, memory.Live{Gen: e.Gen, Chunks: e.Chunks,
-			Ref: memory.Ref{SourceID: id, Title: e.Title, URL: e.URL, Favicon: e.Favicon, Type: e.Type, Tags: tags}})
+		out = append(out, memory.Listed{UUID: e.UUID, ForgetAt: e.ForgetAfterAt, Live: memory.Live{Gen: e.Gen, Chunks: e.Chunks,
+			Ref: memory.Ref{SourceID: id, Title: e.Title, URL: e.URL, Favicon: e.Favicon, Type: e.Type, Tags: tags}}})
 	}
-	slices.SortFunc(out, func(a, b memory.Live) int { return strings.Compare(a.Ref.SourceID, b.Ref.SourceID) })
+	slices.SortFunc(out, func(a, b memory.Listed) int { return strings.Compare(a.Ref.SourceID, b.Ref.SourceID) })
 	return out, nil
 }

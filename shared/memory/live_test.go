@@ -1,0 +1,111 @@
+package memory_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
+)
+
+// ingest makes generation gen of source s hold texts and the source ready, as the ingester does.
+func ingest(t *testing.T, repo store.Sources, s sources.Source, gen string, texts ...string) sources.Source {
+	t.Helper()
+	ctx := context.Background()
+	s, err := repo.Pend(ctx, s.ID, "", gen, time.Now())
+	if err != nil || s.Pending != gen {
+		t.Fatal(s.Pending, err)
+	}
+	chunks := make([]memory.Chunk, len(texts))
+	for i, text := range texts {
+		chunks[i] = memory.Chunk{ID: memory.ChunkRef{SourceID: s.ID, Gen: gen, Position: i}.ID(), ProjectID: s.ProjectID, BotID: s.BotID,
+			SourceID: s.ID, Gen: gen, Position: i, Text: text}
+	}
+	if err := repo.PutChunks(ctx, s.ID, gen, chunks); err != nil {
+		t.Fatal(err)
+	}
+	s.Status, s.Gen, s.Chunks = sources.StatusSuccess, gen, len(chunks)
+	if ok, err := repo.Complete(ctx, s, gen, outbox.New(ctx, outbox.SourceReady, s.ProjectID, s.BotID, struct{}{})); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s.Pending = ""
+	return s
+}
+
+// TestLiveListChangesAreSeenAtOnce checks that a query right after a source is re-ingested,
+// edited, failed or deleted sees the change, although the agent's live list is cached.
+func TestLiveListChangesAreSeenAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db := benchDB(t)
+	repo := store.NewSources(db)
+	bot := "bot-" + bson.NewObjectID().Hex()
+	var srcs []sources.Source
+	for i, text := range []string{"albatross feathers", "bramble thickets", "cormorant dives"} {
+		id := bson.NewObjectID().Hex()
+		s := sources.Source{ID: id, UUID: id, ProjectID: "p", BotID: bot, Title: []string{"a", "b", "c"}[i], Type: sources.TypeText,
+			Status: sources.StatusProcessing, Tags: []string{}, Links: []sources.Link{}}
+		if err := repo.Insert(ctx, s, outbox.New(ctx, outbox.SourceCreated, "p", bot, struct{}{})); err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, ingest(t, repo, s, "g1", text))
+	}
+	m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	search := func(text string) []string {
+		t.Helper()
+		res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range res {
+			out = append(out, p.Source.Title+":"+p.ChunkID)
+		}
+		return out
+	}
+	chunk := func(s sources.Source, gen string) string {
+		return s.Title + ":" + memory.ChunkRef{SourceID: s.ID, Gen: gen, Position: 0}.ID()
+	}
+	expect := func(text string, want ...string) {
+		t.Helper()
+		if got := search(text); !slices.Equal(got, want) {
+			t.Fatalf("%q found %v, want %v", text, got, want)
+		}
+	}
+	expect("albatross", chunk(srcs[0], "g1"))
+	expect("bramble", chunk(srcs[1], "g1"))
+	expect("cormorant", chunk(srcs[2], "g1"))
+
+	srcs[1].Title, srcs[1].Rev = "b2", srcs[1].Rev+1
+	if err := repo.Update(ctx, srcs[1], outbox.New(ctx, outbox.SourceUpdated, "p", bot, struct{}{})); err != nil {
+		t.Fatal(err)
+	}
+	expect("bramble", chunk(srcs[1], "g1"))
+
+	srcs[0] = ingest(t, repo, srcs[0], "g2", "dunlin flocks")
+	expect("albatross")
+	expect("dunlin", chunk(srcs[0], "g2"))
+
+	failed := srcs[1]
+	failed.Status, failed.Pending = sources.StatusFailed, "g3"
+	if _, err := repo.Pend(ctx, failed.ID, "", "g3", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := repo.Complete(ctx, failed, "g3", outbox.New(ctx, outbox.SourceFailed, "p", bot, struct{}{})); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	expect("bramble")
+
+	if err := repo.Delete(ctx, srcs[2], time.Now(), outbox.New(ctx, outbox.SourceDeleted, "p", bot, struct{}{})); err != nil {
+		t.Fatal(err)
+	}
+	expect("cormorant")
+	expect("dunlin", chunk(srcs[0], "g2"))
+}

@@ -55,7 +55,7 @@ func goSentences(tb testing.TB) []string {
 
 // seed stores n chunks of about 250 words for one agent, in sources of perSource chunks, as
 // the ingester leaves them.
-func seed(b *testing.B, repo store.Sources, project, bot string, n, perSource int, sentences []string) {
+func seed(b testing.TB, repo store.Sources, project, bot string, n, perSource int, sentences []string) {
 	b.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, uint64(n)))

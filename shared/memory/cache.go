@@ -5,7 +5,8 @@ import (
 	"sync"
 )
 
-// cache keeps the generations and live lists queries used last, up to a memory budget.
+// cache keeps the generations, live lists and merged segments queries used last, up to a
+// memory budget.
 type cache struct {
 	mu     sync.Mutex
 	budget int64
@@ -14,7 +15,7 @@ type cache struct {
 	items  map[string]*list.Element
 }
 
-// cached is what the cache holds: a *generation or a *liveList.
+// cached is what the cache holds: a *generation, a *liveList or a *merged.
 type cached interface{ bytes() int64 }
 
 type entry struct {

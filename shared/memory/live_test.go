@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -108,4 +109,46 @@ func TestLiveListChangesAreSeenAtOnce(t *testing.T) {
 	}
 	expect("cormorant")
 	expect("dunlin", chunk(srcs[0], "g2"))
+}
+
+// TestMergedSearchMatchesUnmerged checks that searching an agent's small sources merged into
+// one segment (an unfiltered query) returns what searching them one by one does (a query
+// filtered to all its sources): same passages, same order, same scores.
+func TestMergedSearchMatchesUnmerged(t *testing.T) {
+	ctx := context.Background()
+	db := benchDB(t)
+	repo := store.NewSources(db)
+	bot := "bot-" + bson.NewObjectID().Hex()
+	sentences := goSentences(t)
+	seed(t, repo, "p", bot, 1000, 1000, sentences)
+	seed(t, repo, "p", bot, 200, 5, sentences)
+	listed, err := store.NewMemory(db).Live(ctx, "p", bot)
+	if err != nil || len(listed) != 41 {
+		t.Fatal(len(listed), err)
+	}
+	var all []string
+	for _, l := range listed {
+		all = append(all, l.Ref.SourceID)
+	}
+	m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, text := range []string{"what happens when you send on a closed channel", "method sets of interface types",
+		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
+		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"} {
+		merged, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: text, Top: memory.MaxTop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		separate, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: text, Top: memory.MaxTop, Filter: memory.Filter{SourceIDs: all}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(merged) != memory.MaxTop || len(separate) != memory.MaxTop {
+			t.Fatalf("%q: %d passages merged, %d separate", text, len(merged), len(separate))
+		}
+		for i := range merged {
+			if merged[i].ChunkID != separate[i].ChunkID || math.Abs(merged[i].Score-separate[i].Score) > 1e-12 {
+				t.Fatalf("%q passage %d: merged %s %v, separate %s %v", text, i, merged[i].ChunkID, merged[i].Score, separate[i].ChunkID, separate[i].Score)
+			}
+		}
+	}
 }

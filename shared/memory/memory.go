@@ -12,6 +12,7 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"slices"
@@ -186,13 +187,11 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 	if err != nil || len(gens) == 0 {
 		return []Passage{}, err
 	}
-	segs := make([]*index.Segment, len(gens))
 	byKey := make(map[string]*generation, len(gens))
 	for i, g := range gens {
-		segs[i] = g.seg
 		byKey[live[i].key()] = g
 	}
-	hits := index.Search(segs, index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top})
+	hits := index.Search(m.segments(q, live, gens), index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top})
 	refs := make(map[string]Ref, len(live))
 	for _, l := range live {
 		refs[l.Ref.SourceID] = l.Ref
@@ -212,6 +211,56 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 }
 
 func (l Live) key() string { return l.Ref.SourceID + "/" + l.Gen }
+
+// mergeBelow is the number of chunks under which a generation's segment is searched merged
+// with the agent's other small ones: a query pays a fixed cost per segment, which an agent
+// with hundreds of small sources would otherwise pay hundreds of times.
+const mergeBelow = 1000
+
+// merged is the segment of some small generations merged into one.
+type merged struct{ seg *index.Segment }
+
+func (mg *merged) bytes() int64 { return int64(mg.seg.Bytes()) }
+
+// segments returns the segments a query over the generations gens of live searches: the
+// large ones as they are and the small ones merged into one, cached under the list of their
+// keys (generations never change, so it cannot go stale; a change of the list names another
+// one). A filtered query searches them one by one, so that the cache does not fill with a
+// merged segment per filter.
+func (m *Memory) segments(q Query, live []Live, gens []*generation) []*index.Segment {
+	segs := make([]*index.Segment, 0, len(gens))
+	var small []*index.Segment
+	var names []byte
+	for i, g := range gens {
+		if g.seg.Len() >= mergeBelow || len(q.SourceIDs) > 0 || len(q.Tags) > 0 {
+			segs = append(segs, g.seg)
+			continue
+		}
+		small = append(small, g.seg)
+		names = append(append(append(append(names, live[i].Ref.SourceID...), '/'), live[i].Gen...), 0)
+	}
+	if len(small) < 2 {
+		return append(segs, small...)
+	}
+	sum := sha256.Sum256(names)
+	key := "merged:" + string(sum[:])
+	mg, ok := m.cache.get(key).(*merged)
+	if !ok {
+		v, _, _ := m.loads.Do(key, func() (any, error) {
+			seg, ok := index.Merge(small)
+			if !ok {
+				return (*merged)(nil), nil
+			}
+			mg := &merged{seg: seg}
+			m.cache.put(key, mg)
+			return mg, nil
+		})
+		if mg = v.(*merged); mg == nil {
+			return append(segs, small...)
+		}
+	}
+	return append(segs, mg.seg)
+}
 
 // generation is a source generation in memory: its chunks and their index.
 type generation struct {

@@ -350,3 +350,45 @@ func randomVector(rng *rand.Rand, dim int) []float32 {
 	}
 	return v
 }
+
+// TestMerge checks that a merged segment answers every query exactly as the segments it was
+// merged from: same hits, same order, same scores to the bit.
+func TestMerge(t *testing.T) {
+	passages := loadGoDocs(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	docs := make([]Doc, len(passages))
+	for i, p := range passages {
+		docs[i] = Doc{ID: p.ID, Text: p.Text}
+		if i%3 != 0 {
+			docs[i].Vector = randomVector(rng, 16)
+		}
+	}
+	n := len(docs)
+	// Uneven segments, one of them without vectors, an empty and a nil one among them.
+	withoutVectors := make([]Doc, 0, n/10)
+	for _, d := range docs[n/2 : n/2+n/10] {
+		withoutVectors = append(withoutVectors, Doc{ID: d.ID, Text: d.Text})
+	}
+	segs := []*Segment{NewSegment(docs[:3]), nil, NewSegment(docs[3 : n/5]), NewSegment(nil), NewSegment(docs[n/5 : n/2]),
+		NewSegment(withoutVectors), NewSegment(docs[n/2+n/10 : n-7]), NewSegment(docs[n-7:])}
+	merged, ok := Merge(segs)
+	if !ok || merged.Len() != n {
+		t.Fatalf("Merge: %v, %d docs of %d", ok, merged.Len(), n)
+	}
+	queries := []Query{{Text: "", Vector: randomVector(rng, 16), Top: 10}}
+	for _, text := range benchQueries(t, 200) {
+		queries = append(queries, Query{Text: text, Top: 20})
+	}
+	for i := range 20 {
+		queries = append(queries, Query{Text: queries[1+i].Text, Vector: randomVector(rng, 16), Top: 20})
+	}
+	for _, q := range queries {
+		want, got := Search(segs, q), Search([]*Segment{merged}, q)
+		if !slices.Equal(want, got) {
+			t.Fatalf("%q: segments %+v, merged %+v", q.Text, want, got)
+		}
+	}
+	if _, ok := Merge([]*Segment{segs[0], NewSegment([]Doc{{ID: "x", Text: "y", Vector: []float32{1, 2}}})}); ok {
+		t.Error("Merge merged vectors of different dimensions")
+	}
+}

@@ -122,7 +122,7 @@ func TestMergedSearchMatchesUnmerged(t *testing.T) {
 	sentences := goSentences(t)
 	seed(t, repo, "p", bot, 1000, 1000, sentences)
 	seed(t, repo, "p", bot, 200, 5, sentences)
-	listed, err := store.NewMemory(db).Live(ctx, "p", bot)
+	listed, _, err := store.NewMemory(db).Live(ctx, "p", bot)
 	if err != nil || len(listed) != 41 {
 		t.Fatal(len(listed), err)
 	}

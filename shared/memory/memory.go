@@ -118,10 +118,12 @@ func (f Filter) keeps(l Listed, now time.Time) bool {
 // Store reads what retrieval needs.
 type Store interface {
 	// LiveVersion returns the version token of the agent's live list, which changes after
-	// every change of the list; "" when there is none (the list is then read every time).
+	// every change of the list; "" when there is none.
 	LiveVersion(ctx context.Context, botID string) (string, error)
-	// Live reads the agent's live list, by source id.
-	Live(ctx context.Context, projectID, botID string) ([]Listed, error)
+	// Live reads the agent's live list, by source id, and the version token it carries (which
+	// LiveVersion returns once the write that set it is complete; "" when it carries none: the
+	// list is then read every time).
+	Live(ctx context.Context, projectID, botID string) ([]Listed, string, error)
 	// Generations returns the chunks of several source generations in one read, by
 	// "<source id>/<generation>" (a generation removed meanwhile has fewer or none).
 	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
@@ -323,19 +325,21 @@ func (l *liveList) bytes() int64 {
 }
 
 // listed returns the agent's live list: the cached one while its version token is the
-// store's, else (or when fresh) the one read from the store.
+// store's, else (when none is cached, or when fresh) the one read from the store, kept with the
+// token it carries. A process that has no list of the agent yet reads the list alone: the token
+// it carries is the list's own, so the next query's token read tells whether it changed since.
 func (m *Memory) listed(ctx context.Context, projectID, botID string, fresh bool) ([]Listed, error) {
-	version, err := m.store.LiveVersion(ctx, botID)
-	if err != nil {
-		return nil, err
-	}
 	key := "live:" + projectID + "/" + botID
-	if version != "" && !fresh {
-		if l, ok := m.cache.get(key).(*liveList); ok && l.version == version {
+	if l, ok := m.cache.get(key).(*liveList); ok && !fresh {
+		version, err := m.store.LiveVersion(ctx, botID)
+		if err != nil {
+			return nil, err
+		}
+		if version == l.version {
 			return l.listed, nil
 		}
 	}
-	listed, err := m.store.Live(ctx, projectID, botID)
+	listed, version, err := m.store.Live(ctx, projectID, botID)
 	if err != nil {
 		return nil, err
 	}

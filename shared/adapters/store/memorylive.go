@@ -22,9 +22,10 @@ import (
 // removed there for good, so a late write cannot bring it back. The planner repairs what a
 // crash between the two writes left behind (RepairLive).
 //
-// Beside each agent's list, a document (liveVersionID) holds a token that every write to the
-// list replaces after it: a reader keeps the list it decoded while the token stays the same,
-// and reads one small document per query instead of the whole list.
+// Every write to an agent's list sets a new version token in it (`v`, by the same update), and
+// then the same token in a small document beside it (liveVersionID): a reader keeps the list it
+// decoded while the token stays the same, and reads one small document per query instead of the
+// whole list.
 const memoryLiveColl = "memory_live"
 
 // liveVersionID is the _id of the document holding the version token of botID's live list.
@@ -48,6 +49,9 @@ type liveDoc struct {
 	ID        string               `bson:"_id"`
 	ProjectID string               `bson:"project_id"`
 	Entries   map[string]liveEntry `bson:"entries"`
+	// V is the version token the list's last write set ("" for a list last written before
+	// lists carried one).
+	V string `bson:"v"`
 }
 
 func (r Sources) live() *mongo.Collection { return r.db.Collection(memoryLiveColl) }
@@ -59,46 +63,53 @@ func (r Sources) setLive(ctx context.Context, s sources.Source) error {
 	ref := s.Ref()
 	e := liveEntry{UUID: s.UUID, Title: ref.Title, URL: ref.URL, Favicon: ref.Favicon, Type: ref.Type, Tags: ref.Tags,
 		Gen: s.Gen, Chunks: s.Chunks, ForgetAfterAt: s.ForgetAfterAt}
+	v := newLiveVersion()
 	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}, {Key: "v", Value: v}}}},
 		options.UpdateOne().SetUpsert(true))
 	if mongo.IsDuplicateKeyError(err) {
 		// The agent's document exists and marks this source removed: it stays out.
 		return nil
 	}
-	return r.touchLive(ctx, s.BotID, res, err)
+	return r.touchLive(ctx, s.BotID, v, res, err)
 }
 
 // refreshLive rewrites what users edit of a listed source (its reference, tags and forget
 // time), leaving its generation to the ingestion that owns it.
 func (r Sources) refreshLive(ctx context.Context, s sources.Source) error {
-	ref, path := s.Ref(), entryPath(s.ID)
+	ref, path, v := s.Ref(), entryPath(s.ID), newLiveVersion()
 	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: path + ".gen", Value: bson.D{{Key: "$exists", Value: true}}},
 		{Key: path + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: path + ".title", Value: ref.Title}, {Key: path + ".url", Value: ref.URL},
-			{Key: path + ".favicon", Value: ref.Favicon}, {Key: path + ".tags", Value: ref.Tags}, {Key: path + ".forget_after_at", Value: s.ForgetAfterAt}}}})
-	return r.touchLive(ctx, s.BotID, res, err)
+			{Key: path + ".favicon", Value: ref.Favicon}, {Key: path + ".tags", Value: ref.Tags}, {Key: path + ".forget_after_at", Value: s.ForgetAfterAt},
+			{Key: "v", Value: v}}}})
+	return r.touchLive(ctx, s.BotID, v, res, err)
 }
 
 // unsetLive takes a source out (it may come back: a failed source can be synced again).
 func (r Sources) unsetLive(ctx context.Context, s sources.Source) error {
+	v := newLiveVersion()
 	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
-		bson.D{{Key: "$unset", Value: bson.D{{Key: entryPath(s.ID), Value: ""}}}})
-	return r.touchLive(ctx, s.BotID, res, err)
+		bson.D{{Key: "$unset", Value: bson.D{{Key: entryPath(s.ID), Value: ""}}}, {Key: "$set", Value: bson.D{{Key: "v", Value: v}}}})
+	return r.touchLive(ctx, s.BotID, v, res, err)
 }
 
 // removeLive takes a deleted or forgotten source out for good.
 func (r Sources) removeLive(ctx context.Context, s sources.Source) error {
+	v := newLiveVersion()
 	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: liveEntry{Removed: true}}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: liveEntry{Removed: true}}, {Key: "v", Value: v}}}},
 		options.UpdateOne().SetUpsert(true))
-	return r.touchLive(ctx, s.BotID, res, err)
+	return r.touchLive(ctx, s.BotID, v, res, err)
 }
 
-// touchLive follows a write to botID's live list that ended with res and err: when it matched
-// the list, the list gets a new version token (a fresh ObjectID, so a token deleted and made
-// again never comes back).
-func (r Sources) touchLive(ctx context.Context, botID string, res *mongo.UpdateResult, err error) error {
+// newLiveVersion is a new version token of a live list: a fresh ObjectID, so a token deleted and
+// made again never comes back.
+func newLiveVersion() string { return bson.NewObjectID().Hex() }
+
+// touchLive follows a write to botID's live list that set version v and ended with res and err:
+// when it matched the list, the document beside it takes v too.
+func (r Sources) touchLive(ctx context.Context, botID, v string, res *mongo.UpdateResult, err error) error {
 	if err != nil {
 		return wrap(err, sources.Resource)
 	}
@@ -106,7 +117,7 @@ func (r Sources) touchLive(ctx context.Context, botID string, res *mongo.UpdateR
 		return nil
 	}
 	_, err = r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: liveVersionID(botID)}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: bson.NewObjectID().Hex()}}}}, options.UpdateOne().SetUpsert(true))
+		bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: v}}}}, options.UpdateOne().SetUpsert(true))
 	return wrap(err, sources.Resource)
 }
 
@@ -156,15 +167,16 @@ func (m Memory) LiveVersion(ctx context.Context, botID string) (string, error) {
 	return d.V, wrap(err, sources.Resource)
 }
 
-// Live reads the agent's live list: every source listed and not removed, by source id.
-func (m Memory) Live(ctx context.Context, projectID, botID string) ([]memory.Listed, error) {
+// Live reads the agent's live list: every source listed and not removed, by source id, and the
+// version token its last write set.
+func (m Memory) Live(ctx context.Context, projectID, botID string) ([]memory.Listed, string, error) {
 	var d liveDoc
 	err := m.db.Collection(memoryLiveColl).FindOne(ctx, bson.D{{Key: "_id", Value: botID}}).Decode(&d)
 	if err == mongo.ErrNoDocuments || err == nil && d.ProjectID != projectID {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, wrap(err, sources.Resource)
+		return nil, "", wrap(err, sources.Resource)
 	}
 	var out []memory.Listed
 	for id, e := range d.Entries {
@@ -179,5 +191,5 @@ func (m Memory) Live(ctx context.Context, projectID, botID string) ([]memory.Lis
 			Ref: memory.Ref{SourceID: id, Title: e.Title, URL: e.URL, Favicon: e.Favicon, Type: e.Type, Tags: tags}}})
 	}
 	slices.SortFunc(out, func(a, b memory.Listed) int { return strings.Compare(a.Ref.SourceID, b.Ref.SourceID) })
-	return out, nil
+	return out, d.V, nil
 }

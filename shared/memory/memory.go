@@ -219,16 +219,21 @@ func (l Live) key() string { return l.Ref.SourceID + "/" + l.Gen }
 // with hundreds of small sources would otherwise pay hundreds of times.
 const mergeBelow = 1000
 
-// merged is the segment of some small generations merged into one.
-type merged struct{ seg *index.Segment }
+// merged is the segment of some small generations merged into one, and the digest of the list of
+// their keys.
+type merged struct {
+	sum [sha256.Size]byte
+	seg *index.Segment
+}
 
 func (mg *merged) bytes() int64 { return int64(mg.seg.Bytes()) }
 
 // segments returns the segments a query over the generations gens of live searches: the
-// large ones as they are and the small ones merged into one, cached under the list of their
-// keys (generations never change, so it cannot go stale; a change of the list names another
-// one). A filtered query searches them one by one, so that the cache does not fill with a
-// merged segment per filter.
+// large ones as they are and the small ones merged into one, cached for the agent with the list
+// of their keys (generations never change, so it cannot go stale): a query over another list
+// builds its own, which replaces it, so an agent whose sources change keeps one merged segment,
+// not one per list it had. A filtered query searches them one by one, so that the cache does not
+// fill with a merged segment per filter.
 func (m *Memory) segments(q Query, live []Live, gens []*generation) []*index.Segment {
 	segs := make([]*index.Segment, 0, len(gens))
 	var small []*index.Segment
@@ -245,15 +250,15 @@ func (m *Memory) segments(q Query, live []Live, gens []*generation) []*index.Seg
 		return append(segs, small...)
 	}
 	sum := sha256.Sum256(names)
-	key := "merged:" + string(sum[:])
+	key := "merged:" + q.ProjectID + "/" + q.BotID
 	mg, ok := m.cache.get(key).(*merged)
-	if !ok {
-		v, _, _ := m.loads.Do(key, func() (any, error) {
+	if !ok || mg.sum != sum {
+		v, _, _ := m.loads.Do(key+"@"+string(sum[:]), func() (any, error) {
 			seg, ok := index.Merge(small)
 			if !ok {
 				return (*merged)(nil), nil
 			}
-			mg := &merged{seg: seg}
+			mg := &merged{sum: sum, seg: seg}
 			m.cache.put(key, mg)
 			return mg, nil
 		})

@@ -86,14 +86,16 @@ func seed(b testing.TB, repo store.Sources, project, bot string, n, perSource in
 	}
 }
 
+// goQueries are questions about the Go documents the benchmarks and tests seed.
+var goQueries = []string{"what happens when you send on a closed channel", "method sets of interface types",
+	"goroutine creation happens before", "constant expressions untyped", "select statement default case",
+	"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"}
+
 // BenchmarkRetrieval is one agent's query over 1k, 10k and 100k chunks through the whole path:
 // the live sources read from the store, the cached index segments searched, the winning chunks
 // read back. Baseline: one point read of a chunk from the same store. p50/p99 are per query.
 func BenchmarkRetrieval(b *testing.B) {
 	sentences := goSentences(b)
-	queries := []string{"what happens when you send on a closed channel", "method sets of interface types",
-		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
-		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"}
 	db := benchDB(b)
 	repo := store.NewSources(db)
 	ctx := context.Background()
@@ -128,7 +130,7 @@ func BenchmarkRetrieval(b *testing.B) {
 			i := 0
 			latencies(b, func() {
 				i++
-				res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: queries[i%len(queries)], Top: 5})
+				res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: goQueries[i%len(goQueries)], Top: 5})
 				if err != nil || len(res) == 0 {
 					b.Fatal(len(res), err)
 				}
@@ -144,9 +146,6 @@ func BenchmarkRetrieval(b *testing.B) {
 func BenchmarkRetrievalSources(b *testing.B) {
 	const chunks, small = 2000, 500
 	sentences := goSentences(b)
-	queries := []string{"what happens when you send on a closed channel", "method sets of interface types",
-		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
-		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"}
 	db := benchDB(b)
 	repo := store.NewSources(db)
 	ctx := context.Background()
@@ -165,7 +164,7 @@ func BenchmarkRetrievalSources(b *testing.B) {
 	for i := range b.N {
 		for j, bot := range bots {
 			start := time.Now()
-			res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: queries[i%len(queries)], Top: 5})
+			res, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: goQueries[i%len(goQueries)], Top: 5})
 			times[j] = append(times[j], time.Since(start))
 			if err != nil || len(res) == 0 {
 				b.Fatal(len(res), err)

@@ -131,9 +131,7 @@ func TestMergedSearchMatchesUnmerged(t *testing.T) {
 		all = append(all, l.Ref.SourceID)
 	}
 	m := memory.New(store.NewMemory(db), nil, 1<<30, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for _, text := range []string{"what happens when you send on a closed channel", "method sets of interface types",
-		"goroutine creation happens before", "constant expressions untyped", "select statement default case",
-		"how are struct tags compared", "GODEBUG settings for http2", "slice of an array capacity"} {
+	for _, text := range goQueries {
 		merged, err := m.Search(ctx, memory.Query{ProjectID: "p", BotID: bot, Text: text, Top: memory.MaxTop})
 		if err != nil {
 			t.Fatal(err)

@@ -92,6 +92,10 @@ func load(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	elapsed := l.hold(runCtx)
 	<-sampled
+	// The last sample, once the load stopped: a loaded machine may have answered few others.
+	if s, ok := mem.sample(ctx); ok {
+		mem.add(s, elapsed)
+	}
 	l.report(stdout, elapsed)
 	mem.report(stdout, idle, idleOK)
 	return l.settle(ctx, stdout, time.Minute)

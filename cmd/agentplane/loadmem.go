@@ -67,10 +67,7 @@ func (m *memWatch) watch(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		if s, ok := m.sample(ctx); ok {
-			s.at = time.Since(start)
-			m.mu.Lock()
-			m.samples = append(m.samples, s)
-			m.mu.Unlock()
+			m.add(s, time.Since(start))
 		}
 		select {
 		case <-ctx.Done():
@@ -79,6 +76,17 @@ func (m *memWatch) watch(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// add keeps s, sampled at after the load began.
+func (m *memWatch) add(s memSample, at time.Duration) {
+	s.at = at
+	m.mu.Lock()
+	m.samples = append(m.samples, s)
+	m.mu.Unlock()
+}
+
+// minJudged is the number of samples below which the report does not judge the heap's growth.
+const minJudged = 8
 
 // leakSlope is the growth of the heap in use, in the load's second half, above which the report
 // calls the footprint growing: caches are bounded, so a steady load reaches a plateau.
@@ -90,8 +98,8 @@ func (m *memWatch) report(w io.Writer, idle memSample, idleOK bool) {
 	m.mu.Lock()
 	samples := m.samples
 	m.mu.Unlock()
-	if !idleOK || len(samples) < 8 {
-		fmt.Fprintf(w, "\nmemory: not reported (%s shows no process memory, or the load was too short to sample)\n", m.url)
+	if !idleOK || len(samples) < 2 {
+		fmt.Fprintf(w, "\nmemory: not reported (%s shows no process memory)\n", m.url)
 		return
 	}
 	mb := func(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
@@ -99,6 +107,10 @@ func (m *memWatch) report(w io.Writer, idle memSample, idleOK bool) {
 	mid, end := half[0], samples[len(samples)-1]
 	fmt.Fprintf(w, "\n| memory | idle | middle of the load | end of the load |\n|---|---|---|---|\n")
 	fmt.Fprintf(w, "| RSS | %s | %s | %s |\n| Go heap in use | %s | %s | %s |\n", mb(idle.rss), mb(mid.rss), mb(end.rss), mb(idle.heap), mb(mid.heap), mb(end.heap))
+	if len(samples) < minJudged {
+		fmt.Fprintf(w, "memory in the second half: heap not judged, %d samples are too few (hold the load longer)\n", len(samples))
+		return
+	}
 	slope, verdict := growth(half)
 	fmt.Fprintf(w, "memory in the second half: heap %+.2f MB/min, %s\n", slope/(1<<20), verdict)
 }

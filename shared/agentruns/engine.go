@@ -42,6 +42,9 @@ type Runner struct {
 	cycled func()
 }
 
+// releaseTimeout bounds the change that gives a run's lease up, and what follows it.
+const releaseTimeout = 10 * time.Second
+
 // NewRunner returns the worker side of agent runs. lease is how long a worker holds an
 // execution without renewing it (renewed every third of it while it runs); cycled is called for
 // each cycle completed.
@@ -439,6 +442,14 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 		c.Set = map[string]any{}
 	}
 	c.Set["updated_at"] = h.now()
+	if owner, ok := c.Set["owner"]; ok && owner == "" {
+		// The change gives the lease up (the run ends or waits): once it is written, the renewal
+		// finds the lease gone and cancels ctx, which must not cut short what follows the write
+		// (the move to the finished runs, the notices).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+	}
 	ok, err := h.repo.Advance(ctx, h.e.ID, h.owner, len(h.e.Log), c)
 	if err != nil {
 		return err

@@ -84,6 +84,16 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/workflow/logs", handle(s.workflowLogs))
 	v1.GET("/bot/workflow/catalog", handle(s.workflowCatalog))
 
+	v1.POST("/bot/heartbeat/configure", handle(s.configureHeartbeat))
+	v1.GET("/bot/heartbeat/read", handle(s.readHeartbeat))
+	v1.GET("/bot/heartbeat/readall", handle(s.listHeartbeats))
+	v1.POST("/bot/heartbeat/enable", handle(s.enableHeartbeat))
+	v1.POST("/bot/heartbeat/disable", handle(s.disableHeartbeat))
+	v1.POST("/bot/heartbeat/trigger", handle(s.triggerHeartbeat))
+	v1.DELETE("/bot/heartbeat/delete", handle(s.deleteHeartbeat))
+	v1.GET("/bot/heartbeat/logs", handle(s.heartbeatLogs))
+	v1.GET("/bot/heartbeat/stats", handle(s.heartbeatStats))
+
 	v1.POST("/bot/source/create", handle(s.createSource))
 	v1.GET("/bot/source/read", handle(s.readSource))
 	v1.GET("/bot/source/readall", handle(s.listSources))

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -54,6 +55,8 @@ type Deps struct {
 	PublicDomain string
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
+	// Heartbeats are agents' scheduled prompts (not Heartbeat, the streams' keep-alive).
+	Heartbeats *heartbeats.Service
 	// RunWait bounds how long a non-streamed agent run is waited for.
 	RunWait time.Duration
 	Redis   redis.UniversalClient
@@ -96,6 +99,7 @@ type server struct {
 	subscribers  *subscribers.Service
 	publicDomain string
 	workflowRuns *workflows.Runs
+	heartbeats   *heartbeats.Service
 	runWait      time.Duration
 	heartbeat    time.Duration
 	metrics      *metrics.Metrics
@@ -138,6 +142,7 @@ func NewServer(d Deps) http.Handler {
 		subscribers:  d.Subscribers,
 		publicDomain: d.PublicDomain,
 		workflowRuns: d.WorkflowRuns,
+		heartbeats:   d.Heartbeats,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

@@ -32,7 +32,7 @@ type matrixFixture struct {
 	key, project, bot                                                         string
 	keyID, source, chat, message, deal, contact, contactName, pipeline, stage string
 	// defaultPipeline is the project's default pipeline, where a new deal goes.
-	defaultPipeline, workflow, run, execution, pausedChat, tool, server string
+	defaultPipeline, workflow, run, execution, pausedChat, tool, server, heartbeat string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -46,7 +46,8 @@ func missingFixture(key string) matrixFixture {
 	return matrixFixture{key: key, project: "no-such-project", bot: "no-such-bot", keyID: "no-such-key",
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
-		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server"}
+		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
+		heartbeat: "no-such-heartbeat"}
 }
 
 // matrixScope is what a route names besides the caller's account.
@@ -316,6 +317,30 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			query: q(func(f matrixFixture) []string { return []string{"workflow_id", f.workflow} })},
 		{method: "GET", path: "/v1/bot/workflow/catalog", scope: botScope, in: inQuery},
 
+		{method: "POST", path: "/v1/bot/heartbeat/configure", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"prompt": "Another check", "cron_pattern": "0 9 * * *"}
+			}},
+		{method: "POST", path: "/v1/bot/heartbeat/configure", name: "update", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"heartbeat_id": f.heartbeat, "prompt": "Changed check"}
+			}},
+		{method: "GET", path: "/v1/bot/heartbeat/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
+		{method: "GET", path: "/v1/bot/heartbeat/readall", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/heartbeat/disable", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"heartbeat_id": f.heartbeat} }},
+		{method: "POST", path: "/v1/bot/heartbeat/enable", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"heartbeat_id": f.heartbeat} }},
+		{method: "POST", path: "/v1/bot/heartbeat/trigger", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"heartbeat_id": f.heartbeat} }},
+		{method: "GET", path: "/v1/bot/heartbeat/logs", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
+		{method: "GET", path: "/v1/bot/heartbeat/stats", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
+		{method: "DELETE", path: "/v1/bot/heartbeat/delete", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
+
 		{method: "POST", path: "/v1/bot/source/create", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any {
 				return map[string]any{"type": "text", "title": "Another source", "source": "Another note."}
@@ -463,6 +488,9 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	bot := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/create", Key: key,
 		Body: map[string]any{"project_id": project, "name": "Bot " + tag, "model": "gpt-4o-mini"}})["bot"].(map[string]any)
 	f.bot = bot["id"].(string)
+	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: key, Body: scoped(map[string]any{"heartbeat": 1})})
+	f.heartbeat = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/heartbeat/configure", Key: key, Body: scoped(map[string]any{
+		"prompt": "Heartbeat of " + tag, "cron_pattern": "0 9 * * *"})})["heartbeat"].(map[string]any)["uuid"].(string)
 
 	f.source = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/source/create", Key: key, Body: scoped(map[string]any{
 		"type": "text", "title": "Source " + tag, "source": "Matrix notes of " + tag + ": the kiln is fired on Tuesdays."})})["source"].(map[string]any)["id"].(string)
@@ -509,7 +537,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	res.Decode(t, &keys)
 	tn := &matrixTenant{matrixFixture: f}
 	tn.markers = []string{tag, key, secret, project, f.bot, bot["uuid"].(string), f.source, f.chat, f.message,
-		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run, f.tool, f.server}
+		chat["user"].(map[string]any)["uuid"].(string), f.deal, f.contact, f.pipeline, f.stage, f.defaultPipeline, f.workflow, f.run, f.tool, f.server, f.heartbeat}
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -27,6 +28,8 @@ type Deps struct {
 	Runs *agentruns.Service
 	// Schedules starts the runs of schedule workflows.
 	Schedules *workflows.Schedules
+	// Heartbeats queues the due firings of heartbeats and settles those their worker left.
+	Heartbeats *heartbeats.Service
 	// Metrics receive the outbox backlog.
 	Metrics *metrics.Metrics
 }
@@ -37,6 +40,9 @@ const scheduleReload = 5 * time.Second
 
 // relayInterval is how often the outbox relay looks for events left behind.
 const relayInterval = time.Second
+
+// heartbeatInterval is how often due heartbeats are looked for: a firing starts within it.
+const heartbeatInterval = time.Second
 
 // Schedule runs the schedules and the outbox relay until ctx ends, then waits for entries that are
 // enqueueing.
@@ -57,9 +63,16 @@ func Schedule(ctx context.Context, d Deps) error {
 	}); err != nil {
 		return err
 	}
+	if _, err := c.AddFunc("@every 1m", func() {
+		if _, err := d.Heartbeats.Reconcile(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Warn("settling heartbeat firings", "error", err)
+		}
+	}); err != nil {
+		return err
+	}
 	c.Start()
 	d.Logger.Info("scheduler started", "entries", len(c.Entries()))
-	relayed, scheduled := make(chan struct{}), make(chan struct{})
+	relayed, scheduled, beating := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
 		d.Outbox.Relay(ctx, relayInterval, d.Metrics.OutboxBacklog)
@@ -68,12 +81,35 @@ func Schedule(ctx context.Context, d Deps) error {
 		defer close(scheduled)
 		d.Schedules.Run(ctx, scheduleReload)
 	}()
+	go func() {
+		defer close(beating)
+		every(ctx, heartbeatInterval, func() {
+			if _, err := d.Heartbeats.Plan(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+				log.Warn("queueing heartbeat firings", "error", err)
+			}
+		})
+	}()
 	<-ctx.Done()
 	<-c.Stop().Done()
 	<-relayed
 	<-scheduled
+	<-beating
 	d.Logger.Info("scheduler stopped")
 	return nil
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
 
 type cronLogger struct{ l *slog.Logger }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -39,6 +40,8 @@ type Deps struct {
 	Sources         *sources.Ingester
 	Runs            *agentruns.Runner
 	Workflows       *workflows.Executor
+	// Heartbeats carry out the firings of heartbeats.
+	Heartbeats *heartbeats.Service
 	// Poll is how often an idle worker looks for tasks; 0 is asynq's 1s.
 	Poll time.Duration
 	// Metrics count the tasks run.
@@ -151,6 +154,13 @@ func mux(d Deps) *asynq.ServeMux {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Workflows.Execute(ctx, t, final(ctx))
+	})
+	m.HandleFunc(tasks.TypeHeartbeatFire, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.HeartbeatFirePayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Heartbeats.Fire(ctx, t)
 	})
 	return m
 }

@@ -40,10 +40,17 @@ type Runner struct {
 	now   func() time.Time
 	// cycled is told of each cycle a run completes (the workers' metrics).
 	cycled func()
+	// stopped is told of each run with an origin that ends or waits for an approval.
+	stopped func(context.Context, Execution) error
 }
 
 // releaseTimeout bounds the change that gives a run's lease up, and what follows it.
 const releaseTimeout = 10 * time.Second
+
+// OnStop has stopped told of each run with an origin (Execution.Origin) once it ends or comes to
+// wait for an approval, after that is persisted. What stopped fails to do is its own
+// reconciler's to finish: the run does not wait for it.
+func (r *Runner) OnStop(stopped func(context.Context, Execution) error) { r.stopped = stopped }
 
 // NewRunner returns the worker side of agent runs. lease is how long a worker holds an
 // execution without renewing it (renewed every third of it while it runs); cycled is called for
@@ -445,7 +452,7 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 	if owner, ok := c.Set["owner"]; ok && owner == "" {
 		// The change gives the lease up (the run ends or waits): once it is written, the renewal
 		// finds the lease gone and cancels ctx, which must not cut short what follows the write
-		// (the move to the finished runs, the notices).
+		// (the move to the finished runs, the notices, telling the run's origin).
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
@@ -460,6 +467,11 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 	h.e.Log = append(h.e.Log, c.Log...)
 	for _, en := range c.Log {
 		h.relay.Notify(ctx, h.e.ID, Progress{Seq: en.Seq})
+	}
+	if _, stops := h.e.stop(); stops && h.e.Origin != "" && h.stopped != nil {
+		if err := h.stopped(ctx, h.e); err != nil {
+			h.log.Warn("the origin of a run was not told it stopped", "execution_id", h.e.ID, "origin", h.e.Origin, "error", err)
+		}
 	}
 	return nil
 }

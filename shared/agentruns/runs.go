@@ -169,6 +169,8 @@ type Execution struct {
 	Started    time.Time `bson:"started"`
 	CreatedAt  time.Time `bson:"created_at"`
 	UpdatedAt  time.Time `bson:"updated_at"`
+	// Origin names what started the run when no person did (heartbeats.Origin).
+	Origin string `bson:"origin,omitempty"`
 }
 
 // Change is what a worker persists about the execution it holds: fields to set and a cycle

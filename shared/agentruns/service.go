@@ -43,13 +43,13 @@ var _ chats.AgentRuns = (*Service)(nil)
 // the run; it returns the execution's id. The execution's log begins with the stored message.
 func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, plan chats.Plan) (string, error) {
 	now := s.now()
-	id := ids.New()
+	id := cmp.Or(t.Input.RunID, ids.New())
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
 	req := requestOf(t.Input)
 	if plan.Request != "" {
 		req.Message = plan.Request
 	}
-	e := Execution{ID: id, ProjectID: t.ProjectID, BotID: t.Bot.ID, ChatID: t.Chat.UUID, Plan: plan.Steps,
+	e := Execution{ID: id, ProjectID: t.ProjectID, BotID: t.Bot.ID, ChatID: t.Chat.UUID, Plan: plan.Steps, Origin: t.Input.Origin,
 		Request: req, User: t.User, Status: StatusQueued, Cycles: []Cycle{},
 		Log: []Entry{{Seq: 1, Event: EventStored, Data: string(stored)}}, Started: t.Started, CreatedAt: now, UpdatedAt: now}
 	if err := s.repo.Insert(ctx, e); err != nil {

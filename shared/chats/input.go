@@ -47,6 +47,11 @@ type Input struct {
 	// client's earlier messages): a turn that starts a chat stores them in it before its
 	// message, and they are the turn's history. A turn of an existing chat ignores them.
 	Prior []Said `json:"-"`
+	// RunID is the id of the agent run the turn starts, when its caller chose it (a heartbeat's
+	// firing: a retried firing finds its run by it); Origin names what started the turn when no
+	// person did (kept with the run).
+	RunID  string `json:"-"`
+	Origin string `json:"-"`
 }
 
 // Said is a message of a conversation the client held: who said it (RoleUser or RoleAgent) and

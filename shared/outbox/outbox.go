@@ -151,6 +151,10 @@ const (
 	SourceSynced         = "source.synced"
 	SourceExpired        = "source.expired"
 	SourceDeleted        = "source.deleted"
+	HeartbeatCompleted   = "heartbeat.completed"
+	HeartbeatFailed      = "heartbeat.failed"
+	HeartbeatPaused      = "heartbeat.paused"
+	HeartbeatDisabled    = "heartbeat.disabled"
 )
 
 // Types lists every event type, for validation and documentation.
@@ -162,4 +166,5 @@ var Types = []string{
 	WorkflowCreated, WorkflowUpdated, WorkflowDeleted, WorkflowRunSucceeded, WorkflowRunFailed,
 	ChatMessageCreated, ChatUpdated, ChatMessageUpdated, ChatMessageDeleted,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
+	HeartbeatCompleted, HeartbeatFailed, HeartbeatPaused, HeartbeatDisabled,
 }

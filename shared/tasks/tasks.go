@@ -25,6 +25,8 @@ const (
 	TypeAgentRun = "agent:run"
 	// TypeWorkflowRun runs (or resumes) the actions of a workflow run.
 	TypeWorkflowRun = "workflow:run"
+	// TypeHeartbeatFire carries out one firing of a heartbeat: its agent run.
+	TypeHeartbeatFire = "heartbeat:fire"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -107,6 +109,24 @@ type WorkflowRunPayload struct {
 // NewWorkflowRunTask runs a workflow run.
 func NewWorkflowRunTask(runID string) Task {
 	return Task{Type: TypeWorkflowRun, ID: runID, Payload: WorkflowRunPayload{RunID: runID}}
+}
+
+// HeartbeatFirePayload names a firing of a heartbeat: the time it was due (or triggered), and
+// whether it was triggered by hand.
+type HeartbeatFirePayload struct {
+	HeartbeatID string    `json:"heartbeat_id"`
+	At          time.Time `json:"at"`
+	Manual      bool      `json:"manual,omitempty"`
+}
+
+// NewHeartbeatFireTask fires a heartbeat once per due time (schedulers queueing it together
+// queue one), or once per trigger by hand.
+func NewHeartbeatFireTask(heartbeatID string, at time.Time, manual bool) Task {
+	id := heartbeatID + ":" + strconv.FormatInt(at.Unix(), 10)
+	if manual {
+		id = heartbeatID + ":m" + strconv.FormatInt(at.UnixMilli(), 10)
+	}
+	return Task{Type: TypeHeartbeatFire, ID: id, Payload: HeartbeatFirePayload{HeartbeatID: heartbeatID, At: at, Manual: manual}}
 }
 
 // Redacted is a task payload as an operator may see it (the queue dashboard): its JSON with the

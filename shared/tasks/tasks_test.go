@@ -47,6 +47,10 @@ func TestTaskIDs(t *testing.T) {
 		{"RequeueSameMinute", tasks.NewAgentRunRequeueTask("e1", at), tasks.NewAgentRunRequeueTask("e1", at.Add(50*time.Second)), true, tasks.TypeAgentRun},
 		{"RequeueNextMinute", tasks.NewAgentRunRequeueTask("e1", at), tasks.NewAgentRunRequeueTask("e1", at.Add(time.Minute)), false, tasks.TypeAgentRun},
 		{"WorkflowRun", tasks.NewWorkflowRunTask("r1"), tasks.NewWorkflowRunTask("r1"), true, tasks.TypeWorkflowRun},
+		{"HeartbeatSameSlot", tasks.NewHeartbeatFireTask("h", at, false), tasks.NewHeartbeatFireTask("h", at, false), true, tasks.TypeHeartbeatFire},
+		{"HeartbeatOtherSlot", tasks.NewHeartbeatFireTask("h", at, false), tasks.NewHeartbeatFireTask("h", at.Add(time.Minute), false), false, tasks.TypeHeartbeatFire},
+		{"HeartbeatTriggerNotTheSlot", tasks.NewHeartbeatFireTask("h", at, false), tasks.NewHeartbeatFireTask("h", at, true), false, tasks.TypeHeartbeatFire},
+		{"HeartbeatTriggersApart", tasks.NewHeartbeatFireTask("h", at, true), tasks.NewHeartbeatFireTask("h", at.Add(time.Millisecond), true), false, tasks.TypeHeartbeatFire},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.a.Type != tt.wantTypeOf || tt.b.Type != tt.wantTypeOf {

@@ -34,6 +34,7 @@ import (
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
@@ -180,6 +181,8 @@ type Domain struct {
 	// secrets key (none without one).
 	Subscribers *subscribers.Service
 	Events      *outbox.Dispatcher
+	// Heartbeats are agents' scheduled prompts.
+	Heartbeats *heartbeats.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -228,6 +231,8 @@ func (a *App) Domain() (Domain, error) {
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
+	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
+		a.Log.With("component", "heartbeats"))
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -261,6 +266,7 @@ func (a *App) API() (api.Deps, error) {
 		Calendar:      d.Calendar,
 		Workflows:     d.Workflows,
 		WorkflowRuns:  d.WorkflowRuns,
+		Heartbeats:    d.Heartbeats,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,
@@ -313,6 +319,9 @@ func (a *App) Worker() (workers.Deps, error) {
 	fetch := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: a.Cfg.FetchTimeout, MaxBytes: a.Cfg.FetchMaxBytes})
 	// Webhooks go through the SSRF guard and follow no redirect.
 	hooks := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: time.Minute, MaxBytes: 1 << 20, MaxRedirects: -1})
+	runs := agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
+		a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle)
+	runs.OnStop(d.Heartbeats.Settle)
 	return workers.Deps{
 		Logger:          a.Log,
 		Redis:           a.Conns.RedisOpt,
@@ -323,8 +332,8 @@ func (a *App) Worker() (workers.Deps, error) {
 		Metrics:         a.Metrics,
 		Sources: sources.NewIngester(store.NewSources(a.Conns.DB), d.Events, fetch, a.embedder(), a.Cfg.CrawlMaxPages,
 			a.Log.With("component", "ingest"), a.Metrics.Ingested),
-		Runs: agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
-			a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle),
+		Runs:       runs,
+		Heartbeats: d.Heartbeats,
 		Workflows: workflows.NewExecutor(store.NewWorkflowRuns(a.Conns.DB), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
 			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows")),
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
@@ -337,7 +346,7 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 	if err != nil {
 		return jobs.Deps{}, err
 	}
-	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics,
+	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
 		Sources:   sources.NewPlanner(store.NewSources(a.Conns.DB), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
 		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules"))}, nil
 }

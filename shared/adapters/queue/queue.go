@@ -18,11 +18,12 @@ import (
 
 // options are the retry and time limits of each type.
 var options = map[string][]asynq.Option{
-	tasks.TypeSourceIngest: {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
-	tasks.TypeSourceSync:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
-	tasks.TypeSourceSweep:  {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
-	tasks.TypeAgentRun:     {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
-	tasks.TypeWorkflowRun:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeSourceIngest:  {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeSourceSync:    {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeSourceSweep:   {asynq.MaxRetry(3), asynq.Timeout(5 * time.Minute)},
+	tasks.TypeAgentRun:      {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
+	tasks.TypeWorkflowRun:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
+	tasks.TypeHeartbeatFire: {asynq.MaxRetry(8), asynq.Timeout(2 * time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

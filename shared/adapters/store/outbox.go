@@ -34,6 +34,7 @@ var outboxCollections = map[string]string{
 	deletedResource: deletedEventsColl,
 	"source":        sourcesColl,
 	"chat":          chatMessagesColl,
+	"heartbeat":     heartbeatsColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

@@ -106,6 +106,16 @@ func indexes() map[string][]mongo.IndexModel {
 		calendarsColl: {
 			outboxIndex(),
 		},
+		heartbeatsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "enabled", Value: 1}, {Key: "next_run_at", Value: 1}}, Options: options.Index().SetName("due")},
+			{Keys: bson.D{{Key: "running", Value: 1}}, Options: options.Index().SetName("running")},
+			outboxIndex(),
+		},
+		firingsColl: {
+			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("bot")},
+		},
 		bookingsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
 			outboxIndex(),

@@ -327,6 +327,10 @@ func (m *openAI) params(r Request) (openai.ChatCompletionNewParams, error) {
 	if len(r.Tools) > 0 && r.NoTools {
 		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
 	}
+	if r.Schema != nil {
+		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &openai.ResponseFormatJSONSchemaParam{
+			JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{Name: r.Schema.Name, Strict: openai.Bool(true), Schema: r.Schema.Schema}}}
+	}
 	if r.MaxTokens > 0 {
 		if m.completionTokens {
 			p.MaxCompletionTokens = openai.Int(int64(r.MaxTokens))

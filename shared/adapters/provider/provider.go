@@ -76,6 +76,16 @@ type Request struct {
 	// NoTools set they are described but the model must answer in text (the last step of a run).
 	Tools   []Tool
 	NoTools bool
+	// Schema, when set, asks for an answer that is one JSON value of this schema (structured
+	// outputs: response_format json_schema, strict). The caller still checks what it gets.
+	Schema *Schema
+}
+
+// Schema is a JSON schema a reply must follow: its name (letters, digits, _ and -) and the
+// schema object.
+type Schema struct {
+	Name   string
+	Schema map[string]any
 }
 
 // Usage is the token count of one call.

@@ -78,6 +78,9 @@ type Behavior struct {
 	Script []Turn
 	// NoTools answers 400, as providers without tool calling do, to any request offering tools.
 	NoTools bool
+	// Structured is the content answered to requests that ask for a JSON schema
+	// (response_format json_schema); Reply when empty.
+	Structured string
 }
 
 // Turn is one answer of a [Behavior.Script]: a tool call, or a reply.
@@ -107,6 +110,10 @@ type Received struct {
 	// Tools are the names of the tools offered; ToolChoice is tool_choice when it is a string.
 	Tools      []string
 	ToolChoice string
+	// Schema is the name of the JSON schema the request asks the answer to follow
+	// (response_format json_schema), "" when it asks for none; Strict is its strict flag.
+	Schema string
+	Strict bool
 }
 
 // results is how many tool results the request carries.
@@ -190,6 +197,9 @@ func (s *Server) record(rec Received) (Behavior, int) {
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, rec)
 	b := s.behavior
+	if rec.Schema != "" && b.Structured != "" {
+		b.Reply = b.Structured
+	}
 	if b.Reply == "" {
 		b.Reply = DefaultReply
 	}
@@ -479,6 +489,11 @@ func decode(h http.Header, body []byte) (rec Received, includeUsage bool, err er
 		rec.Tools = append(rec.Tools, name)
 	}
 	rec.ToolChoice, _ = rec.Body["tool_choice"].(string)
+	if format, _ := rec.Body["response_format"].(map[string]any); format["type"] == "json_schema" {
+		schema, _ := format["json_schema"].(map[string]any)
+		rec.Schema, _ = schema["name"].(string)
+		rec.Strict, _ = schema["strict"].(bool)
+	}
 	return rec, includeUsage, nil
 }
 

@@ -48,6 +48,7 @@ var rules = []rule{
 	{"jobs", []string{"api", "workers", "events", "cmd", "shared/devenv"}, "roles do not import each other"},
 	{"events", []string{"api", "workers", "jobs", "cmd", "shared/devenv"}, "roles do not import each other"},
 	{"shared/chats", []string{"shared/agentruns"}, "the chat turn calls agent runs through an interface agentruns implements"},
+	{"shared/chats", []string{"shared/usermemory"}, "the chat turn reads and feeds end users' memories through an interface usermemory implements"},
 	{"shared/kit/apperr", []string{"net/http"}, "the error-kind -> HTTP status table lives in api"},
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
+	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -54,6 +55,8 @@ type Deps struct {
 	Triggers Triggers
 	// Started, when set, is called once the worker takes tasks and its triggers consume.
 	Started func()
+	// UserMemory extracts what end users' messages say about them.
+	UserMemory *usermemory.Service
 }
 
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
@@ -161,6 +164,18 @@ func mux(d Deps) *asynq.ServeMux {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Heartbeats.Fire(ctx, t)
+	})
+	m.HandleFunc(tasks.TypeMemoryExtract, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.MemoryExtractPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		err := d.UserMemory.Extract(ctx, t)
+		if errors.Is(err, usermemory.ErrDropped) {
+			d.Logger.Warn("user memory extraction dropped", "bot_id", t.BotID, "message_id", t.MessageID, "error", err)
+			return nil
+		}
+		return err
 	})
 	return m
 }

@@ -72,6 +72,7 @@ type Service struct {
 	memory    *memory.Memory
 	providers Providers
 	runs      AgentRuns
+	users     EndUsers
 	log       *slog.Logger
 	now       func() time.Time
 }
@@ -154,6 +155,9 @@ type Turn struct {
 	// Verdict is the user's answer to the plan the chat proposed (Accept, Reject, Revise); ""
 	// when the chat had none.
 	Verdict string
+	// EndUser is the user whose memories the prompt gets and whose message may add to them
+	// (see EndUsers); "" for none.
+	EndUser string
 }
 
 // Question is the message the turn asks.
@@ -236,7 +240,7 @@ func (s *Service) Answer(ctx context.Context, t Turn, sink Sink) (Reply, error) 
 		return Reply{}, err
 	}
 	req := s.request(t)
-	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, t.Question()), passages
+	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, s.recall(ctx, t), t.Question()), passages
 	return s.respond(ctx, t, sink, pass{req: req, passages: passages, kind: "standard"})
 }
 
@@ -400,11 +404,14 @@ func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot
 		Filter: memory.Filter{SourceIDs: in.SourceIDs, Tags: in.Tags}})
 }
 
-// prompt is the system prompt (instruction and numbered passages), the earlier turns that fit
-// the history budget, and the question.
-func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, question string) []provider.Message {
+// prompt is the system prompt (instruction, what is known of the user, numbered passages), the
+// earlier turns that fit the history budget, and the question.
+func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []provider.Message {
 	var sys strings.Builder
 	sys.WriteString(Instruction(in, bot))
+	if known != "" {
+		sys.WriteString("\n\n" + known)
+	}
 	if len(passages) > 0 {
 		sys.WriteString("\n\nAnswer from the numbered passages below when they are relevant and cite them like [1]. " +
 			"If they do not contain the answer, say so.\n\nPassages:")

@@ -48,6 +48,9 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	if err != nil {
 		return Outcome{}, err
 	}
+	if s.remembers(bot, in) {
+		t.EndUser = t.User.User.UUID
+	}
 	if !chatMode && t.Chat.Mode != "" && t.Chat.Mode != in.ChatMode {
 		// The chat's default mode (PUT /v1/bot/chat/mode) applies to messages that name none.
 		in.ChatMode, t.Input.ChatMode = t.Chat.Mode, t.Chat.Mode
@@ -82,7 +85,9 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	case in.ChatMode == "edit":
 		r, err = s.Edit(ctx, t, sink)
 	default:
-		r, err = s.Answer(ctx, t, sink)
+		if r, err = s.Answer(ctx, t, sink); err == nil {
+			s.heard(ctx, t)
+		}
 	}
 	return Outcome{Reply: &r}, err
 }

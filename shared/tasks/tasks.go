@@ -27,6 +27,8 @@ const (
 	TypeWorkflowRun = "workflow:run"
 	// TypeHeartbeatFire carries out one firing of a heartbeat: its agent run.
 	TypeHeartbeatFire = "heartbeat:fire"
+	// TypeMemoryExtract extracts what a user's message says about them into the user's memories.
+	TypeMemoryExtract = "memory:extract"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -127,6 +129,26 @@ func NewHeartbeatFireTask(heartbeatID string, at time.Time, manual bool) Task {
 		id = heartbeatID + ":m" + strconv.FormatInt(at.UnixMilli(), 10)
 	}
 	return Task{Type: TypeHeartbeatFire, ID: id, Payload: HeartbeatFirePayload{HeartbeatID: heartbeatID, At: at, Manual: manual}}
+}
+
+// MemoryExtractPayload is a user's message to extract durable facts about the user from: the
+// agent and user they are kept for, the message (its id and text), and the provider that
+// answered the turn (the request's host, model and key travel with the task and are never
+// stored).
+type MemoryExtractPayload struct {
+	ProjectID    string `json:"project_id"`
+	BotID        string `json:"bot_id"`
+	UserUUID     string `json:"user_uuid"`
+	MessageID    string `json:"message_id"`
+	Text         string `json:"text"`
+	Model        string `json:"model,omitempty"`
+	ProviderHost string `json:"provider_host,omitempty"`
+	ProviderKey  string `json:"provider_key,omitempty"`
+}
+
+// NewMemoryExtractTask extracts the facts of one message, once per message.
+func NewMemoryExtractTask(p MemoryExtractPayload) Task {
+	return Task{Type: TypeMemoryExtract, ID: p.MessageID, Payload: p}
 }
 
 // Redacted is a task payload as an operator may see it (the queue dashboard): its JSON with the

@@ -44,6 +44,7 @@ import (
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/tools"
+	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
 	"github.com/agentplane/agentplane/workers"
 )
@@ -183,6 +184,8 @@ type Domain struct {
 	Events      *outbox.Dispatcher
 	// Heartbeats are agents' scheduled prompts.
 	Heartbeats *heartbeats.Service
+	// UserMemory is what agents remember of their end users (each user's cached in process).
+	UserMemory *usermemory.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -240,8 +243,24 @@ func (a *App) Domain() (Domain, error) {
 		}
 	}
 	d.Subscribers = subscribers.NewService(store.NewSubscribers(db), sessionKey, box)
+	d.UserMemory = usermemory.NewService(cache.UserMemories(store.NewUserMemories(db), a.notices, size, ttl), a.Queue(),
+		extractors(d), a.Log.With("component", "usermemory"))
+	d.Chats.UseEndUsers(d.UserMemory)
 	a.dom = &d
 	return d, nil
+}
+
+// extractors pick the model that extracts a message's facts: the one that answered its turn
+// (the request's provider, else the agent's key, else the configured provider or the offline
+// model).
+func extractors(d Domain) usermemory.Models {
+	return func(ctx context.Context, p tasks.MemoryExtractPayload) (provider.Model, error) {
+		bot, err := d.Agents.Get(ctx, p.ProjectID, p.BotID)
+		if err != nil {
+			return nil, err
+		}
+		return d.Chats.Model(chats.Input{ProviderHost: p.ProviderHost, ProviderKey: p.ProviderKey}, bot), nil
+	}
 }
 
 // secrets is the box that seals tools' credentials: empty (sealing refused) without a key.
@@ -337,6 +356,8 @@ func (a *App) Worker() (workers.Deps, error) {
 		Workflows: workflows.NewExecutor(store.NewWorkflowRuns(a.Conns.DB), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
 			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows")),
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
+		// End users' memories: what their messages say about them is extracted here.
+		UserMemory: d.UserMemory,
 	}, nil
 }
 

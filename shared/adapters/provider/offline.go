@@ -55,6 +55,10 @@ func toolCall(r Request) (Reply, bool) {
 // Name implements [Model].
 func (offline) Name() string { return offlineName }
 
+// IsOffline reports whether m is the offline model, which answers from passages and follows no
+// JSON schema: callers that need structure use rules of their own instead.
+func IsOffline(m Model) bool { return m.Name() == offlineName }
+
 // Complete implements [Model].
 func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
 	if err := ctx.Err(); err != nil {

@@ -24,6 +24,8 @@ var options = map[string][]asynq.Option{
 	tasks.TypeAgentRun:      {asynq.MaxRetry(10), asynq.Timeout(15 * time.Minute)},
 	tasks.TypeWorkflowRun:   {asynq.MaxRetry(8), asynq.Timeout(10 * time.Minute)},
 	tasks.TypeHeartbeatFire: {asynq.MaxRetry(8), asynq.Timeout(2 * time.Minute)},
+	// memory:extract makes one model call: a few retries, and no longer than a model call.
+	tasks.TypeMemoryExtract: {asynq.MaxRetry(3), asynq.Timeout(2 * time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

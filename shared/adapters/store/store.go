@@ -167,6 +167,12 @@ func indexes() map[string][]mongo.IndexModel {
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
 		},
+		// End users' memories: a user's (the prompt's and the API's reads) and an agent's, newest first.
+		userMemoriesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "user", Value: 1}, {Key: "updated_at", Value: -1}},
+				Options: options.Index().SetName("user")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "updated_at", Value: -1}}, Options: options.Index().SetName("bot")},
+		},
 	}
 }
 

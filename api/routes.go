@@ -105,6 +105,10 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
 	v1.POST("/bot/sso-secret", handle(s.newSSOSecret))
 
+	v1.GET("/bot/memory/readall", handle(s.listUserMemories))
+	v1.GET("/bot/memory/count", handle(s.countUserMemories))
+	v1.DELETE("/bot/memory/:memory_id", handle(s.deleteUserMemory))
+
 	v1.GET("/mcp/connectors", handle(s.listConnectors))
 	v1.GET("/mcp/connectors/:name", handle(s.readConnector))
 	v1.GET("/mcp", handle(s.listMCPServers))

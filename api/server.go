@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/tools"
+	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -79,6 +80,8 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Queues is the queue dashboard, served under QueuesPath behind the admin token; nil is none.
 	Queues http.Handler
+	// UserMemory is what agents remember of their end users.
+	UserMemory *usermemory.Service
 }
 
 // QueuesPath is where the queue dashboard is served.
@@ -114,6 +117,8 @@ type server struct {
 	budgetWait   time.Duration
 	// agentMCPHandler serves agents as MCP servers, hostedMCPHandler the hosted ones.
 	agentMCPHandler, hostedMCPHandler http.Handler
+	// userMemory is what agents remember of their end users.
+	userMemory *usermemory.Service
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -158,6 +163,7 @@ func NewServer(d Deps) http.Handler {
 	if d.AccountBudget > 0 {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
+	s.userMemory = d.UserMemory
 	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
 	r := newEngine()
 	s.routes(r)

@@ -33,6 +33,8 @@ type matrixFixture struct {
 	keyID, source, chat, message, deal, contact, contactName, pipeline, stage string
 	// defaultPipeline is the project's default pipeline, where a new deal goes.
 	defaultPipeline, workflow, run, execution, pausedChat, tool, server, heartbeat string
+	// memory is a memory the agent keeps of its end user memoryUser.
+	memory, memoryUser string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -47,7 +49,8 @@ func missingFixture(key string) matrixFixture {
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
-		heartbeat: "no-such-heartbeat"}
+		heartbeat: "no-such-heartbeat",
+		memory:    "no-such-memory", memoryUser: "no-such-user"}
 }
 
 // matrixScope is what a route names besides the caller's account.
@@ -122,6 +125,7 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
+	path = strings.ReplaceAll(path, ":memory_id", url.PathEscape(f.memory))
 	q := url.Values{}
 	var body map[string]any
 	if r.body != nil {
@@ -363,6 +367,12 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 
 		{method: "GET", path: "/v1/bot/subscriber/readall", scope: botScope, in: inQuery},
 		{method: "POST", path: "/v1/bot/sso-secret", scope: botScope, in: inBody},
+		{method: "GET", path: "/v1/bot/memory/readall", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/memory/readall", name: "of a user", scope: botScope, in: inQuery, resource: true, foreign: filters,
+			query: q(func(f matrixFixture) []string { return []string{"user_uuid", f.memoryUser, "type", "semantic"} })},
+		{method: "GET", path: "/v1/bot/memory/count", scope: botScope, in: inQuery, resource: true, foreign: filters,
+			query: q(func(f matrixFixture) []string { return []string{"user_uuid", f.memoryUser} })},
+		{method: "DELETE", path: "/v1/bot/memory/:memory_id", scope: botScope, in: inQuery, resource: true, last: 2},
 		{method: "GET", path: "/v1/models", scope: projectScope, in: inHeader},
 		{method: "GET", path: "/v1/models/:model", scope: botScope, in: inHeader, botCode: "model_not_found"},
 		{method: "POST", path: "/v1/chat/completions", scope: botScope, in: inHeader, resource: true, botCode: "model_not_found",
@@ -532,6 +542,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		}
 		waitABit()
 	}
+	f.memory, f.memoryUser = m.remembered(t, f, "My name is Matrix.")
 	var keys struct{ Keys []struct{ ID string } }
 	res := m.b.client.Do(apitest.Request{Method: "GET", Path: "/v1/keys", Key: key})
 	res.Decode(t, &keys)
@@ -541,7 +552,26 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
+	tn.markers = append(tn.markers, f.memory, f.memoryUser)
 	return tn
+}
+
+// remembered says text to f's agent (the provider's structured answer is what is extracted)
+// and returns, once the worker kept it, the memory and its user.
+func (m matrixEnv) remembered(t *testing.T, f matrixFixture, text string) (string, string) {
+	t.Helper()
+	m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/chat", Key: f.key, Body: map[string]any{"project_id": f.project, "bot_id": f.bot,
+		"message": text, "reasoning_mode": "standard"}})
+	for until := time.Now().Add(30 * time.Second); ; waitABit() {
+		list := m.do(t, apitest.Request{Method: "GET", Path: "/v1/bot/memory/readall?project_id=" + f.project + "&bot_id=" + f.bot, Key: f.key})
+		if ms := list["memories"].([]any); len(ms) == 1 {
+			mem := ms[0].(map[string]any)
+			return mem["id"].(string), mem["user_uuid"].(string)
+		}
+		if time.Now().After(until) {
+			t.Fatalf("no memory of %q was kept", text)
+		}
+	}
 }
 
 // pause starts two agent runs of the tenant that wait for the approval of a create_deal: the
@@ -665,7 +695,7 @@ func TestTenancyMatrix(t *testing.T) {
 	rows := tenancyMatrix(hook.URL, peer.streamable)
 
 	start := time.Now()
-	fake.Set(providertest.Behavior{Reply: "Fixture reply."})
+	fake.Set(providertest.Behavior{Reply: "Fixture reply.", Structured: `{"memories":[{"type":"semantic","subject":"name","content":"The user's name is Matrix."}]}`})
 	otherKey, otherProject := b.newTenant(t)
 	a := m.tenant(t, b.key, b.project.ID, "ta"+strings.ToLower(testenv.NewName()))
 	o := m.tenant(t, otherKey, otherProject.ID, "tb"+strings.ToLower(testenv.NewName()))

@@ -303,6 +303,8 @@ func (a *App) API() (api.Deps, error) {
 		RateLimit:     a.Cfg.RateLimit,
 		AccountBudget: a.Cfg.AccountBudget,
 		Queues:        a.dashboard(),
+		// What agents remember of their end users: listed, counted and deleted.
+		UserMemory: d.UserMemory,
 	}, nil
 }
 

@@ -51,6 +51,8 @@ func TestTaskIDs(t *testing.T) {
 		{"HeartbeatOtherSlot", tasks.NewHeartbeatFireTask("h", at, false), tasks.NewHeartbeatFireTask("h", at.Add(time.Minute), false), false, tasks.TypeHeartbeatFire},
 		{"HeartbeatTriggerNotTheSlot", tasks.NewHeartbeatFireTask("h", at, false), tasks.NewHeartbeatFireTask("h", at, true), false, tasks.TypeHeartbeatFire},
 		{"HeartbeatTriggersApart", tasks.NewHeartbeatFireTask("h", at, true), tasks.NewHeartbeatFireTask("h", at.Add(time.Millisecond), true), false, tasks.TypeHeartbeatFire},
+		{"MemoryExtractOncePerMessage", tasks.NewMemoryExtractTask(said("m1", "My name is Ana.")), tasks.NewMemoryExtractTask(said("m1", "my name is ana")), true, tasks.TypeMemoryExtract},
+		{"MemoryExtractOtherMessage", tasks.NewMemoryExtractTask(said("m1", "My name is Ana.")), tasks.NewMemoryExtractTask(said("m2", "My name is Ana.")), false, tasks.TypeMemoryExtract},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.a.Type != tt.wantTypeOf || tt.b.Type != tt.wantTypeOf {
@@ -61,4 +63,9 @@ func TestTaskIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// said is a user's message to extract memories from.
+func said(messageID, text string) tasks.MemoryExtractPayload {
+	return tasks.MemoryExtractPayload{ProjectID: "p", BotID: "b", UserUUID: "u", MessageID: messageID, Text: text}
 }

@@ -1,14 +1,18 @@
 package api_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/tasks"
 )
 
 // userMemories reads the agent's memories of user (all its users' when ""), with more of the
@@ -204,5 +208,41 @@ func TestUserMemoryIsolation(t *testing.T) {
 	all := a.userMemories(t, "", "")
 	if len(all) != 4 || len(a.userMemories(t, anaID, "")) != 2 || len(a.userMemories(t, anaID, "&type=episodic")) != 1 {
 		t.Fatalf("the agent's memories: %v", all)
+	}
+}
+
+// A provider's answer that is not the JSON schema asked for ends its task for good (no retry)
+// and stores nothing.
+func TestUserMemoryMalformedAnswerIsDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	fake := providertest.New(t)
+	fake.Set(providertest.Behavior{Reply: "Hello Zed.", Structured: "Sure! The user's name is Zed."})
+	a := b.chatBot(t, nil)
+	res, chat := a.chat(t, map[string]any{"message": "My name is Zed.", "provider_host": fake.URL, "provider_key": "sk-test"})
+	if chat == nil {
+		t.Fatalf("chat: %d %s", res.Status, res.Body)
+	}
+	user := chat["user"].(map[string]any)
+	inspector := asynqInspector(t)
+	id := tasks.TypeMemoryExtract + ":" + user["uuid"].(string)
+	for deadline := time.Now().Add(20 * time.Second); ; waitABit() {
+		info, err := inspector.GetTaskInfo(b.queue, id)
+		if errors.Is(err, asynq.ErrTaskNotFound) {
+			break // done: a task that failed would wait for its retry, or be archived
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State == asynq.TaskStateRetry || info.State == asynq.TaskStateArchived || time.Now().After(deadline) {
+			t.Fatalf("the task is %v (%s)", info.State, info.LastErr)
+		}
+	}
+	if len(fake.Requests()) != 2 {
+		t.Fatalf("the provider got %d requests, want the reply's and one extraction", len(fake.Requests()))
+	}
+	if got := a.userMemories(t, user["user"].(map[string]any)["uuid"].(string), ""); len(got) != 0 {
+		t.Fatalf("a malformed answer was stored: %v", got)
 	}
 }

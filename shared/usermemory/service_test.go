@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,22 @@ func TestDeleteLeavesThePrompt(t *testing.T) {
 	}
 	if got := s.recall(t, "ana", "Hi"); strings.Contains(got, "Ana") || !strings.Contains(got, "tea") {
 		t.Fatalf("prompt section after the deletion: %q", got)
+	}
+}
+
+// A user keeps at most MaxPerUser memories: a new one beyond them replaces the least recently
+// confirmed.
+func TestMemoriesPerUserAreBounded(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	for i := range usermemory.MaxPerUser + 1 {
+		if err := s.said(t, "ana", "Remember that locker "+strconv.Itoa(i)+" is mine.", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.contents(t, "ana")
+	if len(got) != usermemory.MaxPerUser || slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine.") ||
+		!slices.Contains(got, "semantic: The user asked to remember: locker 100 is mine.") {
+		t.Fatalf("%d memories; locker 0 kept %v", len(got), slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine."))
 	}
 }

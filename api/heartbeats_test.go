@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -390,5 +392,58 @@ func TestHeartbeatBudgetErrorsAndApprovals(t *testing.T) {
 			t.Fatalf("webhooks of pause and disable: %d", len(hook.got()))
 		}
 		waitABit()
+	}
+}
+
+// What a worker that died leaves is settled by the scheduler's reconciler: an ended firing its
+// heartbeat did not count, and a firing whose run ended while the firing still says running. Each
+// is counted once, however often the reconciler looks.
+func TestHeartbeatReconcilerSettlesWhatAWorkerLeft(t *testing.T) {
+	t.Parallel()
+	b, a, fake := heartbeatSetup(t)
+	fake.Set(providertest.Behavior{Reply: "All quiet."})
+	ctx := context.Background()
+	h := a.create(t, map[string]any{"prompt": "Anything new?", "cron_pattern": "0 9 * * *"})
+	id := h["uuid"].(string)
+	first := a.post(t, "trigger", id)["firing_id"].(string)
+	a.firing(t, id, first, "succeeded")
+	h = a.settled(t, id)
+	if h["runs"] != float64(1) {
+		t.Fatalf("after the firing %v", h)
+	}
+	beats, firings := b.db.Collection("heartbeats"), b.db.Collection("heartbeat_firings")
+	leave := func(firingStatus string) {
+		t.Helper()
+		if _, err := beats.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "running", Value: first}}}, {Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := firings.UpdateOne(ctx, bson.D{{Key: "_id", Value: first}}, bson.D{{Key: "$set", Value: bson.D{
+			{Key: "status", Value: firingStatus}, {Key: "updated_at", Value: time.Now().Add(-2 * time.Minute)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, left string
+		runs       float64
+	}{
+		// The worker ended the firing and died before counting it.
+		{"ended, not counted", "succeeded", 2},
+		// The worker ended the run and died before settling its firing.
+		{"run ended, firing running", "running", 3},
+	} {
+		leave(tc.left)
+		for range 2 {
+			if _, err := a.beats.Reconcile(ctx, time.Now()); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		h = a.read(t, id)
+		if h["running_firing_id"] != "" || h["runs"] != tc.runs || h["successes"] != tc.runs {
+			t.Fatalf("%s: heartbeat %v", tc.name, h)
+		}
+		if f := a.firing(t, id, first, "succeeded"); f["answer"] != "All quiet." {
+			t.Fatalf("%s: firing %v", tc.name, f)
+		}
 	}
 }

@@ -47,13 +47,15 @@ func Ping(ctx context.Context, nc *nats.Conn) error {
 	return nc.FlushWithContext(ctx)
 }
 
-// EnsureStream creates or updates the domain event stream. It is idempotent.
+// EnsureStream creates the domain event stream, or brings one of another configuration (an
+// earlier version's) to this one. It is idempotent: a stream as configured is left untouched (an
+// update, even to the same configuration, races in the server with consumers being created).
 func EnsureStream(ctx context.Context, nc *nats.Conn) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:        Stream,
 		Description: "agentplane domain events",
 		Subjects:    []string{SubjectPrefix + ">"},
@@ -61,7 +63,11 @@ func EnsureStream(ctx context.Context, nc *nats.Conn) error {
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      7 * 24 * time.Hour,
 		Duplicates:  10 * time.Minute,
-	})
+	}
+	_, err = js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		_, err = js.UpdateStream(ctx, cfg)
+	}
 	if err != nil {
 		return fmt.Errorf("jetstream stream %s: %w", Stream, err)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 )
 
@@ -52,49 +53,47 @@ type heartbeatAction struct {
 	HeartbeatID string `json:"heartbeat_id"`
 }
 
-func (s *server) enableHeartbeat(c *gin.Context) (any, error) {
+// heartbeatOf reads a POST naming one heartbeat: the request (its heartbeat id required) and its
+// agent.
+func (s *server) heartbeatOf(c *gin.Context) (heartbeatAction, agents.Bot, error) {
 	var req heartbeatAction
 	if err := s.decode(c, &req); err != nil {
-		return nil, err
+		return req, agents.Bot{}, err
 	}
 	b, err := s.bot(c, &req.scope)
 	if err != nil {
-		return nil, err
+		return req, b, err
 	}
-	id, err := idOf(c, req.HeartbeatID, "heartbeat_id")
+	req.HeartbeatID, err = idOf(c, req.HeartbeatID, "heartbeat_id")
+	return req, b, err
+}
+
+func (s *server) enableHeartbeat(c *gin.Context) (any, error) {
+	req, b, err := s.heartbeatOf(c)
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.heartbeats.Enable(c, req.ProjectID, b, id)
+	h, err := s.heartbeats.Enable(c, req.ProjectID, b, req.HeartbeatID)
 	return gin.H{"heartbeat": h}, err
 }
 
 func (s *server) disableHeartbeat(c *gin.Context) (any, error) {
-	var req heartbeatAction
-	botID, err := s.bindID(c, &req, &req.scope, &req.HeartbeatID, "heartbeat_id")
+	req, b, err := s.heartbeatOf(c)
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.heartbeats.Disable(c, req.ProjectID, botID, req.HeartbeatID)
+	h, err := s.heartbeats.Disable(c, req.ProjectID, b.ID, req.HeartbeatID)
 	return gin.H{"heartbeat": h}, err
 }
 
 // triggerHeartbeat queues a firing now; its run and its log entry go by the firing id it answers.
 func (s *server) triggerHeartbeat(c *gin.Context) (any, error) {
-	var req heartbeatAction
-	if err := s.decode(c, &req); err != nil {
-		return nil, err
-	}
-	b, err := s.bot(c, &req.scope)
+	req, b, err := s.heartbeatOf(c)
 	if err != nil {
 		return nil, err
 	}
-	id, err := idOf(c, req.HeartbeatID, "heartbeat_id")
-	if err != nil {
-		return nil, err
-	}
-	firing, err := s.heartbeats.Trigger(c, req.ProjectID, b, id)
-	return gin.H{"heartbeat_id": id, "firing_id": firing, "execution_id": firing}, err
+	firing, err := s.heartbeats.Trigger(c, req.ProjectID, b, req.HeartbeatID)
+	return gin.H{"heartbeat_id": req.HeartbeatID, "firing_id": firing, "execution_id": firing}, err
 }
 
 func (s *server) deleteHeartbeat(c *gin.Context) (any, error) {

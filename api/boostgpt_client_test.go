@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
 )
@@ -62,7 +63,7 @@ func TestBoostGPTClientSession(t *testing.T) {
 		"instruction": "Answer from the docs.", "max_reply_tokens": nil, "top": nil, "status": nil, "reasoning_mode": ""})["bot"].(map[string]any)
 	botID := bot["uuid"].(string)
 	c.body["bot_id"] = botID
-	c.call("PUT", "/v1/bot/update", map[string]any{"status": "1", "memory": "1", "top": "3"})
+	c.call("PUT", "/v1/bot/update", map[string]any{"status": "1", "memory": "1", "top": "3", "heartbeat": "1"})
 
 	src := c.call("POST", "/v1/bot/source/create", map[string]any{"type": "text", "title": "Hours",
 		"source": "The shop opens at nine and closes at six on weekdays.", "forget_after": "never", "tags": []any{"hours"}})["source"].(map[string]any)
@@ -106,6 +107,32 @@ func TestBoostGPTClientSession(t *testing.T) {
 	if flows := c.call("GET", "/v1/bot/workflow/readall", nil, "project_id", p, "bot_id", botID); flows["total"] != float64(1) {
 		t.Fatalf("workflows %v", flows)
 	}
+
+	beat := c.call("POST", "/v1/bot/heartbeat/configure", map[string]any{"heartbeat_id": nil, "prompt": "Summarise the week's deals",
+		"cron_pattern": "0 9 * * 1", "timezone": "Europe/Paris", "enabled": nil, "credit_budget": "50", "max_consecutive_errors": nil,
+		"member_id": nil, "chat_mode": nil})["heartbeat"].(map[string]any)
+	beatID := beat["uuid"].(string)
+	c.body["heartbeat_id"] = beatID
+	if got := c.call("GET", "/v1/bot/heartbeat/read", nil, "project_id", p, "bot_id", botID, "heartbeat_id", beatID)["heartbeat"].(map[string]any); got["credit_budget"] != float64(50) {
+		t.Fatalf("heartbeat %v", got)
+	}
+	c.call("POST", "/v1/bot/heartbeat/disable", nil)
+	c.call("POST", "/v1/bot/heartbeat/enable", nil)
+	firing := c.call("POST", "/v1/bot/heartbeat/trigger", nil)["firing_id"].(string)
+	for deadline := time.Now().Add(30 * time.Second); ; waitABit() {
+		logs := c.call("GET", "/v1/bot/heartbeat/logs", nil, "project_id", p, "bot_id", botID, "heartbeat_id", beatID)["logs"].([]any)
+		if len(logs) == 1 && logs[0].(map[string]any)["firing_id"] == firing && logs[0].(map[string]any)["status"] == "succeeded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the triggered firing did not succeed: %v", logs)
+		}
+	}
+	c.call("GET", "/v1/bot/heartbeat/stats", nil, "project_id", p, "bot_id", botID)
+	if beats := c.call("GET", "/v1/bot/heartbeat/readall", nil, "project_id", p, "bot_id", botID); beats["total"] != float64(1) {
+		t.Fatalf("heartbeats %v", beats)
+	}
+	c.call("DELETE", "/v1/bot/heartbeat/delete", nil, "project_id", p, "bot_id", botID, "heartbeat_id", beatID)
 
 	c.call("DELETE", "/v1/bot/workflow/delete", nil, "project_id", p, "bot_id", botID, "workflow_id", wfID)
 	c.call("DELETE", "/v1/bot/crm/deals/"+deal["uuid"].(string), nil, "project_id", p, "bot_id", botID)

@@ -147,16 +147,7 @@ func TestEndUserSessions(t *testing.T) {
 		return res.JSON(t)
 	}
 	chat := func(token, message, chatID string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"`+message+`","chat_id":"`+chatID+`"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(body)
+		return publicChat(t, b, token, `{"message":"`+message+`","chat_id":"`+chatID+`"}`)
 	}
 	history := func(token, chatID string) *apitest.Response {
 		return b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/public/v1/history?chat_id=" + chatID, Header: map[string]string{"Authorization": "Bearer " + token}})
@@ -518,4 +509,20 @@ func TestEndUserRateLimit(t *testing.T) {
 	if status, body := chat(second); status != http.StatusOK {
 		t.Fatalf("another visitor: %d %s", status, body)
 	}
+}
+
+// publicChat posts body to the public chat endpoint with an end user's session token and returns
+// the status and the whole answer (an event stream when it is 200).
+func publicChat(t *testing.T, b *bundle, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(raw)
 }

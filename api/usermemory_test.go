@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -164,17 +163,8 @@ func TestUserMemoryIsolation(t *testing.T) {
 	}
 	say := func(token, message string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"`+message+`"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "event: done") {
-			t.Fatalf("chat: %d %s", res.StatusCode, body)
+		if status, body := publicChat(t, b, token, `{"message":"`+message+`"}`); status != http.StatusOK || !strings.Contains(body, "event: done") {
+			t.Fatalf("chat: %d %s", status, body)
 		}
 	}
 	named := func(name string) providertest.Behavior {

@@ -426,6 +426,24 @@ func TestLiveListIsRepaired(t *testing.T) {
 			t.Fatal("the ready source is never found")
 		}
 	}
+	// The list's version token follows the list by a write of its own: wait for it, so that no
+	// write of the ingestion lands after the crash below.
+	for deadline := time.Now().Add(5 * time.Second); ; waitABit() {
+		var docs []struct {
+			ID string `bson:"_id"`
+			V  string `bson:"v"`
+		}
+		cur, err := b.db.Collection("memory_live").Find(t.Context(), map[string]any{})
+		if err != nil || cur.All(t.Context(), &docs) != nil {
+			t.Fatal(err)
+		}
+		if len(docs) == 2 && docs[0].V != "" && docs[0].V == docs[1].V {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the list's version token never caught up: %v", docs)
+		}
+	}
 	// A crash after the source became ready, before it entered the list.
 	if _, err := b.db.Collection("memory_live").DeleteMany(t.Context(), map[string]any{}); err != nil {
 		t.Fatal(err)

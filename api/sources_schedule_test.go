@@ -289,6 +289,12 @@ func TestResyncIsAtomicForReaders(t *testing.T) {
 	}
 	s.set("/pilots", page("one"))
 	src := a.ingest(t, map[string]any{"title": "Pilots", "type": "url", "source": s.URL + "/pilots"})
+	// The source enters the live list just after the write that made it ready.
+	for deadline := time.Now().Add(5 * time.Second); len(a.search(t, "harbour pilots", nil)) != 1; waitABit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the ready source is never found")
+		}
+	}
 
 	var (
 		stop    atomic.Bool

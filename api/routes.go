@@ -144,6 +144,8 @@ func (s *server) routes(r *gin.Engine) {
 	v1.PUT("/bot/chat/message/vote", handle(s.voteMessage))
 	v1.GET("/bot/chat/message/vote-status", handle(s.voteStatus))
 	v1.DELETE("/bot/chat/message/delete", handle(s.deleteMessage))
+
+	v1.GET("/bot/stats/summary", handle(s.statsSummary))
 }
 
 // opsRoutes are the middleware and operational endpoints every role that listens serves.

@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tenancy"
 	"github.com/agentplane/agentplane/shared/tools"
@@ -82,6 +83,8 @@ type Deps struct {
 	Queues http.Handler
 	// UserMemory is what agents remember of their end users.
 	UserMemory *usermemory.Service
+	// Stats are agents' statistics.
+	Stats *stats.Service
 }
 
 // QueuesPath is where the queue dashboard is served.
@@ -119,6 +122,8 @@ type server struct {
 	agentMCPHandler, hostedMCPHandler http.Handler
 	// userMemory is what agents remember of their end users.
 	userMemory *usermemory.Service
+	// stats are agents' statistics.
+	stats *stats.Service
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -164,6 +169,7 @@ func NewServer(d Deps) http.Handler {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
 	s.userMemory = d.UserMemory
+	s.stats = d.Stats
 	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
 	r := newEngine()
 	s.routes(r)

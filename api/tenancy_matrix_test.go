@@ -53,6 +53,12 @@ func missingFixture(key string) matrixFixture {
 		memory:    "no-such-memory", memoryUser: "no-such-user"}
 }
 
+// statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
+// the same.
+func statsWindow(matrixFixture) string {
+	return qs("from", "2026-01-01T00:00:00Z", "to", "2036-01-01T00:00:00Z")
+}
+
 // matrixScope is what a route names besides the caller's account.
 type matrixScope int
 
@@ -415,6 +421,8 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			query: q(func(f matrixFixture) []string { return []string{"message_id", f.message, "voter_id", "matrix"} })},
 		{method: "DELETE", path: "/v1/bot/chat/message/delete", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"message_id", f.message} })},
+
+		{method: "GET", path: "/v1/bot/stats/summary", scope: botScope, in: inQuery, query: statsWindow},
 	}
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/tenancy"
@@ -186,6 +187,8 @@ type Domain struct {
 	Heartbeats *heartbeats.Service
 	// UserMemory is what agents remember of their end users (each user's cached in process).
 	UserMemory *usermemory.Service
+	// Stats are agents' statistics, read from their stored chats.
+	Stats *stats.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -246,6 +249,7 @@ func (a *App) Domain() (Domain, error) {
 	d.UserMemory = usermemory.NewService(cache.UserMemories(store.NewUserMemories(db), a.notices, size, ttl), a.Queue(),
 		extractors(d), a.Log.With("component", "usermemory"))
 	d.Chats.UseEndUsers(d.UserMemory)
+	d.Stats = stats.NewService(store.NewStats(db))
 	a.dom = &d
 	return d, nil
 }
@@ -305,6 +309,8 @@ func (a *App) API() (api.Deps, error) {
 		Queues:        a.dashboard(),
 		// What agents remember of their end users: listed, counted and deleted.
 		UserMemory: d.UserMemory,
+		// Agents' statistics.
+		Stats: d.Stats,
 	}, nil
 }
 

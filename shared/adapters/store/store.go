@@ -138,6 +138,7 @@ func indexes() map[string][]mongo.IndexModel {
 		chatMessagesColl: {
 			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
 			{Keys: bson.D{{Key: "messages.uuid", Value: 1}}, Options: options.Index().SetName("message")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}}, Options: options.Index().SetName("bot")},
 			outboxIndex(),
 		},
 		votesColl: {

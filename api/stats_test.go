@@ -1,0 +1,109 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/api/apitest"
+)
+
+// stats reads one statistics call of the agent and returns its object.
+func (a chatAPI) stats(t *testing.T, call, name, extra string) map[string]any {
+	t.Helper()
+	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/stats/" + call + "?" + a.query(extra), Key: a.b.key})
+	expect(t, res, http.StatusOK, "")
+	return res.JSON(t)[name].(map[string]any)
+}
+
+// statsHistory has the agent hold two chats of three turns in all, and returns the sums of
+// their messages' tokens and credits as the chats' histories show them.
+func statsHistory(t *testing.T, a chatAPI) (tokens, credits float64) {
+	t.Helper()
+	var chatIDs []string
+	for _, msg := range []map[string]any{{"message": "When does the shop open?"}, {"message": "And on Sundays?", "chat_id": ""}, {"message": "Where is it?"}} {
+		if _, ok := msg["chat_id"]; ok {
+			msg["chat_id"] = chatIDs[0]
+		}
+		res, chat := a.chat(t, msg)
+		if chat == nil {
+			t.Fatalf("chat: %d %s", res.Status, res.Body)
+		}
+		if _, ok := msg["chat_id"]; !ok {
+			chatIDs = append(chatIDs, chat["chat_id"].(string))
+		}
+	}
+	for _, id := range chatIDs {
+		for _, m := range a.history(t, id, "")["conversation"].([]any) {
+			m := m.(map[string]any)
+			c, err := strconv.ParseFloat(m["credit_used"].(string), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens, credits = tokens+m["tokens"].(float64), credits+c
+		}
+	}
+	return tokens, credits
+}
+
+func TestStatsSummary(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.chatBot(t, map[string]any{})
+	tokens, credits := statsHistory(t, a)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	day, hour := today.Format(time.RFC3339), time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	for _, tc := range []struct {
+		name, query     string
+		messages, chats float64
+		tokens, credits float64
+		series          int
+	}{
+		{name: "last 30 days", messages: 6, chats: 2, tokens: tokens, credits: credits},
+		{name: "today by hour", query: "&from=" + day + "&to=" + hour.Format(time.RFC3339) + "&interval=hour", messages: 6, chats: 2, tokens: tokens, credits: credits,
+			series: int(hour.Sub(today) / time.Hour)},
+		{name: "tomorrow", query: "&from=" + today.AddDate(0, 0, 1).Format(time.RFC3339) + "&to=" + today.AddDate(0, 0, 2).Format(time.RFC3339) + "&interval=day",
+			series: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := a.stats(t, "summary", "summary", tc.query)
+			got := s["stats"].(map[string]any)
+			users := 0.0
+			if tc.messages > 0 {
+				users = 1
+			}
+			want := map[string]float64{"messages": tc.messages, "user_messages": tc.messages / 2, "agent_messages": tc.messages / 2,
+				"chats": tc.chats, "users": users, "tokens": tc.tokens, "credits_used": tc.credits}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s %v, want %v", k, got[k], v)
+				}
+			}
+			if series, _ := s["series"].([]any); len(series) != tc.series {
+				t.Errorf("%d buckets, want %d", len(series), tc.series)
+			}
+		})
+	}
+}
+
+// A window or interval the statistics cannot read is 422 naming the field.
+func TestStatsRefuseBadWindows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.chatBot(t, map[string]any{})
+	for _, tc := range []struct{ query, field string }{
+		{"&from=yesterday", "from"},
+		{"&to=2026-13-01T00:00:00Z", "to"},
+		{"&from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z", "from"},
+		{"&interval=month", "interval"},
+		{"&from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z&interval=hour", "interval"},
+	} {
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/stats/summary?" + a.query(tc.query), Key: b.key})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		details := res.JSON(t)["error"].(map[string]any)["details"].([]any)
+		if field := details[0].(map[string]any)["field"]; field != tc.field {
+			t.Errorf("%s: field %v, want %s", tc.query, field, tc.field)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentplane/agentplane/shared/stats"
+)
+
+// Stats reads an agent's stored messages for its statistics: its live chats' recent messages
+// with the chats (one query), then its message pages (one query), each message once, without
+// its content.
+type Stats struct{ db *mongo.Database }
+
+var _ stats.Repo = Stats{}
+
+// NewStats returns the statistics' reader of db.
+func NewStats(db *mongo.Database) Stats { return Stats{db: db} }
+
+// statMessage is the part of a stored message the statistics read.
+type statMessage struct {
+	UUID            string `bson:"uuid"`
+	Seq             int    `bson:"seq"`
+	Role            string `bson:"role"`
+	ReasoningType   string `bson:"reasoning_type"`
+	Tokens          int    `bson:"tokens"`
+	CreditUsed      string `bson:"credit_used"`
+	EstimatedCost   string `bson:"estimated_cost"`
+	EstimatedTimeMS string `bson:"estimated_time_ms"`
+	Upvotes         int    `bson:"upvotes"`
+	Downvotes       int    `bson:"downvotes"`
+	User            struct {
+		UUID string `bson:"uuid"`
+	} `bson:"user"`
+	CreatedAt time.Time `bson:"created_at"`
+}
+
+var statFields = []string{"uuid", "seq", "role", "reasoning_type", "tokens", "credit_used", "estimated_cost",
+	"estimated_time_ms", "upvotes", "downvotes", "user.uuid", "created_at"}
+
+// statProjection keeps the read fields of the messages under array, and extra.
+func statProjection(array string, extra ...string) bson.D {
+	p := bson.D{}
+	for _, f := range extra {
+		p = append(p, bson.E{Key: f, Value: 1})
+	}
+	for _, f := range statFields {
+		p = append(p, bson.E{Key: array + "." + f, Value: 1})
+	}
+	return p
+}
+
+// statChat is what the statistics read of a chat: whose it is and where its messages are.
+type statChat struct {
+	ID         string        `bson:"_id"`
+	Subscriber string        `bson:"subscriber"`
+	RecentFrom int           `bson:"recent_from"`
+	Recent     []statMessage `bson:"recent"`
+}
+
+// Messages reads the chats that may hold a message of the window (not deleted, created before
+// to, written to since from), serving their recent messages, then the agent's pages, serving
+// from each page the messages before its chat's recent ones (one copy of each number: a page
+// may hold a message twice after a repeated move, and a message moved to its page may still be
+// among the chat's recent ones when the chat's write failed).
+func (r Stats) Messages(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Fact) error) error {
+	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted,
+		{Key: "updated_at", Value: bson.D{{Key: "$gte", Value: from}}}, {Key: "created_at", Value: bson.D{{Key: "$lt", Value: to}}}}
+	cur, err := r.db.Collection(chatsColl).Find(ctx, filter,
+		options.Find().SetProjection(statProjection("recent", "subscriber", "recent_from")))
+	if err != nil {
+		return wrap(err, stats.Resource)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	live := map[string]statChat{}
+	for cur.Next(ctx) {
+		var c statChat
+		if err := cur.Decode(&c); err != nil {
+			return wrap(err, stats.Resource)
+		}
+		if err := serve(c, c.Recent, 0, from, to, each); err != nil {
+			return err
+		}
+		c.Recent = nil
+		live[c.ID] = c
+	}
+	if err := wrap(cur.Err(), stats.Resource); err != nil {
+		return err
+	}
+	return r.pages(ctx, projectID, botID, live, from, to, each)
+}
+
+func (r Stats) pages(ctx context.Context, projectID, botID string, live map[string]statChat, from, to time.Time, each func(stats.Fact) error) error {
+	cur, err := r.db.Collection(chatMessagesColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}},
+		options.Find().SetProjection(statProjection("messages", "chat_id")))
+	if err != nil {
+		return wrap(err, stats.Resource)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	for cur.Next(ctx) {
+		var p struct {
+			ChatID   string        `bson:"chat_id"`
+			Messages []statMessage `bson:"messages"`
+		}
+		if err := cur.Decode(&p); err != nil {
+			return wrap(err, stats.Resource)
+		}
+		c, ok := live[p.ChatID]
+		if !ok {
+			continue
+		}
+		before := c.RecentFrom
+		if before == 0 {
+			before = int(^uint(0) >> 1)
+		}
+		if err := serve(c, p.Messages, before, from, to, each); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), stats.Resource)
+}
+
+// serve calls each with the messages of msgs created in [from, to), of numbers below before
+// (0: all), the last copy of each number.
+func serve(c statChat, msgs []statMessage, before int, from, to time.Time, each func(stats.Fact) error) error {
+	last := map[int]int{}
+	for i, m := range msgs {
+		last[m.Seq] = i
+	}
+	for i, m := range msgs {
+		if last[m.Seq] != i || (before > 0 && m.Seq >= before) || m.CreatedAt.Before(from) || !m.CreatedAt.Before(to) {
+			continue
+		}
+		user := c.Subscriber
+		if user == "" {
+			user = m.User.UUID
+		}
+		if err := each(stats.Fact{UUID: m.UUID, ChatID: c.ID, User: user, Role: m.Role, ReasoningType: m.ReasoningType,
+			Tokens: m.Tokens, CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, EstimatedTimeMS: m.EstimatedTimeMS,
+			Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

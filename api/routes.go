@@ -146,6 +146,11 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/chat/message/delete", handle(s.deleteMessage))
 
 	v1.GET("/bot/stats/summary", handle(s.statsSummary))
+	v1.GET("/bot/stats/votes", handle(s.statsVotes))
+	v1.GET("/bot/stats/performance", handle(s.statsPerformance))
+	v1.GET("/bot/stats/reasoning-summary", handle(s.statsReasoning))
+	v1.GET("/bot/stats/dashboard", handle(s.statsDashboard))
+	v1.GET("/bot/stats/tools", handle(s.statsTools))
 }
 
 // opsRoutes are the middleware and operational endpoints every role that listens serves.

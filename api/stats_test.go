@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // stats reads one statistics call of the agent and returns its object.
@@ -18,8 +19,8 @@ func (a chatAPI) stats(t *testing.T, call, name, extra string) map[string]any {
 }
 
 // statsHistory has the agent hold two chats of three turns in all, and returns the sums of
-// their messages' tokens and credits as the chats' histories show them.
-func statsHistory(t *testing.T, a chatAPI) (tokens, credits float64) {
+// their messages' tokens and credits as the chats' histories show them, and the agent's answers.
+func statsHistory(t *testing.T, a chatAPI) (tokens, credits float64, answers []map[string]any) {
 	t.Helper()
 	var chatIDs []string
 	for _, msg := range []map[string]any{{"message": "When does the shop open?"}, {"message": "And on Sundays?", "chat_id": ""}, {"message": "Where is it?"}} {
@@ -42,16 +43,19 @@ func statsHistory(t *testing.T, a chatAPI) (tokens, credits float64) {
 				t.Fatal(err)
 			}
 			tokens, credits = tokens+m["tokens"].(float64), credits+c
+			if m["role"] == "agent" {
+				answers = append(answers, m)
+			}
 		}
 	}
-	return tokens, credits
+	return tokens, credits, answers
 }
 
 func TestStatsSummary(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a := b.chatBot(t, map[string]any{})
-	tokens, credits := statsHistory(t, a)
+	tokens, credits, _ := statsHistory(t, a)
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	day, hour := today.Format(time.RFC3339), time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	for _, tc := range []struct {
@@ -105,5 +109,53 @@ func TestStatsRefuseBadWindows(t *testing.T) {
 		if field := details[0].(map[string]any)["field"]; field != tc.field {
 			t.Errorf("%s: field %v, want %s", tc.query, field, tc.field)
 		}
+	}
+}
+
+// Votes, performance, reasoning and the dashboard count the answers as their records say (the
+// model takes 20 ms before it answers, so that each answer records its reply time).
+func TestStatsOfAnswers(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	fake.Set(providertest.Behavior{FirstByteDelay: 20 * time.Millisecond})
+	b := setup(t, withProvider(fake.URL))
+	a := b.chatBot(t, map[string]any{})
+	_, _, answers := statsHistory(t, a)
+	for _, v := range []struct{ message, voter, vote string }{{"0", "u1", "down"}, {"0", "u2", "down"}, {"1", "u1", "up"}} {
+		i, _ := strconv.Atoi(v.message)
+		res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/chat/message/vote", Key: b.key,
+			Body: a.body(map[string]any{"message_id": answers[i]["uuid"], "voter_id": v.voter, "vote_type": v.vote})})
+		expect(t, res, http.StatusOK, "")
+	}
+	replies, slowest := 0.0, 0.0
+	for _, m := range answers {
+		if ms, _ := strconv.ParseFloat(m["estimated_time_ms"].(string), 64); ms > 0 {
+			replies, slowest = replies+1, max(slowest, ms)
+		}
+	}
+	votes := a.stats(t, "votes", "votes", "")["stats"].(map[string]any)
+	worst, _ := votes["worst_rated"].([]any)
+	if votes["upvotes"] != 1.0 || votes["downvotes"] != 2.0 || votes["rated_messages"] != 2.0 || votes["satisfaction"] != 0.333333 ||
+		len(worst) != 1 || worst[0].(map[string]any)["message_id"] != answers[0]["uuid"] || worst[0].(map[string]any)["downvotes"] != 2.0 {
+		t.Fatalf("votes %v", votes)
+	}
+	reply := a.stats(t, "performance", "performance", "")["stats"].(map[string]any)["reply_ms"].(map[string]any)
+	if replies != 3 || reply["count"] != replies || reply["max"] != slowest {
+		t.Fatalf("reply times %v, want %v answers, the slowest %v ms", reply, replies, slowest)
+	}
+	modes := a.stats(t, "reasoning-summary", "reasoning", "")["stats"].(map[string]any)["modes"].(map[string]any)
+	if len(modes) != 1 || modes["standard"] != 3.0 {
+		t.Fatalf("modes %v", modes)
+	}
+	d := a.stats(t, "dashboard", "dashboard", "&interval=day")
+	if st := d["stats"].(map[string]any); st["summary"].(map[string]any)["messages"] != 6.0 || st["votes"].(map[string]any)["downvotes"] != 2.0 ||
+		st["performance"].(map[string]any)["reply_ms"].(map[string]any)["count"] != replies {
+		t.Fatalf("dashboard %v", st)
+	}
+	if series := d["series"].([]any); len(series) != 31 {
+		t.Fatalf("%d daily buckets in the last 30 days, want 31", len(series))
+	}
+	if tools := a.stats(t, "tools", "tools", "")["stats"].(map[string]any); tools["calls"] != 0.0 || len(tools["tools"].([]any)) != 0 {
+		t.Fatalf("tools of an agent whose answers called none: %v", tools)
 	}
 }

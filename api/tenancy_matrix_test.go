@@ -423,6 +423,11 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 			query: q(func(f matrixFixture) []string { return []string{"message_id", f.message} })},
 
 		{method: "GET", path: "/v1/bot/stats/summary", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/votes", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/performance", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/reasoning-summary", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/dashboard", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/tools", scope: botScope, in: inQuery, query: statsWindow},
 	}
 }
 

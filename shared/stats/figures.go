@@ -9,14 +9,14 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 )
 
-// figures gathers one kind of statistics from the messages they cover.
-type figures[T any] interface {
-	add(Fact)
+// figures gathers one kind of statistics T from the records R they cover.
+type figures[R, T any] interface {
+	add(R)
 	result() T
 }
 
-// Bucket is the statistics of one bucket of a series: the messages created from Start to the
-// next bucket's start.
+// Bucket is the statistics of one bucket of a series: the records from Start to the next
+// bucket's start.
 type Bucket[T any] struct {
 	Start time.Time `json:"start"`
 	Stats T         `json:"stats"`
@@ -30,28 +30,36 @@ type Report[T any] struct {
 	Series []Bucket[T] `json:"series,omitempty"`
 }
 
-// gather reads the agent's messages of w once into the total and the buckets of fresh figures.
-func gather[F figures[T], T any](ctx context.Context, repo Repo, projectID, botID string, w Window, fresh func() F) (Report[T], error) {
+// gather reads the records of w once (read calls its function with each), into the total and
+// the buckets (by the time at gives a record) of fresh figures.
+func gather[R any, F figures[R, T], T any](w Window, fresh func() F, read func(each func(R) error) error, at func(R) time.Time) (Report[T], error) {
 	total, starts := fresh(), w.starts()
 	buckets := make([]F, len(starts))
 	for i := range buckets {
 		buckets[i] = fresh()
 	}
-	err := repo.Messages(ctx, projectID, botID, w.From, w.To, func(f Fact) error {
-		total.add(f)
-		if i, ok := slices.BinarySearchFunc(starts, w.start(f.CreatedAt), time.Time.Compare); ok {
-			buckets[i].add(f)
+	err := read(func(r R) error {
+		total.add(r)
+		if i, ok := slices.BinarySearchFunc(starts, w.start(at(r)), time.Time.Compare); ok {
+			buckets[i].add(r)
 		}
 		return nil
 	})
 	if err != nil {
 		return Report[T]{}, err
 	}
-	r := Report[T]{Window: w, Stats: total.result()}
+	rep := Report[T]{Window: w, Stats: total.result()}
 	for i, b := range buckets {
-		r.Series = append(r.Series, Bucket[T]{Start: starts[i], Stats: b.result()})
+		rep.Series = append(rep.Series, Bucket[T]{Start: starts[i], Stats: b.result()})
 	}
-	return r, nil
+	return rep, nil
+}
+
+// messages gathers the figures fresh gives of the agent's messages of w.
+func messages[F figures[Fact, T], T any](ctx context.Context, s *Service, projectID, botID string, w Window, fresh func() F) (Report[T], error) {
+	return gather(w, fresh, func(each func(Fact) error) error {
+		return s.repo.Messages(ctx, projectID, botID, w.From, w.To, each)
+	}, func(f Fact) time.Time { return f.CreatedAt })
 }
 
 // Totals are the summary's figures: how much was said, by whom, at what cost.
@@ -107,5 +115,5 @@ func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // Summary is the agent's chats, messages, users, credits, tokens and estimated cost.
 func (s *Service) Summary(ctx context.Context, projectID, botID string, w Window) (Report[Totals], error) {
-	return gather(ctx, s.repo, projectID, botID, w, newTotals)
+	return messages(ctx, s, projectID, botID, w, newTotals)
 }

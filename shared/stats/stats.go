@@ -32,6 +32,9 @@ type Repo interface {
 	// Messages calls each once for every message of the project's agent created in
 	// [from, to), in no particular order, stopping at the first error each returns.
 	Messages(ctx context.Context, projectID, botID string, from, to time.Time, each func(Fact) error) error
+	// ToolCalls calls each once for every recorded tool call of the project's agent made in
+	// [from, to), in no particular order, stopping at the first error each returns.
+	ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(ToolCall) error) error
 }
 
 // Service computes an agent's statistics.

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/stats"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // Stats reads an agent's stored messages for its statistics: its live chats' recent messages
@@ -146,4 +147,25 @@ func serve(c statChat, msgs []statMessage, before int, from, to time.Time, each 
 		}
 	}
 	return nil
+}
+
+// ToolCalls reads the agent's recorded tool calls of the window (by the bot index of
+// tool_calls).
+func (r Stats) ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.ToolCall) error) error {
+	cur, err := r.db.Collection(toolCallsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}})
+	if err != nil {
+		return wrap(err, stats.Resource)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	for cur.Next(ctx) {
+		var c tools.Call
+		if err := cur.Decode(&c); err != nil {
+			return wrap(err, stats.Resource)
+		}
+		if err := each(stats.ToolCall{ToolID: c.ToolID, Operation: c.Operation, Outcome: c.Outcome, DurationMS: c.DurationMS, At: c.At}); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), stats.Resource)
 }

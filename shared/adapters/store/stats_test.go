@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/stats"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // statsMonday is the first day of the seeded history, a Monday.
@@ -23,19 +25,22 @@ var statsMonday = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 // from statsMonday, so that its first ones moved to a page, which also holds a second copy of
 // message 1 and a stray copy of message 35, still among the recent ones), chat B (end user sub1,
 // 2 messages a day later), chat C (end user sub2, 2 messages 8 days later), a deleted chat and a
-// chat of another agent.
+// chat of another agent. A's answers took 20, 40, ... 400 ms in standard mode; its message 1 has
+// an upvote, 4 two downvotes, 6 one of each, 40 a downvote. B's answer took 1 s in agent mode and
+// has two upvotes; C's 3 s in agent mode.
 func seedStatsHistory(t *testing.T, db *mongo.Database) {
 	t.Helper()
 	ctx := context.Background()
 	repo := store.NewChats(db)
-	say := func(chatID, bot, subscriber string, at time.Time, turns int, userTokens, agentTokens int, credit, cost string) chats.Chat {
+	say := func(chatID, bot, subscriber string, at time.Time, turns int, tweak func(i int, m *chats.Message)) chats.Chat {
 		c := chats.Chat{UUID: chatID, ProjectID: "p", BotID: bot, Subscriber: subscriber, CreatedAt: at, UpdatedAt: at}
 		for i := range turns * 2 {
-			m := chats.Message{UUID: fmt.Sprintf("%s-%d", chatID, i+1), ChatID: chatID, Role: chats.RoleUser, Tokens: userTokens,
-				CreditUsed: "0", EstimatedCost: "0.000000", User: chats.User{UUID: "acc1"}, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+			m := chats.Message{UUID: fmt.Sprintf("%s-%d", chatID, i+1), ChatID: chatID, Role: chats.RoleUser, ReasoningType: "standard",
+				CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0", User: chats.User{UUID: "acc1"}, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
 			if i%2 == 1 {
-				m.Role, m.Tokens, m.CreditUsed, m.EstimatedCost, m.User = chats.RoleAgent, agentTokens, credit, cost, chats.User{UUID: "bot"}
+				m.Role, m.User = chats.RoleAgent, chats.User{UUID: "bot"}
 			}
+			tweak(i, &m)
 			write := repo.Append
 			if i == 0 {
 				write = repo.Start
@@ -46,11 +51,23 @@ func seedStatsHistory(t *testing.T, db *mongo.Database) {
 		}
 		return c
 	}
-	a := say("A", "b", "", statsMonday, 20, 2, 10, "0.5", "0.000100")
-	say("B", "b", "sub1", statsMonday.Add(24*time.Hour), 1, 3, 7, "1", "0.002000")
-	say("C", "b", "sub2", statsMonday.Add(8*24*time.Hour), 1, 4, 6, "2", "0.000500")
-	gone := say("D", "b", "", statsMonday, 1, 100, 100, "9", "9")
-	say("E", "other", "", statsMonday, 1, 100, 100, "9", "9")
+	answer := func(userTokens, agentTokens int, credit, cost, ms, mode string, votes map[int][2]int) func(int, *chats.Message) {
+		return func(i int, m *chats.Message) {
+			m.Tokens = userTokens
+			if m.Role == chats.RoleAgent {
+				m.Tokens, m.CreditUsed, m.EstimatedCost, m.EstimatedTimeMS, m.ReasoningType = agentTokens, credit, cost, ms, mode
+			}
+			if ms == "" {
+				m.EstimatedTimeMS = fmt.Sprint(10 * (i + 1))
+			}
+			m.Upvotes, m.Downvotes = votes[i][0], votes[i][1]
+		}
+	}
+	a := say("A", "b", "", statsMonday, 20, answer(2, 10, "0.5", "0.000100", "", "standard", map[int][2]int{0: {1, 0}, 3: {0, 2}, 5: {1, 1}, 39: {0, 1}}))
+	say("B", "b", "sub1", statsMonday.Add(24*time.Hour), 1, answer(3, 7, "1", "0.002000", "1000", "agent", map[int][2]int{1: {2, 0}}))
+	say("C", "b", "sub2", statsMonday.Add(8*24*time.Hour), 1, answer(4, 6, "2", "0.000500", "3000", "agent", nil))
+	gone := say("D", "b", "", statsMonday, 1, answer(100, 100, "9", "9", "9", "agent", map[int][2]int{1: {0, 9}}))
+	say("E", "other", "", statsMonday, 1, answer(100, 100, "9", "9", "9", "agent", map[int][2]int{1: {0, 9}}))
 	if err := repo.Delete(ctx, gone, statsMonday.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +133,133 @@ func TestStatsSummaryOfASeededHistory(t *testing.T) {
 				if b.Stats != tc.series[i] || !b.Start.Equal(w.From.AddDate(0, 0, i*map[string]int{"day": 1, "week": 7}[tc.interval])) {
 					t.Fatalf("bucket %d %v %+v, want %+v", i, b.Start, b.Stats, tc.series[i])
 				}
+			}
+		})
+	}
+}
+
+// Votes, performance and reasoning count each answer of the window once, as its record says.
+func TestStatsOfAnswersOfASeededHistory(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	seedStatsHistory(t, db)
+	svc := stats.NewService(store.NewStats(db))
+	ctx, day := context.Background(), 24*time.Hour
+	at := func(d time.Duration) string { return statsMonday.Add(d).Format(time.RFC3339) }
+	worst := func(ids ...string) []stats.Rated {
+		out := []stats.Rated{}
+		votes := map[string][3]int{"A-4": {0, 2, 3}, "A-6": {1, 1, 5}, "A-40": {0, 1, 39}}
+		for _, id := range ids {
+			v := votes[id]
+			out = append(out, stats.Rated{MessageID: id, ChatID: "A", Upvotes: v[0], Downvotes: v[1], CreatedAt: statsMonday.Add(time.Duration(v[2]) * time.Minute)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, from, to string
+		votes          stats.Votes
+		reply          stats.Latency
+		modes          map[string]int
+		credits        map[string]float64
+	}{
+		{name: "all", from: at(0), to: at(30 * day),
+			votes: stats.Votes{Upvotes: 4, Downvotes: 4, Rated: 5, Satisfaction: 0.5, Worst: worst("A-4", "A-40", "A-6")},
+			reply: stats.Latency{Count: 22, Avg: 372.727273, P50: 220, P90: 400, P95: 1000, P99: 3000, Max: 3000},
+			modes: map[string]int{"standard": 20, "agent": 2}, credits: map[string]float64{"standard": 10, "agent": 3}},
+		{name: "first 10 minutes", from: at(0), to: at(10 * time.Minute),
+			votes: stats.Votes{Upvotes: 2, Downvotes: 3, Rated: 3, Satisfaction: 0.4, Worst: worst("A-4", "A-6")},
+			reply: stats.Latency{Count: 5, Avg: 60, P50: 60, P90: 100, P95: 100, P99: 100, Max: 100},
+			modes: map[string]int{"standard": 5}, credits: map[string]float64{"standard": 2.5}},
+		{name: "chat C's day", from: at(8 * day), to: at(9 * day),
+			votes: stats.Votes{Worst: worst()},
+			reply: stats.Latency{Count: 1, Avg: 3000, P50: 3000, P90: 3000, P95: 3000, P99: 3000, Max: 3000},
+			modes: map[string]int{"agent": 1}, credits: map[string]float64{"agent": 2}},
+		{name: "empty", from: at(-day), to: at(0), votes: stats.Votes{Worst: worst()}, modes: map[string]int{}, credits: map[string]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := stats.ParseWindow(tc.from, tc.to, "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := svc.Dashboard(ctx, "p", "b", w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Stats; !reflect.DeepEqual(got.Votes, tc.votes) || got.Performance.ReplyMS != tc.reply ||
+				!reflect.DeepEqual(got.Reasoning, stats.Reasoning{Modes: tc.modes, Credits: tc.credits}) {
+				t.Fatalf("votes %+v\nreply %+v\nreasoning %+v\nwant %+v\n%+v\n%v %v", got.Votes, got.Performance.ReplyMS, got.Reasoning, tc.votes, tc.reply, tc.modes, tc.credits)
+			}
+			v, err := svc.Votes(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(v.Stats, tc.votes) {
+				t.Fatalf("votes alone %+v, %v", v.Stats, err)
+			}
+			p, err := svc.Performance(ctx, "p", "b", w)
+			if err != nil || p.Stats.ReplyMS != tc.reply {
+				t.Fatalf("performance alone %+v, %v", p.Stats, err)
+			}
+			r, err := svc.Reasoning(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(r.Stats, d.Stats.Reasoning) {
+				t.Fatalf("reasoning alone %+v, %v", r.Stats, err)
+			}
+		})
+	}
+}
+
+// The tool figures count the agent's recorded calls of the window by tool and operation.
+func TestStatsOfToolCalls(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	ctx, rec := context.Background(), store.NewTools(db)
+	for i, c := range []tools.Call{
+		{BotID: "b", ToolID: "crm", Operation: "find", Outcome: tools.OutcomeOK, DurationMS: 10},
+		{BotID: "b", ToolID: "crm", Operation: "find", Outcome: tools.OutcomeOK, DurationMS: 30},
+		{BotID: "b", ToolID: "crm", Operation: "find", Outcome: tools.OutcomeToolError, DurationMS: 20},
+		{BotID: "b", ToolID: "crm", Operation: "find", Outcome: tools.OutcomeFailed, DurationMS: 40},
+		{BotID: "b", ToolID: "web", Operation: "get", Outcome: tools.OutcomeOK, DurationMS: 100},
+		{BotID: "b", ToolID: "web", Operation: "get", Outcome: tools.OutcomeOK, DurationMS: 300, At: statsMonday.Add(48 * time.Hour)},
+		{BotID: "other", ToolID: "web", Operation: "get", Outcome: tools.OutcomeFailed, DurationMS: 900},
+	} {
+		c.ID, c.ProjectID = fmt.Sprint("call", i), "p"
+		if c.At.IsZero() {
+			c.At = statsMonday.Add(time.Duration(i) * time.Minute)
+		}
+		if err := rec.RecordCall(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := stats.NewService(store.NewStats(db))
+	crm := stats.ToolUse{ToolID: "crm", Operation: "find", Calls: 4, Errors: 2, ErrorRate: 0.5,
+		Outcomes:   map[string]int{tools.OutcomeOK: 2, tools.OutcomeToolError: 1, tools.OutcomeFailed: 1},
+		DurationMS: stats.Latency{Count: 4, Avg: 25, P50: 20, P90: 40, P95: 40, P99: 40, Max: 40}}
+	web := func(n int, ms ...float64) stats.ToolUse {
+		u := stats.ToolUse{ToolID: "web", Operation: "get", Calls: n, Outcomes: map[string]int{tools.OutcomeOK: n}}
+		sum := 0.0
+		for _, x := range ms {
+			sum += x
+		}
+		u.DurationMS = stats.Latency{Count: n, Avg: sum / float64(n), P50: ms[(n+1)/2-1], P90: ms[n-1], P95: ms[n-1], P99: ms[n-1], Max: ms[n-1]}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		from, to time.Time
+		want     stats.Tools
+	}{
+		{"all", statsMonday, statsMonday.AddDate(0, 0, 7), stats.Tools{Calls: 6, Errors: 2, Tools: []stats.ToolUse{crm, web(2, 100, 300)}}},
+		{"first day", statsMonday, statsMonday.AddDate(0, 0, 1), stats.Tools{Calls: 5, Errors: 2, Tools: []stats.ToolUse{crm, web(1, 100)}}},
+		{"none", statsMonday.AddDate(0, 0, -1), statsMonday, stats.Tools{Tools: []stats.ToolUse{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := stats.ParseWindow(tc.from.Format(time.RFC3339), tc.to.Format(time.RFC3339), "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.Tools(ctx, "p", "b", w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r.Stats, tc.want) {
+				t.Fatalf("tools %+v\nwant  %+v", r.Stats, tc.want)
 			}
 		})
 	}

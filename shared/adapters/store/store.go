@@ -164,6 +164,7 @@ func indexes() map[string][]mongo.IndexModel {
 		toolCallsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "server_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("server")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("bot")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},

@@ -1,0 +1,125 @@
+package stats
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/chats"
+)
+
+// MaxWorst is how many of the worst-rated answers the votes list.
+const MaxWorst = 10
+
+// Votes are the votes on the messages of the window, as their records count them.
+type Votes struct {
+	Upvotes   int `json:"upvotes"`
+	Downvotes int `json:"downvotes"`
+	// Rated counts the messages with at least one vote.
+	Rated int `json:"rated_messages"`
+	// Satisfaction is upvotes / (upvotes + downvotes), 0 without votes.
+	Satisfaction float64 `json:"satisfaction"`
+	// Worst are the agent's answers with at least one downvote, the most downvotes net of
+	// upvotes first (then the most downvotes, then the newest), at most MaxWorst.
+	Worst []Rated `json:"worst_rated"`
+}
+
+// Rated is an answer and its votes.
+type Rated struct {
+	MessageID string    `json:"message_id"`
+	ChatID    string    `json:"chat_id"`
+	Upvotes   int       `json:"upvotes"`
+	Downvotes int       `json:"downvotes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type votes struct{ v Votes }
+
+func newVotes() *votes { return &votes{v: Votes{Worst: []Rated{}}} }
+
+func (s *votes) add(f Fact) {
+	s.v.Upvotes += f.Upvotes
+	s.v.Downvotes += f.Downvotes
+	if f.Upvotes+f.Downvotes > 0 {
+		s.v.Rated++
+	}
+	if f.Role != chats.RoleAgent || f.Downvotes == 0 {
+		return
+	}
+	r := Rated{MessageID: f.UUID, ChatID: f.ChatID, Upvotes: f.Upvotes, Downvotes: f.Downvotes, CreatedAt: f.CreatedAt}
+	i, _ := slices.BinarySearchFunc(s.v.Worst, r, worse)
+	if i < MaxWorst {
+		s.v.Worst = slices.Insert(s.v.Worst, i, r)
+		s.v.Worst = s.v.Worst[:min(len(s.v.Worst), MaxWorst)]
+	}
+}
+
+// worse orders a before b when a is rated worse.
+func worse(a, b Rated) int {
+	return cmp.Or(cmp.Compare(b.Downvotes-b.Upvotes, a.Downvotes-a.Upvotes), cmp.Compare(b.Downvotes, a.Downvotes),
+		b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(a.MessageID, b.MessageID))
+}
+
+func (s *votes) result() Votes {
+	v := s.v
+	if n := v.Upvotes + v.Downvotes; n > 0 {
+		v.Satisfaction = round(float64(v.Upvotes) / float64(n))
+	}
+	return v
+}
+
+// Votes are the votes on the agent's messages and its worst-rated answers.
+func (s *Service) Votes(ctx context.Context, projectID, botID string, w Window) (Report[Votes], error) {
+	return messages(ctx, s, projectID, botID, w, newVotes)
+}
+
+// Latency is a distribution of times in milliseconds: nearest-rank percentiles.
+type Latency struct {
+	Count int     `json:"count"`
+	Avg   float64 `json:"avg"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// latencyOf is the distribution of ms.
+func latencyOf(ms []float64) Latency {
+	if len(ms) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ms)
+	sum := 0.0
+	for _, x := range ms {
+		sum += x
+	}
+	rank := func(p float64) float64 { return ms[int(math.Ceil(p*float64(len(ms))))-1] }
+	return Latency{Count: len(ms), Avg: round(sum / float64(len(ms))), P50: rank(0.5), P90: rank(0.9), P95: rank(0.95), P99: rank(0.99), Max: ms[len(ms)-1]}
+}
+
+// Performance is how fast the agent answered.
+type Performance struct {
+	// ReplyMS is the reply time of the agent's answers that record one (estimated_time_ms above
+	// 0: from the user's message to the stored answer).
+	ReplyMS Latency `json:"reply_ms"`
+}
+
+type performance struct{ reply []float64 }
+
+func newPerformance() *performance { return &performance{} }
+
+func (s *performance) add(f Fact) {
+	if ms := number(f.EstimatedTimeMS); f.Role == chats.RoleAgent && ms > 0 {
+		s.reply = append(s.reply, ms)
+	}
+}
+
+func (s *performance) result() Performance { return Performance{ReplyMS: latencyOf(s.reply)} }
+
+// Performance is the distribution of the agent's reply times.
+func (s *Service) Performance(ctx context.Context, projectID, botID string, w Window) (Report[Performance], error) {
+	return messages(ctx, s, projectID, botID, w, newPerformance)
+}

@@ -1,0 +1,81 @@
+package stats
+
+import (
+	"context"
+
+	"github.com/agentplane/agentplane/shared/chats"
+)
+
+// Reasoning is how the agent reasoned: its answers by reasoning mode.
+type Reasoning struct {
+	// Modes counts the agent's answers by their reasoning_type (standard, agent, ...).
+	Modes map[string]int `json:"modes"`
+	// Credits sums the answers' credit_used by reasoning_type.
+	Credits map[string]float64 `json:"credits_used"`
+}
+
+type reasoning struct{ r Reasoning }
+
+func newReasoning() *reasoning {
+	return &reasoning{r: Reasoning{Modes: map[string]int{}, Credits: map[string]float64{}}}
+}
+
+func (s *reasoning) add(f Fact) {
+	if f.Role != chats.RoleAgent {
+		return
+	}
+	mode := f.ReasoningType
+	if mode == "" {
+		mode = "standard"
+	}
+	s.r.Modes[mode]++
+	s.r.Credits[mode] += number(f.CreditUsed)
+}
+
+func (s *reasoning) result() Reasoning {
+	for k, v := range s.r.Credits {
+		s.r.Credits[k] = round(v)
+	}
+	return s.r
+}
+
+// Reasoning is the agent's answers by reasoning mode.
+func (s *Service) Reasoning(ctx context.Context, projectID, botID string, w Window) (Report[Reasoning], error) {
+	return messages(ctx, s, projectID, botID, w, newReasoning)
+}
+
+// Dashboard is the summary, votes, performance and reasoning of one read.
+type Dashboard struct {
+	Summary     Totals      `json:"summary"`
+	Votes       Votes       `json:"votes"`
+	Performance Performance `json:"performance"`
+	Reasoning   Reasoning   `json:"reasoning"`
+}
+
+type dashboard struct {
+	t *totals
+	v *votes
+	p *performance
+	r *reasoning
+}
+
+func newDashboard() *dashboard {
+	return &dashboard{t: newTotals(), v: newVotes(), p: newPerformance(), r: newReasoning()}
+}
+
+func (s *dashboard) add(f Fact) {
+	s.t.add(f)
+	s.v.add(f)
+	s.p.add(f)
+	s.r.add(f)
+}
+
+func (s *dashboard) result() Dashboard {
+	return Dashboard{Summary: s.t.result(), Votes: s.v.result(), Performance: s.p.result(), Reasoning: s.r.result()}
+}
+
+// Dashboard is the agent's summary, votes, performance and reasoning, from one read of its
+// messages.
+func (s *Service) Dashboard(ctx context.Context, projectID, botID string, w Window) (Report[Dashboard], error) {
+	return messages(ctx, s, projectID, botID, w, newDashboard)
+}

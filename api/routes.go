@@ -151,6 +151,8 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/stats/reasoning-summary", handle(s.statsReasoning))
 	v1.GET("/bot/stats/dashboard", handle(s.statsDashboard))
 	v1.GET("/bot/stats/tools", handle(s.statsTools))
+	v1.GET("/bot/stats/workflows", handle(s.statsWorkflows))
+	v1.GET("/bot/stats/errors", handle(s.statsErrors))
 }
 
 // opsRoutes are the middleware and operational endpoints every role that listens serves.

@@ -48,3 +48,11 @@ func (s *server) statsDashboard(c *gin.Context) (any, error) {
 func (s *server) statsTools(c *gin.Context) (any, error) {
 	return statsCall(s, c, "tools", s.stats.Tools)
 }
+
+func (s *server) statsWorkflows(c *gin.Context) (any, error) {
+	return statsCall(s, c, "workflows", s.stats.Workflows)
+}
+
+func (s *server) statsErrors(c *gin.Context) (any, error) {
+	return statsCall(s, c, "errors", s.stats.Errors)
+}

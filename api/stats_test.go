@@ -155,7 +155,10 @@ func TestStatsOfAnswers(t *testing.T) {
 	if series := d["series"].([]any); len(series) != 31 {
 		t.Fatalf("%d daily buckets in the last 30 days, want 31", len(series))
 	}
-	if tools := a.stats(t, "tools", "tools", "")["stats"].(map[string]any); tools["calls"] != 0.0 || len(tools["tools"].([]any)) != 0 {
-		t.Fatalf("tools of an agent whose answers called none: %v", tools)
+	for call, name := range map[string]string{"tools": "tools", "workflows": "workflows", "errors": "errors"} {
+		got := a.stats(t, call, name, "")["stats"].(map[string]any)
+		if n := got[map[string]string{"tools": "calls", "workflows": "runs", "errors": "errors"}[call]]; n != 0.0 {
+			t.Fatalf("%s of an agent whose answers made none: %v", call, got)
+		}
 	}
 }

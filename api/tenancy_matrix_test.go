@@ -428,6 +428,8 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/stats/reasoning-summary", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/dashboard", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/tools", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/workflows", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/errors", scope: botScope, in: inQuery, query: statsWindow},
 	}
 }
 

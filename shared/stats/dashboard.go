@@ -12,6 +12,8 @@ type Reasoning struct {
 	Modes map[string]int `json:"modes"`
 	// Credits sums the answers' credit_used by reasoning_type.
 	Credits map[string]float64 `json:"credits_used"`
+	// Runs are the agent runs (reasoning_mode agent) of the window and their cycles.
+	Runs Runs `json:"agent_runs"`
 }
 
 type reasoning struct{ r Reasoning }
@@ -39,9 +41,27 @@ func (s *reasoning) result() Reasoning {
 	return s.r
 }
 
-// Reasoning is the agent's answers by reasoning mode.
+// Reasoning is the agent's answers by reasoning mode and its agent runs' cycles.
 func (s *Service) Reasoning(ctx context.Context, projectID, botID string, w Window) (Report[Reasoning], error) {
-	return messages(ctx, s, projectID, botID, w, newReasoning)
+	r, err := messages(ctx, s, projectID, botID, w, newReasoning)
+	if err != nil {
+		return r, err
+	}
+	return r, withRuns(ctx, s, projectID, botID, &r, func(t *Reasoning) *Runs { return &t.Runs })
+}
+
+// withRuns sets the agent runs of r's window, and of each of its buckets, in the Runs of r's
+// figures that runs points at.
+func withRuns[T any](ctx context.Context, s *Service, projectID, botID string, r *Report[T], runs func(*T) *Runs) error {
+	got, err := s.agentRuns(ctx, projectID, botID, r.Window)
+	if err != nil {
+		return err
+	}
+	*runs(&r.Stats) = got.Stats
+	for i := range r.Series {
+		*runs(&r.Series[i].Stats) = got.Series[i].Stats
+	}
+	return nil
 }
 
 // Dashboard is the summary, votes, performance and reasoning of one read.
@@ -75,7 +95,11 @@ func (s *dashboard) result() Dashboard {
 }
 
 // Dashboard is the agent's summary, votes, performance and reasoning, from one read of its
-// messages.
+// messages (and one of its agent runs).
 func (s *Service) Dashboard(ctx context.Context, projectID, botID string, w Window) (Report[Dashboard], error) {
-	return messages(ctx, s, projectID, botID, w, newDashboard)
+	r, err := messages(ctx, s, projectID, botID, w, newDashboard)
+	if err != nil {
+		return r, err
+	}
+	return r, withRuns(ctx, s, projectID, botID, &r, func(d *Dashboard) *Runs { return &d.Reasoning.Runs })
 }

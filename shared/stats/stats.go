@@ -35,6 +35,11 @@ type Repo interface {
 	// ToolCalls calls each once for every recorded tool call of the project's agent made in
 	// [from, to), in no particular order, stopping at the first error each returns.
 	ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(ToolCall) error) error
+	// AgentRuns calls each once for every agent run of the project's agent created in
+	// [from, to), under way or ended.
+	AgentRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(AgentRun) error) error
+	// WorkflowRuns calls each once for every run of the agent's workflows created in [from, to).
+	WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(WorkflowRun) error) error
 }
 
 // Service computes an agent's statistics.

@@ -8,8 +8,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // Stats reads an agent's stored messages for its statistics: its live chats' recent messages
@@ -164,6 +166,72 @@ func (r Stats) ToolCalls(ctx context.Context, projectID, botID string, from, to 
 			return wrap(err, stats.Resource)
 		}
 		if err := each(stats.ToolCall{ToolID: c.ToolID, Operation: c.Operation, Outcome: c.Outcome, DurationMS: c.DurationMS, At: c.At}); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), stats.Resource)
+}
+
+// AgentRuns reads the agent's runs of the window, under way (executions) and ended
+// (executions_finished, by its bot index), with their cycles' numbers and log entries' events
+// (an ended run may still be in the live collection for a moment: each run is served once).
+func (r Stats) AgentRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.AgentRun) error) error {
+	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}
+	proj := bson.D{{Key: "status", Value: 1}, {Key: "created_at", Value: 1}, {Key: "cycles.cycle", Value: 1}, {Key: "log.event", Value: 1}, {Key: "log.data", Value: 1}}
+	seen := map[string]bool{}
+	for _, coll := range []string{finishedColl, executionsColl} {
+		cur, err := r.db.Collection(coll).Find(ctx, filter, options.Find().SetProjection(proj))
+		if err != nil {
+			return wrap(err, stats.Resource)
+		}
+		err = eachRun(ctx, cur, seen, each)
+		_ = cur.Close(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachRun(ctx context.Context, cur *mongo.Cursor, seen map[string]bool, each func(stats.AgentRun) error) error {
+	for cur.Next(ctx) {
+		var e agentruns.Execution
+		if err := cur.Decode(&e); err != nil {
+			return wrap(err, stats.Resource)
+		}
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		run := stats.AgentRun{Status: e.Status, Cycles: len(e.Cycles), CreatedAt: e.CreatedAt}
+		if n := len(e.Log); n > 0 && e.Log[n-1].Event == agentruns.EventError {
+			run.ErrorCode = agentruns.FailureOf(e.Log[n-1]).Code
+		}
+		if err := each(run); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), stats.Resource)
+}
+
+// WorkflowRuns reads the runs of the agent's workflows of the window (by the bot index of
+// workflow_runs).
+func (r Stats) WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.WorkflowRun) error) error {
+	cur, err := r.db.Collection(workflowRunsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}},
+		options.Find().SetProjection(bson.D{{Key: "workflow_id", Value: 1}, {Key: "status", Value: 1}, {Key: "created_at", Value: 1},
+			{Key: "started_at", Value: 1}, {Key: "ended_at", Value: 1}}))
+	if err != nil {
+		return wrap(err, stats.Resource)
+	}
+	defer func() { _ = cur.Close(ctx) }()
+	for cur.Next(ctx) {
+		var w workflows.Run
+		if err := cur.Decode(&w); err != nil {
+			return wrap(err, stats.Resource)
+		}
+		if err := each(stats.WorkflowRun{WorkflowID: w.WorkflowID, Status: w.Status, CreatedAt: w.CreatedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt}); err != nil {
 			return err
 		}
 	}

@@ -11,11 +11,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // statsMonday is the first day of the seeded history, a Monday.
@@ -186,7 +188,7 @@ func TestStatsOfAnswersOfASeededHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := d.Stats; !reflect.DeepEqual(got.Votes, tc.votes) || got.Performance.ReplyMS != tc.reply ||
-				!reflect.DeepEqual(got.Reasoning, stats.Reasoning{Modes: tc.modes, Credits: tc.credits}) {
+				!reflect.DeepEqual(got.Reasoning, stats.Reasoning{Modes: tc.modes, Credits: tc.credits, Runs: stats.Runs{ByStatus: map[string]int{}}}) {
 				t.Fatalf("votes %+v\nreply %+v\nreasoning %+v\nwant %+v\n%+v\n%v %v", got.Votes, got.Performance.ReplyMS, got.Reasoning, tc.votes, tc.reply, tc.modes, tc.credits)
 			}
 			v, err := svc.Votes(ctx, "p", "b", w)
@@ -260,6 +262,91 @@ func TestStatsOfToolCalls(t *testing.T) {
 			}
 			if !reflect.DeepEqual(r.Stats, tc.want) {
 				t.Fatalf("tools %+v\nwant  %+v", r.Stats, tc.want)
+			}
+		})
+	}
+}
+
+// Workflow runs, agent runs and errors count the agent's runs of the window as they are stored.
+func TestStatsOfRuns(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	ctx := context.Background()
+	min := func(m int) time.Time { return statsMonday.Add(time.Duration(m) * time.Minute) }
+	ptr := func(t time.Time) *time.Time { return &t }
+	failed := func(code string) []agentruns.Entry {
+		return []agentruns.Entry{{Seq: 1, Event: agentruns.EventError, Data: fmt.Sprintf(`{"kind":"unavailable","code":%q,"message":"no"}`, code)}}
+	}
+	cycles := func(n int) []agentruns.Cycle { return make([]agentruns.Cycle, n) }
+	insert := func(coll string, docs ...any) {
+		if _, err := db.Collection(coll).InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(id, bot, status string, n int, log []agentruns.Entry, at time.Time) agentruns.Execution {
+		return agentruns.Execution{ID: id, ProjectID: "p", BotID: bot, Status: status, Cycles: cycles(n), Log: log, CreatedAt: at}
+	}
+	insert("executions_finished", run("r1", "b", "succeeded", 2, nil, min(0)), run("r2", "b", "succeeded", 4, nil, min(1)),
+		run("r3", "b", "failed", 1, failed("provider_unavailable"), min(2)), run("r4", "b", "failed", 3, failed("provider_unavailable"), min(3)),
+		run("r5", "b", "failed", 6, failed("run_capped"), statsMonday.AddDate(0, 0, 2)), run("x1", "other", "failed", 1, failed("x"), min(0)))
+	insert("executions", run("r6", "b", "running", 1, nil, min(4)), run("r4", "b", "failed", 3, failed("provider_unavailable"), min(3)))
+	wf := func(id, workflow, status string, at time.Time, took time.Duration) workflows.Run {
+		r := workflows.Run{UUID: id, ProjectID: "p", BotID: "b", WorkflowID: workflow, Status: status, CreatedAt: at}
+		if took > 0 {
+			r.StartedAt, r.EndedAt = ptr(at), ptr(at.Add(took))
+		}
+		return r
+	}
+	insert("workflow_runs", wf("w1", "greet", "succeeded", min(0), 100*time.Millisecond), wf("w2", "greet", "succeeded", min(1), 300*time.Millisecond),
+		wf("w3", "greet", "failed", min(2), 200*time.Millisecond), wf("w4", "notify", "queued", min(3), 0),
+		wf("w5", "notify", "failed", statsMonday.AddDate(0, 0, 2), 50*time.Millisecond))
+	other := wf("w6", "greet", "failed", min(0), time.Second)
+	other.BotID = "other"
+	insert("workflow_runs", other)
+	if err := store.NewTools(db).RecordCall(ctx, tools.Call{ID: "c1", ProjectID: "p", BotID: "b", ToolID: "crm", Outcome: tools.OutcomeToolError, At: min(5)}); err != nil {
+		t.Fatal(err)
+	}
+	svc := stats.NewService(store.NewStats(db))
+	for _, tc := range []struct {
+		name      string
+		to        time.Time
+		runs      stats.Runs
+		workflows stats.Workflows
+		errors    stats.Errors
+	}{
+		{name: "first day", to: statsMonday.AddDate(0, 0, 1),
+			runs: stats.Runs{Runs: 5, ByStatus: map[string]int{"succeeded": 2, "failed": 2, "running": 1},
+				Cycles: stats.Latency{Count: 4, Avg: 2.5, P50: 2, P90: 4, P95: 4, P99: 4, Max: 4}},
+			workflows: stats.Workflows{Runs: 4, ByStatus: map[string]int{"succeeded": 2, "failed": 1, "queued": 1}, Workflows: []stats.WorkflowUse{
+				{WorkflowID: "greet", Runs: 3, ByStatus: map[string]int{"succeeded": 2, "failed": 1}, DurationMS: stats.Latency{Count: 3, Avg: 200, P50: 200, P90: 300, P95: 300, P99: 300, Max: 300}},
+				{WorkflowID: "notify", Runs: 1, ByStatus: map[string]int{"queued": 1}}}},
+			errors: stats.Errors{Errors: 4, ByCode: []stats.ErrorCount{{Source: "agent_run", Code: "provider_unavailable", Count: 2},
+				{Source: "tool_call", Code: "tool_error", Count: 1}, {Source: "workflow_run", Code: "failed", Count: 1}}}},
+		{name: "week", to: statsMonday.AddDate(0, 0, 7),
+			runs: stats.Runs{Runs: 6, ByStatus: map[string]int{"succeeded": 2, "failed": 3, "running": 1},
+				Cycles: stats.Latency{Count: 5, Avg: 3.2, P50: 3, P90: 6, P95: 6, P99: 6, Max: 6}},
+			workflows: stats.Workflows{Runs: 5, ByStatus: map[string]int{"succeeded": 2, "failed": 2, "queued": 1}, Workflows: []stats.WorkflowUse{
+				{WorkflowID: "greet", Runs: 3, ByStatus: map[string]int{"succeeded": 2, "failed": 1}, DurationMS: stats.Latency{Count: 3, Avg: 200, P50: 200, P90: 300, P95: 300, P99: 300, Max: 300}},
+				{WorkflowID: "notify", Runs: 2, ByStatus: map[string]int{"queued": 1, "failed": 1}, DurationMS: stats.Latency{Count: 1, Avg: 50, P50: 50, P90: 50, P95: 50, P99: 50, Max: 50}}}},
+			errors: stats.Errors{Errors: 6, ByCode: []stats.ErrorCount{{Source: "agent_run", Code: "provider_unavailable", Count: 2},
+				{Source: "workflow_run", Code: "failed", Count: 2}, {Source: "agent_run", Code: "run_capped", Count: 1}, {Source: "tool_call", Code: "tool_error", Count: 1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := stats.ParseWindow(statsMonday.Format(time.RFC3339), tc.to.Format(time.RFC3339), "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.Reasoning(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(r.Stats.Runs, tc.runs) {
+				t.Fatalf("agent runs %+v, %v\nwant %+v", r.Stats.Runs, err, tc.runs)
+			}
+			wr, err := svc.Workflows(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(wr.Stats, tc.workflows) {
+				t.Fatalf("workflows %+v, %v\nwant %+v", wr.Stats, err, tc.workflows)
+			}
+			er, err := svc.Errors(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(er.Stats, tc.errors) {
+				t.Fatalf("errors %+v, %v\nwant %+v", er.Stats, err, tc.errors)
 			}
 		})
 	}

@@ -13,9 +13,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/stats"
+	"github.com/agentplane/agentplane/shared/tools"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 var statsBenchMessages = flag.Int("stats.messages", 10_000, "messages of the agent the statistics benchmarks read")
@@ -102,11 +105,53 @@ func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) 
 			}
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return seedStatsBenchRuns(ctx, db, bot, n)
+}
+
+// seedStatsBenchRuns stores the agent's other records: a tool call every 10 messages (a tenth
+// of them failed), an agent run and a workflow run every 50 (a fifth of them failed), over the
+// same 45 days.
+func seedStatsBenchRuns(ctx context.Context, db *mongo.Database, bot string, n int) error {
+	at := func(i, every int) time.Time {
+		return statsBenchBase.Add(time.Duration(i*every) * 45 * 24 * time.Hour / time.Duration(n))
+	}
+	var calls, runs, flows []any
+	for i := range n / 10 {
+		c := tools.Call{ID: fmt.Sprintf("%s-call-%d", bot, i), ProjectID: "p", BotID: bot, ToolID: fmt.Sprint("tool-", i%5), Operation: "get",
+			Outcome: tools.OutcomeOK, DurationMS: int64(20 + i%300), At: at(i, 10)}
+		if i%10 == 0 {
+			c.Outcome = tools.OutcomeFailed
+		}
+		calls = append(calls, c)
+	}
+	for i := range n / 50 {
+		started, ended := at(i, 50), at(i, 50).Add(time.Duration(100+i%500)*time.Millisecond)
+		r := agentruns.Execution{ID: fmt.Sprintf("%s-run-%d", bot, i), ProjectID: "p", BotID: bot, Status: agentruns.StatusDone,
+			Cycles: make([]agentruns.Cycle, 1+i%4), CreatedAt: started}
+		f := workflows.Run{UUID: fmt.Sprintf("%s-flow-%d", bot, i), ProjectID: "p", BotID: bot, WorkflowID: fmt.Sprint("flow-", i%3),
+			Status: workflows.RunSucceeded, CreatedAt: started, StartedAt: &started, EndedAt: &ended}
+		if i%5 == 0 {
+			r.Status, r.Log = agentruns.StatusFailed, []agentruns.Entry{{Seq: 1, Event: agentruns.EventError, Data: `{"kind":"unavailable","code":"provider_unavailable","message":"down"}`}}
+			f.Status = workflows.RunFailed
+		}
+		runs, flows = append(runs, r), append(flows, f)
+	}
+	for coll, docs := range map[string][]any{"tool_calls": calls, "executions_finished": runs, "workflow_runs": flows} {
+		if len(docs) > 0 {
+			if _, err := db.Collection(coll).InsertMany(ctx, docs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // BenchmarkStats times each statistics call on an agent of -stats.messages messages against a
-// plain count of its message pages (the collection that holds most of them).
+// plain count of the collection it reads most: the agent's message pages for the calls over
+// messages, its tool calls, workflow runs and ended agent runs for the others.
 func BenchmarkStats(b *testing.B) {
 	db := statsBenchDB(b, *statsBenchMessages)
 	ctx := context.Background()
@@ -115,22 +160,28 @@ func BenchmarkStats(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("Baseline/CountPages", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := db.Collection("chat_messages").CountDocuments(ctx, bson.D{{Key: "project_id", Value: "p"}, {Key: "bot_id", Value: "b"}}); err != nil {
-				b.Fatal(err)
-			}
+	count := func(coll string) func() error {
+		return func() error {
+			_, err := db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "project_id", Value: "p"}, {Key: "bot_id", Value: "b"}})
+			return err
 		}
-	})
+	}
 	for _, call := range []struct {
 		name string
 		read func() error
 	}{
+		{"Baseline/CountPages", count("chat_messages")},
 		{"Summary", func() error { _, err := svc.Summary(ctx, "p", "b", w); return err }},
 		{"Votes", func() error { _, err := svc.Votes(ctx, "p", "b", w); return err }},
 		{"Performance", func() error { _, err := svc.Performance(ctx, "p", "b", w); return err }},
 		{"ReasoningSummary", func() error { _, err := svc.Reasoning(ctx, "p", "b", w); return err }},
 		{"Dashboard", func() error { _, err := svc.Dashboard(ctx, "p", "b", w); return err }},
+		{"Baseline/CountToolCalls", count("tool_calls")},
+		{"Tools", func() error { _, err := svc.Tools(ctx, "p", "b", w); return err }},
+		{"Baseline/CountWorkflowRuns", count("workflow_runs")},
+		{"Workflows", func() error { _, err := svc.Workflows(ctx, "p", "b", w); return err }},
+		{"Baseline/CountAgentRuns", count("executions_finished")},
+		{"Errors", func() error { _, err := svc.Errors(ctx, "p", "b", w); return err }},
 	} {
 		b.Run(call.name, func(b *testing.B) {
 			for b.Loop() {

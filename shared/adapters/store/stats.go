@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -118,7 +119,7 @@ func (r Stats) pages(ctx context.Context, projectID, botID string, live map[stri
 		}
 		before := c.RecentFrom
 		if before == 0 {
-			before = int(^uint(0) >> 1)
+			before = math.MaxInt
 		}
 		if err := serve(c, p.Messages, before, from, to, each); err != nil {
 			return err

@@ -162,3 +162,32 @@ func TestStatsOfAnswers(t *testing.T) {
 		}
 	}
 }
+
+// Agent runs count in reasoning-summary (by status, with their cycles) and a failed one in the
+// errors, by the code its answer carried.
+func TestStatsOfAgentRuns(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("list_deals", `{}`), {Reply: "No deals yet."}}})
+	_, chat := a.chat(t, map[string]any{"message": "Any deals?", "reasoning_mode": "agent"})
+	if chat == nil {
+		t.Fatal("no answer")
+	}
+	cyclesRun := chat["totalCycles"].(float64)
+	fake.Set(providertest.Behavior{Status: http.StatusBadRequest, ErrorMessage: "model overloaded with nonsense"})
+	res, _ := a.chat(t, map[string]any{"message": "Any deals now?", "reasoning_mode": "agent"})
+	if res.Status == http.StatusOK {
+		t.Fatalf("a run whose model refuses answered %s", res.Body)
+	}
+	code := res.JSON(t)["error"].(map[string]any)["code"]
+	runs := a.stats(t, "reasoning-summary", "reasoning", "")["stats"].(map[string]any)["agent_runs"].(map[string]any)
+	byStatus, perRun := runs["by_status"].(map[string]any), runs["cycles_per_run"].(map[string]any)
+	if runs["runs"] != 2.0 || byStatus["succeeded"] != 1.0 || byStatus["failed"] != 1.0 || perRun["count"] != 2.0 || perRun["max"] != cyclesRun {
+		t.Fatalf("agent runs %v, want 2 (one of %v cycles)", runs, cyclesRun)
+	}
+	errs := a.stats(t, "errors", "errors", "")["stats"].(map[string]any)
+	byCode := errs["by_code"].([]any)
+	if errs["errors"] != 1.0 || len(byCode) != 1 || byCode[0].(map[string]any)["source"] != "agent_run" || byCode[0].(map[string]any)["code"] != code {
+		t.Fatalf("errors %v, want the run's %v", errs, code)
+	}
+}

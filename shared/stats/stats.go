@@ -1,5 +1,6 @@
-// Package stats is an agent's statistics: figures over the messages stored in its chats, for a
-// window of time, in total and as a series of buckets.
+// Package stats is an agent's statistics: figures over the messages stored in its chats, its
+// recorded tool calls, its agent runs and its workflow runs, for a window of time, in total and
+// as a series of buckets, computed when asked (see Repo).
 package stats
 
 import (

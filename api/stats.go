@@ -56,3 +56,7 @@ func (s *server) statsWorkflows(c *gin.Context) (any, error) {
 func (s *server) statsErrors(c *gin.Context) (any, error) {
 	return statsCall(s, c, "errors", s.stats.Errors)
 }
+
+func (s *server) statsBehavior(c *gin.Context) (any, error) {
+	return statsCall(s, c, "behavior", s.stats.Behavior)
+}

@@ -351,3 +351,56 @@ func TestStatsOfRuns(t *testing.T) {
 		})
 	}
 }
+
+// Behavior counts conversations, their lengths, the users who came back and when users write.
+func TestStatsOfBehaviorOfASeededHistory(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	seedStatsHistory(t, db)
+	// The account comes back in a chat of its own on Wednesday afternoon.
+	ctx, repo := context.Background(), store.NewChats(db)
+	at := statsMonday.Add(2*24*time.Hour + 13*time.Hour)
+	f := chats.Chat{UUID: "F", ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
+	for i, role := range []string{chats.RoleUser, chats.RoleAgent} {
+		m := chats.Message{UUID: fmt.Sprint("F-", i+1), ChatID: "F", Role: role, User: chats.User{UUID: "acc1"}, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+		write := repo.Append
+		if i == 0 {
+			write = repo.Start
+		}
+		if _, err := write(ctx, &f, &m, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := stats.NewService(store.NewStats(db))
+	hours := func(kv map[int]int, n int) []int {
+		out := make([]int, n)
+		for k, v := range kv {
+			out[k] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		from, to time.Duration
+		want     stats.Behavior
+	}{
+		{name: "all", to: 30 * 24 * time.Hour, want: stats.Behavior{Conversations: 4, Users: 3, ReturningUsers: 1,
+			MessagesPerConversation: 11.5, UserMessagesPerConversation: 5.75, LongestConversation: 40,
+			ByHour: hours(map[int]int{0: 22, 13: 1}, 24), ByWeekday: hours(map[int]int{1: 20, 2: 2, 3: 1}, 7)}},
+		{name: "the first week's Tuesday on", from: 24 * time.Hour, to: 7 * 24 * time.Hour, want: stats.Behavior{Conversations: 2, Users: 2,
+			MessagesPerConversation: 2, UserMessagesPerConversation: 1, LongestConversation: 2,
+			ByHour: hours(map[int]int{0: 1, 13: 1}, 24), ByWeekday: hours(map[int]int{2: 1, 3: 1}, 7)}},
+		{name: "empty", from: -24 * time.Hour, to: 0, want: stats.Behavior{ByHour: hours(nil, 24), ByWeekday: hours(nil, 7)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := stats.ParseWindow(statsMonday.Add(tc.from).Format(time.RFC3339), statsMonday.Add(tc.to).Format(time.RFC3339), "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.Behavior(ctx, "p", "b", w)
+			if err != nil || !reflect.DeepEqual(r.Stats, tc.want) {
+				t.Fatalf("behavior %+v (%v), want %+v", r.Stats, err, tc.want)
+			}
+		})
+	}
+}

@@ -174,6 +174,7 @@ func BenchmarkStats(b *testing.B) {
 		{"Summary", func() error { _, err := svc.Summary(ctx, "p", "b", w); return err }},
 		{"Votes", func() error { _, err := svc.Votes(ctx, "p", "b", w); return err }},
 		{"Performance", func() error { _, err := svc.Performance(ctx, "p", "b", w); return err }},
+		{"Behavior", func() error { _, err := svc.Behavior(ctx, "p", "b", w); return err }},
 		{"ReasoningSummary", func() error { _, err := svc.Reasoning(ctx, "p", "b", w); return err }},
 		{"Dashboard", func() error { _, err := svc.Dashboard(ctx, "p", "b", w); return err }},
 		{"Baseline/CountToolCalls", count("tool_calls")},

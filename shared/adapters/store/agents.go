@@ -81,7 +81,7 @@ func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([
 }
 
 func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) error {
-	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, ev, "bot")
+	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, "bot", ev)
 }
 
 func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {

@@ -72,7 +72,7 @@ func (r CRM) UpdateContact(ctx context.Context, c crm.Contact, ev outbox.Event) 
 // updateInProject writes doc's fields over the document id of the project in coll, with ev in
 // its outbox.
 func (r CRM) updateInProject(ctx context.Context, coll, id, projectID string, doc any, ev outbox.Event, resource string) error {
-	update, err := setOf(doc, &ev)
+	update, err := setOf(doc, ev)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (r CRM) Deals(ctx context.Context, f crm.DealFilter, page paging.Page) ([]c
 }
 
 func (r CRM) ReplaceDeal(ctx context.Context, d crm.Deal, ev outbox.Event) error {
-	return replaceRevision(ctx, r.db.Collection(dealsColl), d.UUID, d.Rev, d, ev, "deal")
+	return replaceRevision(ctx, r.db.Collection(dealsColl), d.UUID, d.Rev, d, "deal", ev)
 }
 
 func (r CRM) DeleteDeal(ctx context.Context, d crm.Deal, at time.Time, ev outbox.Event) error {

@@ -77,23 +77,7 @@ func (r Heartbeats) find(ctx context.Context, filter bson.D, opts *options.FindO
 
 // Replace writes h over revision h.Rev-1, with evs in its outbox, by one update.
 func (r Heartbeats) Replace(ctx context.Context, h heartbeats.Heartbeat, evs ...outbox.Event) error {
-	update, err := setOf(h, nil)
-	if err != nil {
-		return err
-	}
-	set := update[0].Value.(bson.D)
-	for _, ev := range evs {
-		set = append(set, bson.E{Key: slot(ev.ID), Value: ev})
-	}
-	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: h.UUID}, {Key: "rev", Value: h.Rev - 1}, notDeleted},
-		bson.D{{Key: "$set", Value: set}})
-	if err != nil {
-		return wrap(err, heartbeats.Resource)
-	}
-	if res.MatchedCount == 0 {
-		return apperr.New(apperr.Conflict, heartbeats.Resource+"_changed", "The heartbeat was changed or deleted by another request; read it and retry.")
-	}
-	return nil
+	return replaceRevision(ctx, r.coll(), h.UUID, h.Rev, h, heartbeats.Resource, evs...)
 }
 
 func (r Heartbeats) Delete(ctx context.Context, h heartbeats.Heartbeat, at time.Time) error {

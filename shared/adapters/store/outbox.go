@@ -277,24 +277,23 @@ func slot(eventID string) string { return outbox.Field + "." + eventID }
 
 // setWithEvent is the update that sets doc's fields (all but _id) and adds ev to the outbox.
 func setWithEvent(doc any, ev outbox.Event) (bson.D, error) {
-	return setOf(doc, &ev)
+	return setOf(doc, ev)
 }
 
-// setOf is the update that sets doc's fields (all but _id), and adds ev to the outbox when it
-// is not nil.
-func setOf(doc any, ev *outbox.Event) (bson.D, error) {
+// setOf is the update that sets doc's fields (all but _id) and adds evs to the outbox.
+func setOf(doc any, evs ...outbox.Event) (bson.D, error) {
 	d, err := toD(doc)
 	if err != nil {
 		return nil, err
 	}
-	set := make(bson.D, 0, len(d)+1)
+	set := make(bson.D, 0, len(d)+len(evs))
 	for _, e := range d {
 		if e.Key != "_id" {
 			set = append(set, e)
 		}
 	}
-	if ev != nil {
-		set = append(set, bson.E{Key: slot(ev.ID), Value: *ev})
+	for _, ev := range evs {
+		set = append(set, bson.E{Key: slot(ev.ID), Value: ev})
 	}
 	return bson.D{{Key: "$set", Value: set}}, nil
 }
@@ -321,10 +320,10 @@ func insertWithEvent(ctx context.Context, coll *mongo.Collection, doc any, ev ou
 	return wrap(err, resource)
 }
 
-// replaceRevision writes doc (with ev in its outbox) over the live document id of revision
+// replaceRevision writes doc (with evs in its outbox) over the live document id of revision
 // rev-1: optimistic concurrency, a Conflict error when another write came first.
-func replaceRevision(ctx context.Context, coll *mongo.Collection, id string, rev int64, doc any, ev outbox.Event, resource string) error {
-	update, err := setWithEvent(doc, ev)
+func replaceRevision(ctx context.Context, coll *mongo.Collection, id string, rev int64, doc any, resource string, evs ...outbox.Event) error {
+	update, err := setOf(doc, evs...)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,11 @@ func (r WorkflowRuns) Runs(ctx context.Context, f workflows.RunFilter, page pagi
 }
 
 func (r WorkflowRuns) SaveRun(ctx context.Context, run workflows.Run, ev *outbox.Event) error {
-	update, err := setOf(run, ev)
+	var evs []outbox.Event
+	if ev != nil {
+		evs = append(evs, *ev)
+	}
+	update, err := setOf(run, evs...)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (r Workflows) List(ctx context.Context, projectID, botID string, page pagin
 }
 
 func (r Workflows) Replace(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
-	return replaceRevision(ctx, r.db.Collection(workflowsColl), w.UUID, w.Rev, w, ev, "workflow")
+	return replaceRevision(ctx, r.db.Collection(workflowsColl), w.UUID, w.Rev, w, "workflow", ev)
 }
 
 func (r Workflows) Delete(ctx context.Context, w workflows.Workflow, at time.Time, ev outbox.Event) error {

@@ -41,9 +41,7 @@ func (s *Service) Plan(ctx context.Context, now time.Time) (int, error) {
 		}
 		var next *time.Time
 		if c, err := h.schedule(); err == nil {
-			if at := c.Next(now); !at.IsZero() {
-				next = &at
-			}
+			next = s.next(h, c, now)
 		}
 		if _, err := s.repo.Advance(ctx, h.UUID, slot, next); err != nil {
 			return n, err
@@ -139,12 +137,12 @@ func (s *Service) skip(ctx context.Context, f Firing, status, reason string) err
 	if err != nil || !ok {
 		return err
 	}
-	return s.update(ctx, f.HeartbeatID, func(h *Heartbeat) []outbox.Event {
+	return s.update(ctx, f.HeartbeatID, func(h *Heartbeat) ([]outbox.Event, bool) {
 		h.Skipped++
 		if status == "" || !h.Enabled {
-			return nil
+			return nil, true
 		}
-		return []outbox.Event{s.stop(ctx, h, status, reason)}
+		return []outbox.Event{s.stop(ctx, h, status, reason)}, true
 	})
 }
 
@@ -205,9 +203,12 @@ func (s *Service) start(ctx context.Context, h Heartbeat, bot agents.Bot, f Firi
 		"chat_id": e.ChatID, "started_at": now, "updated_at": now}); err != nil {
 		return err
 	}
-	return s.update(ctx, h.UUID, func(h *Heartbeat) []outbox.Event {
-		h.ChatID = cmp.Or(h.ChatID, e.ChatID)
-		return nil
+	return s.update(ctx, h.UUID, func(h *Heartbeat) ([]outbox.Event, bool) {
+		if h.ChatID != "" {
+			return nil, false
+		}
+		h.ChatID = e.ChatID
+		return nil, true
 	})
 }
 
@@ -303,9 +304,9 @@ func (s *Service) count(ctx context.Context, f Firing) error {
 	if f.Status == FiringSkipped {
 		return nil
 	}
-	return s.update(ctx, f.HeartbeatID, func(h *Heartbeat) []outbox.Event {
+	return s.update(ctx, f.HeartbeatID, func(h *Heartbeat) ([]outbox.Event, bool) {
 		if h.Running != f.ID {
-			return nil
+			return nil, false
 		}
 		h.Running = ""
 		h.Runs++
@@ -336,14 +337,13 @@ func (s *Service) count(ctx context.Context, f Firing) error {
 			evs = append(evs, s.stop(ctx, h, StatusDisabled, fmt.Sprintf("Disabled after %d failed firings in a row; the last: %s",
 				h.ConsecutiveErrors, h.LastError)))
 		}
-		return evs
+		return evs, true
 	})
 }
 
-// update applies edit to the heartbeat id and writes it with the events edit returns, trying
-// again on a concurrent write. An edit that changes nothing writes nothing; a deleted heartbeat
-// is left as it is.
-func (s *Service) update(ctx context.Context, id string, edit func(*Heartbeat) []outbox.Event) error {
+// update applies edit to the heartbeat id and, when edit says to write, writes it with the
+// events edit returns, trying again on a concurrent write. A deleted heartbeat is left as it is.
+func (s *Service) update(ctx context.Context, id string, edit func(*Heartbeat) ([]outbox.Event, bool)) error {
 	for range updateAttempts {
 		h, err := s.repo.ByID(ctx, id)
 		if apperr.As(err).Kind == apperr.NotFound {
@@ -352,9 +352,8 @@ func (s *Service) update(ctx context.Context, id string, edit func(*Heartbeat) [
 		if err != nil {
 			return err
 		}
-		before := h
-		evs := edit(&h)
-		if len(evs) == 0 && same(before, h) {
+		evs, write := edit(&h)
+		if !write {
 			return nil
 		}
 		h.UpdatedAt, h.Rev = s.now(), h.Rev+1
@@ -371,12 +370,6 @@ func (s *Service) update(ctx context.Context, id string, edit func(*Heartbeat) [
 		return nil
 	}
 	return apperr.New(apperr.Conflict, "heartbeat_busy", "The heartbeat changed too often to record its firing; it is retried.")
-}
-
-// same reports whether an edit left the heartbeat's fields as they were.
-func same(a, b Heartbeat) bool {
-	return a.Stats == b.Stats && a.Running == b.Running && a.ChatID == b.ChatID && a.Enabled == b.Enabled &&
-		a.Status == b.Status && a.StatusReason == b.StatusReason
 }
 
 // changed reports whether err is the conflict of a write that another write came before.

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -16,6 +18,21 @@ func (a chatAPI) stats(t *testing.T, call, name, extra string) map[string]any {
 	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/stats/" + call + "?" + a.query(extra), Key: a.b.key})
 	expect(t, res, http.StatusOK, "")
 	return res.JSON(t)[name].(map[string]any)
+}
+
+// statsOnce reads one statistics call of the agent until ready holds of its stats (the
+// recorder folds the chats' events in after they are published), and returns its object.
+func (a chatAPI) statsOnce(t *testing.T, call, name, extra string, ready func(map[string]any) bool) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; waitABit() {
+		s := a.stats(t, call, name, extra)
+		if ready(s["stats"].(map[string]any)) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %v after 30 s", call, s["stats"])
+		}
+	}
 }
 
 // statsHistory has the agent hold two chats of three turns in all, and returns the sums of
@@ -54,8 +71,10 @@ func statsHistory(t *testing.T, a chatAPI) (tokens, credits float64, answers []m
 func TestStatsSummary(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.startWorker(t, workerOptions{})
 	a := b.chatBot(t, map[string]any{})
 	tokens, credits, _ := statsHistory(t, a)
+	a.statsOnce(t, "summary", "summary", "", func(s map[string]any) bool { return s["messages"] == 6.0 })
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	day, hour := today.Format(time.RFC3339), time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	for _, tc := range []struct {
@@ -119,6 +138,7 @@ func TestStatsOfAnswers(t *testing.T) {
 	fake := providertest.New(t)
 	fake.Set(providertest.Behavior{FirstByteDelay: 20 * time.Millisecond})
 	b := setup(t, withProvider(fake.URL))
+	b.startWorker(t, workerOptions{})
 	a := b.chatBot(t, map[string]any{})
 	_, _, answers := statsHistory(t, a)
 	for _, v := range []struct{ message, voter, vote string }{{"0", "u1", "down"}, {"0", "u2", "down"}, {"1", "u1", "up"}} {
@@ -133,15 +153,21 @@ func TestStatsOfAnswers(t *testing.T) {
 			replies, slowest = replies+1, max(slowest, ms)
 		}
 	}
-	votes := a.stats(t, "votes", "votes", "")["stats"].(map[string]any)
+	votes := a.statsOnce(t, "votes", "votes", "", func(s map[string]any) bool { return s["downvotes"] == 2.0 && s["upvotes"] == 1.0 })["stats"].(map[string]any)
 	worst, _ := votes["worst_rated"].([]any)
 	if votes["upvotes"] != 1.0 || votes["downvotes"] != 2.0 || votes["rated_messages"] != 2.0 || votes["satisfaction"] != 0.333333 ||
 		len(worst) != 1 || worst[0].(map[string]any)["message_id"] != answers[0]["uuid"] || worst[0].(map[string]any)["downvotes"] != 2.0 {
 		t.Fatalf("votes %v", votes)
 	}
-	reply := a.stats(t, "performance", "performance", "")["stats"].(map[string]any)["reply_ms"].(map[string]any)
+	perf := a.statsOnce(t, "performance", "performance", "", func(s map[string]any) bool {
+		return s["reply_ms"].(map[string]any)["count"] == 3.0
+	})["stats"].(map[string]any)
+	reply, first := perf["reply_ms"].(map[string]any), perf["first_token_ms"].(map[string]any)
 	if replies != 3 || reply["count"] != replies || reply["max"] != slowest {
 		t.Fatalf("reply times %v, want %v answers, the slowest %v ms", reply, replies, slowest)
+	}
+	if first["count"] != 0.0 {
+		t.Fatalf("times to the first token of answers that were not streamed: %v", first)
 	}
 	modes := a.stats(t, "reasoning-summary", "reasoning", "")["stats"].(map[string]any)["modes"].(map[string]any)
 	if len(modes) != 1 || modes["standard"] != 3.0 {
@@ -189,5 +215,28 @@ func TestStatsOfAgentRuns(t *testing.T) {
 	byCode := errs["by_code"].([]any)
 	if errs["errors"] != 1.0 || len(byCode) != 1 || byCode[0].(map[string]any)["source"] != "agent_run" || byCode[0].(map[string]any)["code"] != code {
 		t.Fatalf("errors %v, want the run's %v", errs, code)
+	}
+}
+
+// A streamed answer records its time to the first token, from the user's message: at least the
+// model's wait before its first byte, less than the whole reply.
+func TestStatsTimeToFirstToken(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	b := setup(t, withProvider(fake.URL))
+	b.startWorker(t, workerOptions{})
+	a := b.chatBot(t, map[string]any{"provider_key": "k"})
+	fake.Set(providertest.Behavior{Reply: "One two three four five", FirstByteDelay: 40 * time.Millisecond, ChunkDelay: 30 * time.Millisecond})
+	res := a.streamChat(t, context.Background(), map[string]any{"message": "count", "stream": true})
+	if _, err := io.Copy(io.Discard, res.Body); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("stream %d: %v", res.StatusCode, err)
+	}
+	_ = res.Body.Close()
+	perf := a.statsOnce(t, "performance", "performance", "", func(s map[string]any) bool {
+		return s["first_token_ms"].(map[string]any)["count"] == 1.0
+	})["stats"].(map[string]any)
+	first, reply := perf["first_token_ms"].(map[string]any)["p50"].(float64), perf["reply_ms"].(map[string]any)["p50"].(float64)
+	if first < 40 || first >= reply {
+		t.Fatalf("time to first token %v ms, reply %v ms: want at least 40 and less than the reply", first, reply)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
+	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -57,6 +58,8 @@ type Deps struct {
 	Started func()
 	// UserMemory extracts what end users' messages say about them.
 	UserMemory *usermemory.Service
+	// Stats keeps the agents' statistics as their chats' events arrive.
+	Stats *stats.Recorder
 }
 
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
@@ -101,6 +104,11 @@ func Serve(ctx context.Context, d Deps) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	d.Logger.Info("worker started", "concurrency", d.Concurrency, "queue", d.Queue)
+	recording := make(chan struct{})
+	go func() {
+		defer close(recording)
+		d.Stats.Run(ctx)
+	}()
 	triggers := make(chan struct{})
 	consuming := make(chan struct{})
 	go func() {
@@ -116,6 +124,7 @@ func Serve(ctx context.Context, d Deps) error {
 	}
 	<-ctx.Done()
 	<-triggers
+	<-recording
 	aborting := time.AfterFunc(d.ShutdownTimeout, cancelBase)
 	srv.Shutdown()
 	aborting.Stop()

@@ -72,6 +72,9 @@ type Message struct {
 	User            User            `json:"user" bson:"user"`
 	CreatedAt       time.Time       `json:"created_at" bson:"created_at"`
 	UpdatedAt       time.Time       `json:"updated_at" bson:"updated_at"`
+	// FirstTokenMS is how long a streamed answer took to its first token, from the user's
+	// message (0: not streamed); the statistics read it, the message record does not show it.
+	FirstTokenMS int64 `json:"-" bson:"first_token_ms,omitempty"`
 }
 
 // Tool is a tool call waiting for approval, as a reply shows it (2.7).

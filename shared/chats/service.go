@@ -270,8 +270,14 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 	called := time.Now()
 	var res provider.Reply
 	var err error
+	var firstToken time.Duration
 	if sink != nil {
-		res, err = model.Stream(ctx, p.req, sink.Delta)
+		res, err = model.Stream(ctx, p.req, func(d string) error {
+			if firstToken == 0 {
+				firstToken = time.Since(t.Started)
+			}
+			return sink.Delta(d)
+		})
 	} else {
 		res, err = model.Complete(ctx, p.req)
 	}
@@ -292,6 +298,9 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 	confidence, score := ConfidenceOf(p.passages, cited)
 	agent := s.AgentMessage(t, content, res.Model, time.Since(called), res.Usage, cited)
 	agent.Confidence, agent.ConfidenceScore, agent.Interrupted = confidence, score, interrupted
+	if firstToken > 0 {
+		agent.FirstTokenMS = max(firstToken.Milliseconds(), 1)
+	}
 	if interrupted {
 		stored, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -365,10 +374,19 @@ func (s *Service) chatOf(ctx context.Context, projectID, botID, id string, asker
 	return c, err
 }
 
-// MessageEvent is the data of chat.message.created.
+// MessageEvent is the data of the chat.message.* events. MessageID names the message when it
+// is too large for the event to carry; FirstTokenMS is how long a streamed answer took to its
+// first token, from the user's message.
 type MessageEvent struct {
-	ChatID  string  `json:"chat_id"`
-	Message Message `json:"message"`
+	ChatID       string  `json:"chat_id"`
+	MessageID    string  `json:"message_id"`
+	FirstTokenMS int64   `json:"first_token_ms,omitempty"`
+	Message      Message `json:"message"`
+}
+
+// EventOf is the data of an event about m.
+func EventOf(m Message) MessageEvent {
+	return MessageEvent{ChatID: m.ChatID, MessageID: m.UUID, FirstTokenMS: m.FirstTokenMS, Message: m}
 }
 
 // Append stores m as the chat's next message and emits chat.message.created; chat becomes what
@@ -381,7 +399,7 @@ func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, 
 // chat.message.created.
 func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message,
 	write func(context.Context, *Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
-	ev := outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, MessageEvent{ChatID: chat.UUID, Message: *m})
+	ev := outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(*m))
 	ref, err := write(ctx, chat, m, ev)
 	if err != nil {
 		return err

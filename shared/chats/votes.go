@@ -88,7 +88,7 @@ func (s *Service) Vote(ctx context.Context, projectID, botID string, in VoteInpu
 		return VoteStatus{}, err
 	}
 	m.Upvotes, m.Downvotes = up, down
-	ev := outbox.New(ctx, outbox.ChatMessageUpdated, projectID, botID, MessageEvent{ChatID: m.ChatID, Message: m})
+	ev := outbox.New(ctx, outbox.ChatMessageUpdated, projectID, botID, EventOf(m))
 	ref, err := s.repo.UpdateMessage(ctx, m, ev)
 	if err != nil {
 		return VoteStatus{}, err
@@ -129,7 +129,7 @@ func (s *Service) DeleteMessage(ctx context.Context, projectID, botID, id string
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.ChatMessageDeleted, projectID, botID, MessageEvent{ChatID: m.ChatID, Message: m})
+	ev := outbox.New(ctx, outbox.ChatMessageDeleted, projectID, botID, EventOf(m))
 	ref, err := s.repo.DeleteMessage(ctx, m, ev)
 	if err != nil {
 		return err

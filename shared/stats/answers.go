@@ -39,16 +39,16 @@ type votes struct{ v Votes }
 
 func newVotes() *votes { return &votes{v: Votes{Worst: []Rated{}}} }
 
-func (s *votes) add(f Fact) {
-	s.v.Upvotes += f.Upvotes
-	s.v.Downvotes += f.Downvotes
-	if f.Upvotes+f.Downvotes > 0 {
+func (s *votes) add(v Voted) {
+	s.v.Upvotes += v.Upvotes
+	s.v.Downvotes += v.Downvotes
+	if v.Upvotes+v.Downvotes > 0 {
 		s.v.Rated++
 	}
-	if f.Role != chats.RoleAgent || f.Downvotes == 0 {
+	if v.Role != chats.RoleAgent || v.Downvotes == 0 {
 		return
 	}
-	r := Rated{MessageID: f.UUID, ChatID: f.ChatID, Upvotes: f.Upvotes, Downvotes: f.Downvotes, CreatedAt: f.CreatedAt}
+	r := Rated{MessageID: v.MessageID, ChatID: v.ChatID, Upvotes: v.Upvotes, Downvotes: v.Downvotes, CreatedAt: v.CreatedAt}
 	i, _ := slices.BinarySearchFunc(s.v.Worst, r, worse)
 	if i < MaxWorst {
 		s.v.Worst = slices.Insert(s.v.Worst, i, r)
@@ -72,7 +72,14 @@ func (s *votes) result() Votes {
 
 // Votes are the votes on the agent's messages and its worst-rated answers.
 func (s *Service) Votes(ctx context.Context, projectID, botID string, w Window) (Report[Votes], error) {
-	return messages(ctx, s, projectID, botID, w, newVotes)
+	return rated(ctx, s, projectID, botID, w)
+}
+
+// rated gathers the votes on the agent's messages written in w.
+func rated(ctx context.Context, s *Service, projectID, botID string, w Window) (Report[Votes], error) {
+	return gather(w, newVotes, func(each func(Voted) error) error {
+		return s.repo.Voted(ctx, projectID, botID, w.From, w.To, each)
+	}, func(v Voted) time.Time { return v.CreatedAt })
 }
 
 // Latency is a distribution of times in milliseconds: nearest-rank percentiles.
@@ -103,23 +110,26 @@ func latencyOf(ms []float64) Latency {
 // Performance is how fast the agent answered.
 type Performance struct {
 	// ReplyMS is the reply time of the agent's answers that record one (estimated_time_ms above
-	// 0: from the user's message to the stored answer).
-	ReplyMS Latency `json:"reply_ms"`
+	// 0), FirstTokenMS the time from the user's message to the first token of the streamed ones;
+	// times of a second or more are kept to within 1% (three significant digits).
+	ReplyMS      Latency `json:"reply_ms"`
+	FirstTokenMS Latency `json:"first_token_ms"`
 }
 
-type performance struct{ reply []float64 }
+type performance struct{ reply, first Histogram }
 
 func newPerformance() *performance { return &performance{} }
 
-func (s *performance) add(f Fact) {
-	if ms := number(f.EstimatedTimeMS); f.Role == chats.RoleAgent && ms > 0 {
-		s.reply = append(s.reply, ms)
-	}
+func (s *performance) add(h Hourly) {
+	s.reply.merge(h.Reply)
+	s.first.merge(h.FirstToken)
 }
 
-func (s *performance) result() Performance { return Performance{ReplyMS: latencyOf(s.reply)} }
+func (s *performance) result() Performance {
+	return Performance{ReplyMS: s.reply.latency(), FirstTokenMS: s.first.latency()}
+}
 
 // Performance is the distribution of the agent's reply times.
 func (s *Service) Performance(ctx context.Context, projectID, botID string, w Window) (Report[Performance], error) {
-	return messages(ctx, s, projectID, botID, w, newPerformance)
+	return hours(ctx, s, projectID, botID, w, newPerformance)
 }

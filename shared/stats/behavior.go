@@ -1,10 +1,6 @@
 package stats
 
-import (
-	"context"
-
-	"github.com/agentplane/agentplane/shared/chats"
-)
+import "context"
 
 // Behavior is how the agent's users talk to it: how long their conversations are, how many come
 // back, and when they write.
@@ -39,20 +35,22 @@ func newBehavior() *behavior {
 		chatsOf: map[string]map[string]bool{}}
 }
 
-func (s *behavior) add(f Fact) {
-	s.messages++
-	s.perChat[f.ChatID]++
-	if f.Role != chats.RoleUser {
-		return
+func (s *behavior) add(h Hourly) {
+	s.messages += h.Messages
+	s.userMessages += h.UserMessages
+	for c, n := range h.Chats {
+		s.perChat[c] += n
 	}
-	s.userMessages++
-	if s.chatsOf[f.User] == nil {
-		s.chatsOf[f.User] = map[string]bool{}
+	for u, in := range h.Authors {
+		if s.chatsOf[u] == nil {
+			s.chatsOf[u] = map[string]bool{}
+		}
+		for c := range in {
+			s.chatsOf[u][c] = true
+		}
 	}
-	s.chatsOf[f.User][f.ChatID] = true
-	at := f.CreatedAt.UTC()
-	s.b.ByHour[at.Hour()]++
-	s.b.ByWeekday[at.Weekday()]++
+	s.b.ByHour[h.Start.Hour()] += h.UserMessages
+	s.b.ByWeekday[h.Start.Weekday()] += h.UserMessages
 }
 
 func (s *behavior) result() Behavior {
@@ -76,5 +74,5 @@ func (s *behavior) result() Behavior {
 // Behavior is how the agent's users talk to it: conversation lengths, returning users, and the
 // hours and days they write.
 func (s *Service) Behavior(ctx context.Context, projectID, botID string, w Window) (Report[Behavior], error) {
-	return messages(ctx, s, projectID, botID, w, newBehavior)
+	return hours(ctx, s, projectID, botID, w, newBehavior)
 }

@@ -1,10 +1,6 @@
 package stats
 
-import (
-	"context"
-
-	"github.com/agentplane/agentplane/shared/chats"
-)
+import "context"
 
 // Reasoning is how the agent reasoned: its answers by reasoning mode.
 type Reasoning struct {
@@ -22,16 +18,13 @@ func newReasoning() *reasoning {
 	return &reasoning{r: Reasoning{Modes: map[string]int{}, Credits: map[string]float64{}}}
 }
 
-func (s *reasoning) add(f Fact) {
-	if f.Role != chats.RoleAgent {
-		return
+func (s *reasoning) add(h Hourly) {
+	for mode, n := range h.Modes {
+		s.r.Modes[mode] += n
 	}
-	mode := f.ReasoningType
-	if mode == "" {
-		mode = "standard"
+	for mode, c := range h.ModeCredits {
+		s.r.Credits[mode] += c
 	}
-	s.r.Modes[mode]++
-	s.r.Credits[mode] += number(f.CreditUsed)
 }
 
 func (s *reasoning) result() Reasoning {
@@ -43,7 +36,7 @@ func (s *reasoning) result() Reasoning {
 
 // Reasoning is the agent's answers by reasoning mode and its agent runs' cycles.
 func (s *Service) Reasoning(ctx context.Context, projectID, botID string, w Window) (Report[Reasoning], error) {
-	r, err := messages(ctx, s, projectID, botID, w, newReasoning)
+	r, err := hours(ctx, s, projectID, botID, w, newReasoning)
 	if err != nil {
 		return r, err
 	}
@@ -74,32 +67,38 @@ type Dashboard struct {
 
 type dashboard struct {
 	t *totals
-	v *votes
 	p *performance
 	r *reasoning
 }
 
 func newDashboard() *dashboard {
-	return &dashboard{t: newTotals(), v: newVotes(), p: newPerformance(), r: newReasoning()}
+	return &dashboard{t: newTotals(), p: newPerformance(), r: newReasoning()}
 }
 
-func (s *dashboard) add(f Fact) {
-	s.t.add(f)
-	s.v.add(f)
-	s.p.add(f)
-	s.r.add(f)
+func (s *dashboard) add(h Hourly) {
+	s.t.add(h)
+	s.p.add(h)
+	s.r.add(h)
 }
 
 func (s *dashboard) result() Dashboard {
-	return Dashboard{Summary: s.t.result(), Votes: s.v.result(), Performance: s.p.result(), Reasoning: s.r.result()}
+	return Dashboard{Summary: s.t.result(), Performance: s.p.result(), Reasoning: s.r.result()}
 }
 
 // Dashboard is the agent's summary, votes, performance and reasoning, from one read of its
-// messages (and one of its agent runs).
+// hours, one of its votes and one of its agent runs.
 func (s *Service) Dashboard(ctx context.Context, projectID, botID string, w Window) (Report[Dashboard], error) {
-	r, err := messages(ctx, s, projectID, botID, w, newDashboard)
+	r, err := hours(ctx, s, projectID, botID, w, newDashboard)
 	if err != nil {
 		return r, err
+	}
+	v, err := rated(ctx, s, projectID, botID, w)
+	if err != nil {
+		return r, err
+	}
+	r.Stats.Votes = v.Stats
+	for i := range r.Series {
+		r.Series[i].Stats.Votes = v.Series[i].Stats
 	}
 	return r, withRuns(ctx, s, projectID, botID, &r, func(d *Dashboard) *Runs { return &d.Reasoning.Runs })
 }

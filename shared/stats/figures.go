@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/agentplane/agentplane/shared/chats"
 )
 
 // figures gathers one kind of statistics T from the records R they cover.
@@ -55,11 +53,12 @@ func gather[R any, F figures[R, T], T any](w Window, fresh func() F, read func(e
 	return rep, nil
 }
 
-// messages gathers the figures fresh gives of the agent's messages of w.
-func messages[F figures[Fact, T], T any](ctx context.Context, s *Service, projectID, botID string, w Window, fresh func() F) (Report[T], error) {
-	return gather(w, fresh, func(each func(Fact) error) error {
-		return s.repo.Messages(ctx, projectID, botID, w.From, w.To, each)
-	}, func(f Fact) time.Time { return f.CreatedAt })
+// hours gathers the figures fresh gives of the agent's hours that overlap w (the hour holding
+// From to the one holding To).
+func hours[F figures[Hourly, T], T any](ctx context.Context, s *Service, projectID, botID string, w Window, fresh func() F) (Report[T], error) {
+	return gather(w, fresh, func(each func(Hourly) error) error {
+		return s.repo.Hours(ctx, projectID, botID, w.From.Truncate(time.Hour), w.To, each)
+	}, func(h Hourly) time.Time { return h.Start })
 }
 
 // Totals are the summary's figures: how much was said, by whom, at what cost.
@@ -70,8 +69,8 @@ type Totals struct {
 	// UserMessages and AgentMessages count the messages of each role.
 	UserMessages  int `json:"user_messages"`
 	AgentMessages int `json:"agent_messages"`
-	// Users counts the distinct authors of the user messages: a chat's end user when it has
-	// one, else the account whose key wrote them.
+	// Users counts the distinct authors of the user messages: the end user who wrote one on
+	// the agent's page or widget, else the account whose key sent it.
 	Users int `json:"users"`
 	// CreditsUsed sums the messages' credit_used; Tokens their tokens; EstimatedCost their
 	// estimated_cost (US dollars).
@@ -87,19 +86,19 @@ type totals struct {
 
 func newTotals() *totals { return &totals{chats: map[string]bool{}, users: map[string]bool{}} }
 
-func (s *totals) add(f Fact) {
-	s.chats[f.ChatID] = true
-	s.t.Messages++
-	switch f.Role {
-	case chats.RoleUser:
-		s.t.UserMessages++
-		s.users[f.User] = true
-	case chats.RoleAgent:
-		s.t.AgentMessages++
+func (s *totals) add(h Hourly) {
+	for c := range h.Chats {
+		s.chats[c] = true
 	}
-	s.t.CreditsUsed += number(f.CreditUsed)
-	s.t.Tokens += f.Tokens
-	s.t.EstimatedCost += number(f.EstimatedCost)
+	for u := range h.Authors {
+		s.users[u] = true
+	}
+	s.t.Messages += h.Messages
+	s.t.UserMessages += h.UserMessages
+	s.t.AgentMessages += h.AgentMessages
+	s.t.CreditsUsed += h.Credits
+	s.t.Tokens += h.Tokens
+	s.t.EstimatedCost += h.Cost
 }
 
 func (s *totals) result() Totals {
@@ -115,5 +114,5 @@ func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // Summary is the agent's chats, messages, users, credits, tokens and estimated cost.
 func (s *Service) Summary(ctx context.Context, projectID, botID string, w Window) (Report[Totals], error) {
-	return messages(ctx, s, projectID, botID, w, newTotals)
+	return hours(ctx, s, projectID, botID, w, newTotals)
 }

@@ -1,6 +1,6 @@
-// Package stats is an agent's statistics: figures over the messages stored in its chats, its
-// recorded tool calls, its agent runs and its workflow runs, for a window of time, in total and
-// as a series of buckets, computed when asked (see Repo).
+// Package stats is an agent's statistics: figures over the messages written in its chats (kept
+// by the hour as their events arrive, see Recorder), its recorded tool calls, its agent runs and
+// its workflow runs, for a window of time, in total and as a series of buckets.
 package stats
 
 import (
@@ -9,30 +9,15 @@ import (
 	"time"
 )
 
-// Fact is one stored message of an agent, as the statistics read it.
-type Fact struct {
-	UUID   string
-	ChatID string
-	// User is who wrote the chat: the end user (subscriber) the chat belongs to, else the
-	// message's user (the account behind the key).
-	User          string
-	Role          string
-	ReasoningType string
-	Tokens        int
-	CreditUsed    string
-	EstimatedCost string
-	// EstimatedTimeMS is how long the reply took, as the message records it.
-	EstimatedTimeMS string
-	Upvotes         int
-	Downvotes       int
-	CreatedAt       time.Time
-}
-
-// Repo reads what the statistics are computed from.
+// Repo keeps what the statistics are computed from: the hours and votes folded from events,
+// and the tool calls, agent runs and workflow runs other packages record.
 type Repo interface {
-	// Messages calls each once for every message of the project's agent created in
-	// [from, to), in no particular order, stopping at the first error each returns.
-	Messages(ctx context.Context, projectID, botID string, from, to time.Time, each func(Fact) error) error
+	// Hours calls each with every hour of the project's agent starting in [from, to), in no
+	// particular order, stopping at the first error each returns.
+	Hours(ctx context.Context, projectID, botID string, from, to time.Time, each func(Hourly) error) error
+	// Voted calls each with every message of the project's agent with votes written in [from,
+	// to).
+	Voted(ctx context.Context, projectID, botID string, from, to time.Time, each func(Voted) error) error
 	// ToolCalls calls each once for every recorded tool call of the project's agent made in
 	// [from, to), in no particular order, stopping at the first error each returns.
 	ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(ToolCall) error) error

@@ -36,6 +36,7 @@ import (
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/config"
+	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -109,6 +110,10 @@ type App struct {
 	// notices drop changed keys, projects and agents from every process's caches.
 	notices *cache.Notices
 
+	// started is when the application was made: the first statistics recorder of a deployment
+	// counts the events published since.
+	started time.Time
+
 	mu     sync.Mutex
 	dom    *Domain            // made once: the roles of a process share its services (and memory's cache)
 	events *outbox.Dispatcher // made once: one writer of events per process
@@ -121,7 +126,7 @@ func New(cfg config.Config, log *slog.Logger, conns Conns) *App {
 		m.Register(conns.Commands)
 	}
 	return &App{Cfg: cfg, Log: log, Conns: conns, Metrics: m, RunPoll: time.Second, notices: cache.NewNotices(conns.NATS, log),
-		tasks: asynq.NewClient(conns.RedisOpt), inspector: asynq.NewInspector(conns.RedisOpt)}
+		tasks: asynq.NewClient(conns.RedisOpt), inspector: asynq.NewInspector(conns.RedisOpt), started: time.Now()}
 }
 
 // Close closes what the application opened (not its connections).
@@ -366,6 +371,9 @@ func (a *App) Worker() (workers.Deps, error) {
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
 		// End users' memories: what their messages say about them is extracted here.
 		UserMemory: d.UserMemory,
+		// Statistics: the chat events are folded into the agents' hours here.
+		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
+			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil
 }
 

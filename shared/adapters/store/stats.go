@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -15,141 +14,136 @@ import (
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
-// Stats reads an agent's stored messages for its statistics: its live chats' recent messages
-// with the chats (one query), then its message pages (one query), each message once, without
-// its content.
+// Stats keeps an agent's statistics: the hours and votes folded from chat events (and the
+// recorder's place in the stream), and reads them with the agent's tool calls, agent runs and
+// workflow runs.
 type Stats struct{ db *mongo.Database }
 
-var _ stats.Repo = Stats{}
+var (
+	_ stats.Repo   = Stats{}
+	_ stats.Ledger = Stats{}
+)
 
-// NewStats returns the statistics' reader of db.
+// NewStats returns the statistics of db.
 func NewStats(db *mongo.Database) Stats { return Stats{db: db} }
 
-// statMessage is the part of a stored message the statistics read.
-type statMessage struct {
-	UUID            string `bson:"uuid"`
-	Seq             int    `bson:"seq"`
-	Role            string `bson:"role"`
-	ReasoningType   string `bson:"reasoning_type"`
-	Tokens          int    `bson:"tokens"`
-	CreditUsed      string `bson:"credit_used"`
-	EstimatedCost   string `bson:"estimated_cost"`
-	EstimatedTimeMS string `bson:"estimated_time_ms"`
-	Upvotes         int    `bson:"upvotes"`
-	Downvotes       int    `bson:"downvotes"`
-	User            struct {
-		UUID string `bson:"uuid"`
-	} `bson:"user"`
-	CreatedAt time.Time `bson:"created_at"`
+const (
+	statHoursColl    = "stat_hours"
+	statVotedColl    = "stat_voted"
+	statRecorderColl = "stat_recorder"
+	// recorderID is the one document of the recorder's claim and place.
+	recorderID = "recorder"
+)
+
+// Hours reads the agent's hours starting in [from, to) (by the bot index of stat_hours).
+func (r Stats) Hours(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Hourly) error) error {
+	return eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "start", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, each)
 }
 
-var statFields = []string{"uuid", "seq", "role", "reasoning_type", "tokens", "credit_used", "estimated_cost",
-	"estimated_time_ms", "upvotes", "downvotes", "user.uuid", "created_at"}
-
-// statProjection keeps the read fields of the messages under array, and extra.
-func statProjection(array string, extra ...string) bson.D {
-	p := bson.D{}
-	for _, f := range extra {
-		p = append(p, bson.E{Key: f, Value: 1})
-	}
-	for _, f := range statFields {
-		p = append(p, bson.E{Key: array + "." + f, Value: 1})
-	}
-	return p
+// Voted reads the agent's messages with votes written in [from, to) (by the bot index of
+// stat_voted).
+func (r Stats) Voted(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Voted) error) error {
+	return eachOf(ctx, r.db.Collection(statVotedColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},
+		{Key: "$or", Value: bson.A{bson.D{{Key: "upvotes", Value: bson.D{{Key: "$gt", Value: 0}}}}, bson.D{{Key: "downvotes", Value: bson.D{{Key: "$gt", Value: 0}}}}}}}, each)
 }
 
-// statChat is what the statistics read of a chat: whose it is and where its messages are.
-type statChat struct {
-	ID         string        `bson:"_id"`
-	Subscriber string        `bson:"subscriber"`
-	RecentFrom int           `bson:"recent_from"`
-	Recent     []statMessage `bson:"recent"`
-}
-
-// Messages reads the chats that may hold a message of the window (not deleted, created before
-// to, written to since from), serving their recent messages, then the agent's pages, serving
-// from each page the messages before its chat's recent ones (one copy of each number: a page
-// may hold a message twice after a repeated move, and a message moved to its page may still be
-// among the chat's recent ones when the chat's write failed).
-func (r Stats) Messages(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Fact) error) error {
-	filter := bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted,
-		{Key: "updated_at", Value: bson.D{{Key: "$gte", Value: from}}}, {Key: "created_at", Value: bson.D{{Key: "$lt", Value: to}}}}
-	cur, err := r.db.Collection(chatsColl).Find(ctx, filter,
-		options.Find().SetProjection(statProjection("recent", "subscriber", "recent_from")))
-	if err != nil {
-		return wrap(err, stats.Resource)
-	}
-	defer func() { _ = cur.Close(ctx) }()
-	live := map[string]statChat{}
-	for cur.Next(ctx) {
-		var c statChat
-		if err := cur.Decode(&c); err != nil {
-			return wrap(err, stats.Resource)
-		}
-		if err := serve(c, c.Recent, 0, from, to, each); err != nil {
-			return err
-		}
-		c.Recent = nil
-		live[c.ID] = c
-	}
-	if err := wrap(cur.Err(), stats.Resource); err != nil {
-		return err
-	}
-	return r.pages(ctx, projectID, botID, live, from, to, each)
-}
-
-func (r Stats) pages(ctx context.Context, projectID, botID string, live map[string]statChat, from, to time.Time, each func(stats.Fact) error) error {
-	cur, err := r.db.Collection(chatMessagesColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}},
-		options.Find().SetProjection(statProjection("messages", "chat_id")))
+// eachOf calls each with every document of coll matching filter, decoded as T.
+func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, each func(T) error) error {
+	cur, err := coll.Find(ctx, filter)
 	if err != nil {
 		return wrap(err, stats.Resource)
 	}
 	defer func() { _ = cur.Close(ctx) }()
 	for cur.Next(ctx) {
-		var p struct {
-			ChatID   string        `bson:"chat_id"`
-			Messages []statMessage `bson:"messages"`
-		}
-		if err := cur.Decode(&p); err != nil {
+		var v T
+		if err := cur.Decode(&v); err != nil {
 			return wrap(err, stats.Resource)
 		}
-		c, ok := live[p.ChatID]
-		if !ok {
-			continue
-		}
-		before := c.RecentFrom
-		if before == 0 {
-			before = math.MaxInt
-		}
-		if err := serve(c, p.Messages, before, from, to, each); err != nil {
+		if err := each(v); err != nil {
 			return err
 		}
 	}
 	return wrap(cur.Err(), stats.Resource)
 }
 
-// serve calls each with the messages of msgs created in [from, to), of numbers below before
-// (0: all), the last copy of each number.
-func serve(c statChat, msgs []statMessage, before int, from, to time.Time, each func(stats.Fact) error) error {
-	last := map[int]int{}
-	for i, m := range msgs {
-		last[m.Seq] = i
+// HoursByID reads the stored hours among ids.
+func (r Stats) HoursByID(ctx context.Context, ids []string) (map[string]stats.Hourly, error) {
+	out := map[string]stats.Hourly{}
+	err := eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, func(h stats.Hourly) error {
+		out[h.ID] = h
+		return nil
+	})
+	return out, err
+}
+
+// PutHour writes h over the stored hour of sequence prev, or inserts it when prev is 0.
+func (r Stats) PutHour(ctx context.Context, h stats.Hourly, prev uint64) (bool, error) {
+	coll := r.db.Collection(statHoursColl)
+	if prev == 0 {
+		_, err := coll.InsertOne(ctx, h)
+		if mongo.IsDuplicateKeyError(err) {
+			return false, nil
+		}
+		return err == nil, wrap(err, stats.Resource)
 	}
-	for i, m := range msgs {
-		if last[m.Seq] != i || (before > 0 && m.Seq >= before) || m.CreatedAt.Before(from) || !m.CreatedAt.Before(to) {
-			continue
-		}
-		user := c.Subscriber
-		if user == "" {
-			user = m.User.UUID
-		}
-		if err := each(stats.Fact{UUID: m.UUID, ChatID: c.ID, User: user, Role: m.Role, ReasoningType: m.ReasoningType,
-			Tokens: m.Tokens, CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, EstimatedTimeMS: m.EstimatedTimeMS,
-			Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt}); err != nil {
-			return err
-		}
+	res, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: h.ID}, {Key: "seq", Value: int64(prev)}}, h)
+	if err != nil {
+		return false, wrap(err, stats.Resource)
 	}
-	return nil
+	return res.MatchedCount == 1, nil
+}
+
+// SetVoted writes v unless the stored one comes from v's event or a later one.
+func (r Stats) SetVoted(ctx context.Context, v stats.Voted) error {
+	_, err := r.db.Collection(statVotedColl).ReplaceOne(ctx, bson.D{{Key: "_id", Value: v.MessageID}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: int64(v.Seq)}}}},
+		v, options.Replace().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		return nil
+	}
+	return wrap(err, stats.Resource)
+}
+
+// Release gives owner's claim up.
+func (r Stats) Release(ctx context.Context, owner string) error {
+	_, err := r.db.Collection(statRecorderColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: recorderID}, {Key: "owner", Value: owner}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "until", Value: time.Time{}}}}})
+	return wrap(err, stats.Resource)
+}
+
+// recorderDoc is the recorder's claim and place.
+type recorderDoc struct {
+	Owner string    `bson:"owner"`
+	Until time.Time `bson:"until"`
+	Seq   int64     `bson:"seq"`
+}
+
+// Claim takes the recorder's claim for owner unless another holds it until later than now.
+func (r Stats) Claim(ctx context.Context, owner string, until time.Time) (uint64, bool, error) {
+	filter := bson.D{{Key: "_id", Value: recorderID}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: "owner", Value: owner}}, bson.D{{Key: "until", Value: bson.D{{Key: "$lt", Value: time.Now()}}}}}}}
+	var d recorderDoc
+	err := r.db.Collection(statRecorderColl).FindOneAndUpdate(ctx, filter,
+		bson.D{{Key: "$set", Value: bson.D{{Key: "owner", Value: owner}, {Key: "until", Value: until}}}},
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&d)
+	if mongo.IsDuplicateKeyError(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, wrap(err, stats.Resource)
+	}
+	return uint64(d.Seq), true, nil
+}
+
+// Advance moves owner's place to seq (never back) and renews its claim.
+func (r Stats) Advance(ctx context.Context, owner string, seq uint64, until time.Time) (bool, error) {
+	res, err := r.db.Collection(statRecorderColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: recorderID}, {Key: "owner", Value: owner}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "until", Value: until}}}, {Key: "$max", Value: bson.D{{Key: "seq", Value: int64(seq)}}}})
+	if err != nil {
+		return false, wrap(err, stats.Resource)
+	}
+	return res.MatchedCount == 1, nil
 }
 
 // ToolCalls reads the agent's recorded tool calls of the window (by the bot index of

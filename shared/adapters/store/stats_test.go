@@ -1,17 +1,19 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -23,35 +25,68 @@ import (
 // statsMonday is the first day of the seeded history, a Monday.
 var statsMonday = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 
-// seedStatsHistory stores an agent's history: chat A (the account's, 40 messages a minute apart
-// from statsMonday, so that its first ones moved to a page, which also holds a second copy of
-// message 1 and a stray copy of message 35, still among the recent ones), chat B (end user sub1,
-// 2 messages a day later), chat C (end user sub2, 2 messages 8 days later), a deleted chat and a
-// chat of another agent. A's answers took 20, 40, ... 400 ms in standard mode; its message 1 has
-// an upvote, 4 two downvotes, 6 one of each, 40 a downvote. B's answer took 1 s in agent mode and
-// has two upvotes; C's 3 s in agent mode.
-func seedStatsHistory(t *testing.T, db *mongo.Database) {
+// history records the events of an agent's chats, in order, with a real recorder on the store.
+type history struct {
+	t        *testing.T
+	recorder *stats.Recorder
+	seq      uint64
+}
+
+// newHistory returns the history of db, where agent "b" of project "p" exists (events of any
+// other agent are not kept).
+func newHistory(t *testing.T, db *mongo.Database) *history {
 	t.Helper()
 	ctx := context.Background()
-	repo := store.NewChats(db)
-	say := func(chatID, bot, subscriber string, at time.Time, turns int, tweak func(i int, m *chats.Message)) chats.Chat {
-		c := chats.Chat{UUID: chatID, ProjectID: "p", BotID: bot, Subscriber: subscriber, CreatedAt: at, UpdatedAt: at}
+	if err := store.NewAgents(db).Insert(ctx, agents.Bot{ID: "b", UUID: "b-uuid", ProjectID: "p"}, outbox.New(ctx, outbox.BotCreated, "p", "b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	tail := func(context.Context, uint64, time.Time, func(context.Context, []stats.Delivery) error) error {
+		return nil
+	}
+	return &history{t: t, recorder: stats.NewRecorder(store.NewStats(db), store.NewAgents(db), store.NewChats(db), tail, "test", time.Now(),
+		slog.New(slog.DiscardHandler))}
+}
+
+// record records one batch of events about messages, each the next of the stream.
+func (h *history) record(typ, bot string, msgs ...chats.Message) {
+	h.t.Helper()
+	var batch []stats.Delivery
+	for _, m := range msgs {
+		h.seq++
+		batch = append(batch, stats.Delivery{Seq: h.seq, Event: outbox.New(context.Background(), typ, "p", bot, chats.EventOf(m))})
+	}
+	if err := h.recorder.Record(context.Background(), batch); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// seedStatsHistory records an agent's history: chat A (the account's, 40 messages a minute
+// apart from statsMonday), chat B (end user sub1, 2 messages a day later), chat C (end user
+// sub2, 2 messages 8 days later) and a chat of another agent. A's answers took 20, 40, ... 400
+// ms in standard mode; its message 1 has an upvote, 4 two downvotes, 6 one of each, 40 a
+// downvote. B's answer took 1 s in agent mode and has two upvotes; C's 3 s in agent mode. The
+// messages are recorded in batches of 7 and the votes after them; every batch is then
+// delivered again, which counts nothing twice.
+func seedStatsHistory(t *testing.T, db *mongo.Database) *history {
+	t.Helper()
+	h := newHistory(t, db)
+	var created, voted []chats.Message
+	var bots []string
+	say := func(chatID, bot, subscriber string, at time.Time, turns int, tweak func(i int, m *chats.Message)) {
 		for i := range turns * 2 {
 			m := chats.Message{UUID: fmt.Sprintf("%s-%d", chatID, i+1), ChatID: chatID, Role: chats.RoleUser, ReasoningType: "standard",
-				CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0", User: chats.User{UUID: "acc1"}, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+				CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0", User: chats.User{UUID: cmp.Or(subscriber, "acc1")},
+				CreatedAt: at.Add(time.Duration(i) * time.Minute)}
 			if i%2 == 1 {
 				m.Role, m.User = chats.RoleAgent, chats.User{UUID: "bot"}
 			}
 			tweak(i, &m)
-			write := repo.Append
-			if i == 0 {
-				write = repo.Start
+			if m.Upvotes+m.Downvotes > 0 {
+				voted = append(voted, m)
 			}
-			if _, err := write(ctx, &c, &m, outbox.New(ctx, outbox.ChatMessageCreated, "p", bot, nil)); err != nil {
-				t.Fatal(err)
-			}
+			m.Upvotes, m.Downvotes = 0, 0
+			created, bots = append(created, m), append(bots, bot)
 		}
-		return c
 	}
 	answer := func(userTokens, agentTokens int, credit, cost, ms, mode string, votes map[int][2]int) func(int, *chats.Message) {
 		return func(i int, m *chats.Message) {
@@ -65,29 +100,33 @@ func seedStatsHistory(t *testing.T, db *mongo.Database) {
 			m.Upvotes, m.Downvotes = votes[i][0], votes[i][1]
 		}
 	}
-	a := say("A", "b", "", statsMonday, 20, answer(2, 10, "0.5", "0.000100", "", "standard", map[int][2]int{0: {1, 0}, 3: {0, 2}, 5: {1, 1}, 39: {0, 1}}))
+	say("A", "b", "", statsMonday, 20, answer(2, 10, "0.5", "0.000100", "", "standard", map[int][2]int{0: {1, 0}, 3: {0, 2}, 5: {1, 1}, 39: {0, 1}}))
 	say("B", "b", "sub1", statsMonday.Add(24*time.Hour), 1, answer(3, 7, "1", "0.002000", "1000", "agent", map[int][2]int{1: {2, 0}}))
 	say("C", "b", "sub2", statsMonday.Add(8*24*time.Hour), 1, answer(4, 6, "2", "0.000500", "3000", "agent", nil))
-	gone := say("D", "b", "", statsMonday, 1, answer(100, 100, "9", "9", "9", "agent", map[int][2]int{1: {0, 9}}))
 	say("E", "other", "", statsMonday, 1, answer(100, 100, "9", "9", "9", "agent", map[int][2]int{1: {0, 9}}))
-	if err := repo.Delete(ctx, gone, statsMonday.Add(time.Hour)); err != nil {
-		t.Fatal(err)
+	for i := 0; i < len(created); {
+		end := i + 1
+		for end < len(created) && end-i < 7 && bots[end] == bots[i] {
+			end++
+		}
+		first := h.seq
+		h.record(outbox.ChatMessageCreated, bots[i], created[i:end]...)
+		h.seq = first
+		h.record(outbox.ChatMessageCreated, bots[i], created[i:end]...)
+		i = end
 	}
-	if a.RecentFrom <= 1 || a.RecentFrom > 35 {
-		t.Fatalf("chat A's recent messages start at %d: none moved to a page", a.RecentFrom)
+	for _, m := range voted {
+		bot := "b"
+		if m.ChatID == "E" {
+			bot = "other"
+		}
+		h.record(outbox.ChatMessageUpdated, bot, m)
 	}
-	msgs, err := repo.Range(ctx, a, 1, 35)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copies := bson.A{msgs[0], msgs[34]}
-	if _, err := db.Collection("chat_messages").UpdateOne(ctx, bson.D{{Key: "_id", Value: "A:0"}},
-		bson.D{{Key: "$push", Value: bson.D{{Key: "messages", Value: bson.D{{Key: "$each", Value: copies}}}}}}); err != nil {
-		t.Fatal(err)
-	}
+	return h
 }
 
-// The summary counts each stored message of the agent in the window once, wherever it is kept.
+// The summary counts each message of the agent written in the window's hours once, however
+// often its event was delivered.
 func TestStatsSummaryOfASeededHistory(t *testing.T) {
 	t.Parallel()
 	db := testenv.Mongo(t)
@@ -106,8 +145,7 @@ func TestStatsSummaryOfASeededHistory(t *testing.T) {
 		{name: "all", from: at(0), to: at(30 * day), want: all},
 		{name: "default window", to: at(29 * day), want: all},
 		{name: "one day", from: at(day), to: at(2 * day), want: chatB},
-		{name: "first 20 minutes", from: at(0), to: at(20 * time.Minute),
-			want: stats.Totals{Chats: 1, Messages: 20, UserMessages: 10, AgentMessages: 10, Users: 1, CreditsUsed: 5, Tokens: 120, EstimatedCost: 0.001}},
+		{name: "part of an hour counts the hour", from: at(10 * time.Minute), to: at(20 * time.Minute), want: chatA},
 		{name: "by day", from: at(0), to: at(3 * day), interval: "day",
 			want:   stats.Totals{Chats: 2, Messages: 42, UserMessages: 21, AgentMessages: 21, Users: 2, CreditsUsed: 11, Tokens: 250, EstimatedCost: 0.004},
 			series: []stats.Totals{chatA, chatB, {}}},
@@ -140,7 +178,7 @@ func TestStatsSummaryOfASeededHistory(t *testing.T) {
 	}
 }
 
-// Votes, performance and reasoning count each answer of the window once, as its record says.
+// Votes, performance and reasoning count each answer of the window once, as its events say.
 func TestStatsOfAnswersOfASeededHistory(t *testing.T) {
 	t.Parallel()
 	db := testenv.Mongo(t)
@@ -168,10 +206,10 @@ func TestStatsOfAnswersOfASeededHistory(t *testing.T) {
 			votes: stats.Votes{Upvotes: 4, Downvotes: 4, Rated: 5, Satisfaction: 0.5, Worst: worst("A-4", "A-40", "A-6")},
 			reply: stats.Latency{Count: 22, Avg: 372.727273, P50: 220, P90: 400, P95: 1000, P99: 3000, Max: 3000},
 			modes: map[string]int{"standard": 20, "agent": 2}, credits: map[string]float64{"standard": 10, "agent": 3}},
-		{name: "first 10 minutes", from: at(0), to: at(10 * time.Minute),
+		{name: "first 10 minutes: votes by message, the rest by hour", from: at(0), to: at(10 * time.Minute),
 			votes: stats.Votes{Upvotes: 2, Downvotes: 3, Rated: 3, Satisfaction: 0.4, Worst: worst("A-4", "A-6")},
-			reply: stats.Latency{Count: 5, Avg: 60, P50: 60, P90: 100, P95: 100, P99: 100, Max: 100},
-			modes: map[string]int{"standard": 5}, credits: map[string]float64{"standard": 2.5}},
+			reply: stats.Latency{Count: 20, Avg: 210, P50: 200, P90: 360, P95: 380, P99: 400, Max: 400},
+			modes: map[string]int{"standard": 20}, credits: map[string]float64{"standard": 10}},
 		{name: "chat C's day", from: at(8 * day), to: at(9 * day),
 			votes: stats.Votes{Worst: worst()},
 			reply: stats.Latency{Count: 1, Avg: 3000, P50: 3000, P90: 3000, P95: 3000, P99: 3000, Max: 3000},
@@ -356,21 +394,11 @@ func TestStatsOfRuns(t *testing.T) {
 func TestStatsOfBehaviorOfASeededHistory(t *testing.T) {
 	t.Parallel()
 	db := testenv.Mongo(t)
-	seedStatsHistory(t, db)
+	h := seedStatsHistory(t, db)
 	// The account comes back in a chat of its own on Wednesday afternoon.
-	ctx, repo := context.Background(), store.NewChats(db)
-	at := statsMonday.Add(2*24*time.Hour + 13*time.Hour)
-	f := chats.Chat{UUID: "F", ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
-	for i, role := range []string{chats.RoleUser, chats.RoleAgent} {
-		m := chats.Message{UUID: fmt.Sprint("F-", i+1), ChatID: "F", Role: role, User: chats.User{UUID: "acc1"}, CreatedAt: at.Add(time.Duration(i) * time.Minute)}
-		write := repo.Append
-		if i == 0 {
-			write = repo.Start
-		}
-		if _, err := write(ctx, &f, &m, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, at := context.Background(), statsMonday.Add(2*24*time.Hour+13*time.Hour)
+	h.record(outbox.ChatMessageCreated, "b", chats.Message{UUID: "F-1", ChatID: "F", Role: chats.RoleUser, User: chats.User{UUID: "acc1"}, CreatedAt: at},
+		chats.Message{UUID: "F-2", ChatID: "F", Role: chats.RoleAgent, User: chats.User{UUID: "bot"}, CreatedAt: at.Add(time.Minute)})
 	svc := stats.NewService(store.NewStats(db))
 	hours := func(kv map[int]int, n int) []int {
 		out := make([]int, n)

@@ -1,0 +1,182 @@
+package stats
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/chats"
+)
+
+// Hourly is what the statistics keep of an agent's messages written in one hour (UTC): counters,
+// the chats and authors it saw, and the distributions of its reply times, folded from the
+// chat.message.created events in the order the stream holds them. Seq is the stream sequence of
+// the last event folded in: an event at or below it is already counted.
+type Hourly struct {
+	ID        string    `bson:"_id"`
+	ProjectID string    `bson:"project_id"`
+	BotID     string    `bson:"bot_id"`
+	Start     time.Time `bson:"start"`
+	Seq       uint64    `bson:"seq"`
+
+	Messages      int     `bson:"messages"`
+	UserMessages  int     `bson:"user_messages"`
+	AgentMessages int     `bson:"agent_messages"`
+	Tokens        int     `bson:"tokens"`
+	Credits       float64 `bson:"credits"`
+	Cost          float64 `bson:"cost"`
+	// Chats counts the hour's messages by chat; Authors the user messages by author, then chat.
+	Chats   map[string]int            `bson:"chats"`
+	Authors map[string]map[string]int `bson:"authors"`
+	// Modes counts the agent's answers by reasoning type, ModeCredits sums their credits.
+	Modes       map[string]int     `bson:"modes"`
+	ModeCredits map[string]float64 `bson:"mode_credits"`
+	// Reply is the distribution of the answers' reply times, FirstToken of their times to the
+	// first token (streamed answers only).
+	Reply      Histogram `bson:"reply"`
+	FirstToken Histogram `bson:"first_token"`
+}
+
+// HourlyID names the hour of an agent holding at: one document per agent and hour.
+func HourlyID(botID string, at time.Time) string {
+	return botID + "@" + strconv.FormatInt(at.UTC().Truncate(time.Hour).Unix(), 10)
+}
+
+// NewHourly is the empty hour of the agent holding at.
+func NewHourly(projectID, botID string, at time.Time) Hourly {
+	return Hourly{ID: HourlyID(botID, at), ProjectID: projectID, BotID: botID, Start: at.UTC().Truncate(time.Hour),
+		Chats: map[string]int{}, Authors: map[string]map[string]int{}, Modes: map[string]int{}, ModeCredits: map[string]float64{},
+		Reply: Histogram{Counts: map[string]int{}}, FirstToken: Histogram{Counts: map[string]int{}}}
+}
+
+// Fact is one written message of an agent, as the statistics count it.
+type Fact struct {
+	ChatID string
+	// Author is who wrote a user message: the end user on an agent's page, else the account
+	// behind the key.
+	Author        string
+	Role          string
+	ReasoningType string
+	Tokens        int
+	CreditUsed    string
+	EstimatedCost string
+	// ReplyMS is how long the answer took (its estimated_time_ms); FirstTokenMS how long until
+	// its first token was streamed (0: not streamed).
+	ReplyMS      int64
+	FirstTokenMS int64
+	CreatedAt    time.Time
+}
+
+// add counts f in the hour.
+func (h *Hourly) add(f Fact) {
+	h.Messages++
+	h.Chats[f.ChatID]++
+	h.Tokens += f.Tokens
+	h.Credits += number(f.CreditUsed)
+	h.Cost += number(f.EstimatedCost)
+	switch f.Role {
+	case chats.RoleUser:
+		h.UserMessages++
+		if h.Authors[f.Author] == nil {
+			h.Authors[f.Author] = map[string]int{}
+		}
+		h.Authors[f.Author][f.ChatID]++
+	case chats.RoleAgent:
+		h.AgentMessages++
+		mode := cmp.Or(f.ReasoningType, "standard")
+		h.Modes[mode]++
+		h.ModeCredits[mode] += number(f.CreditUsed)
+		if f.ReplyMS > 0 {
+			h.Reply.add(f.ReplyMS)
+		}
+		if f.FirstTokenMS > 0 {
+			h.FirstToken.add(f.FirstTokenMS)
+		}
+	}
+}
+
+// Histogram is a distribution of times in milliseconds, kept to three significant digits: a
+// time below a second exactly, a longer one rounded down to within 1%.
+type Histogram struct {
+	// Counts counts the times by their value so rounded (in decimal).
+	Counts map[string]int `bson:"counts"`
+	Sum    float64        `bson:"sum"`
+	Max    int64          `bson:"max"`
+}
+
+// bucket rounds ms down to three significant digits.
+func bucket(ms int64) int64 {
+	unit := int64(1)
+	for ms/unit >= 1000 {
+		unit *= 10
+	}
+	return ms / unit * unit
+}
+
+func (h *Histogram) add(ms int64) {
+	h.Counts[strconv.FormatInt(bucket(ms), 10)]++
+	h.Sum += float64(ms)
+	h.Max = max(h.Max, ms)
+}
+
+// merge adds o's times to h.
+func (h *Histogram) merge(o Histogram) {
+	if h.Counts == nil {
+		h.Counts = map[string]int{}
+	}
+	for k, n := range o.Counts {
+		h.Counts[k] += n
+	}
+	h.Sum += o.Sum
+	h.Max = max(h.Max, o.Max)
+}
+
+// latency is the distribution h holds: nearest-rank percentiles of the rounded times, the
+// exact average and maximum.
+func (h Histogram) latency() Latency {
+	type value struct {
+		ms float64
+		n  int
+	}
+	var vs []value
+	count := 0
+	for k, n := range h.Counts {
+		ms, err := strconv.ParseFloat(k, 64)
+		if err != nil || n <= 0 {
+			continue
+		}
+		vs = append(vs, value{ms, n})
+		count += n
+	}
+	if count == 0 {
+		return Latency{}
+	}
+	slices.SortFunc(vs, func(a, b value) int { return cmp.Compare(a.ms, b.ms) })
+	rank := func(p float64) float64 {
+		r, seen := int(math.Ceil(p*float64(count))), 0
+		for _, v := range vs {
+			if seen += v.n; seen >= r {
+				return v.ms
+			}
+		}
+		return vs[len(vs)-1].ms
+	}
+	return Latency{Count: count, Avg: round(h.Sum / float64(count)), P50: rank(0.5), P90: rank(0.9), P95: rank(0.95),
+		P99: rank(0.99), Max: float64(h.Max)}
+}
+
+// Voted is an agent's message with the votes it has, as the statistics keep it (from the first
+// vote on). Seq is the stream sequence of the event it was last set from.
+type Voted struct {
+	MessageID string    `bson:"_id"`
+	ProjectID string    `bson:"project_id"`
+	BotID     string    `bson:"bot_id"`
+	ChatID    string    `bson:"chat_id"`
+	Role      string    `bson:"role"`
+	Upvotes   int       `bson:"upvotes"`
+	Downvotes int       `bson:"downvotes"`
+	CreatedAt time.Time `bson:"created_at"`
+	Seq       uint64    `bson:"seq"`
+}

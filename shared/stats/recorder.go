@@ -1,0 +1,299 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+// Delivery is one event of the stream and its sequence number there.
+type Delivery struct {
+	Seq   uint64
+	Event outbox.Event
+}
+
+// Tail delivers the chat.message.* events that follow the stream sequence after (when after is
+// 0, those published since since), in the stream's order and in batches, to each, until ctx
+// ends (nil) or each fails (its error).
+type Tail func(ctx context.Context, after uint64, since time.Time, each func(context.Context, []Delivery) error) error
+
+// Ledger keeps what the recorder folds (hours, votes) and its place in the stream.
+type Ledger interface {
+	// HoursByID returns the stored hours among ids, by id.
+	HoursByID(ctx context.Context, ids []string) (map[string]Hourly, error)
+	// PutHour writes h over the stored hour of sequence prev (0: none is stored); false when
+	// another write came first.
+	PutHour(ctx context.Context, h Hourly, prev uint64) (bool, error)
+	// SetVoted writes v over the stored one unless that was set from v's event or a later one.
+	SetVoted(ctx context.Context, v Voted) error
+	// Claim makes owner the recorder until until unless another's claim holds: the place it
+	// resumes from (0: none yet) and whether owner holds the claim.
+	Claim(ctx context.Context, owner string, until time.Time) (uint64, bool, error)
+	// Advance moves owner's place to seq (never back) and renews its claim until until; false
+	// when the claim is no longer owner's.
+	Advance(ctx context.Context, owner string, seq uint64, until time.Time) (bool, error)
+	// Release gives owner's claim up, if it still holds it.
+	Release(ctx context.Context, owner string) error
+}
+
+// Agents tells the recorder which agents exist (it keeps nothing of others).
+type Agents interface {
+	Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error)
+}
+
+// Messages reads a message an event left out (it was too large to carry).
+type Messages interface {
+	Message(ctx context.Context, projectID, botID, id string) (chats.Message, error)
+}
+
+// Recorder folds the chat.message.* events into the hours and votes the statistics read, in
+// the stream's order: one recorder at a time holds the claim (others wait to take it over),
+// and each hour and vote remembers the last event folded into it, so an event delivered again
+// (after a crash, or to a recorder whose claim lapsed) is never counted twice.
+type Recorder struct {
+	ledger   Ledger
+	agents   Agents
+	messages Messages
+	tail     Tail
+	owner    string
+	since    time.Time
+	log      *slog.Logger
+}
+
+// NewRecorder returns the recorder owner (a name unique to the process), reading events with
+// tail; the first recorder of a deployment starts at the events published since since.
+func NewRecorder(ledger Ledger, a Agents, m Messages, tail Tail, owner string, since time.Time, log *slog.Logger) *Recorder {
+	return &Recorder{ledger: ledger, agents: a, messages: m, tail: tail, owner: owner, since: since, log: log.With("component", "stats")}
+}
+
+// claimFor is how long a claim holds without renewal; retryAfter how long a recorder without
+// the claim (or whose tail failed) waits before trying again.
+const (
+	claimFor   = 30 * time.Second
+	retryAfter = 5 * time.Second
+)
+
+// errClaimLost ends a recorder's tail when another took its claim.
+var errClaimLost = errors.New("stats: the recorder's claim was taken over")
+
+// Run records until ctx ends, then gives its claim up (another recorder takes over at once).
+func (r *Recorder) Run(ctx context.Context) {
+	for {
+		if err := r.lead(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("recording statistics", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryAfter):
+		}
+	}
+}
+
+// lead takes the claim if it is free and records until it is lost or the tail fails, renewing
+// the claim while events are few.
+func (r *Recorder) lead(ctx context.Context) error {
+	at, ok, err := r.ledger.Claim(ctx, r.owner, time.Now().Add(claimFor))
+	if err != nil || !ok {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.ledger.Release(ctx, r.owner); err != nil {
+			r.log.Warn("giving the statistics recorder's claim up", "error", err)
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	place := at
+	advance := func(seq uint64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		place = max(place, seq)
+		held, err := r.ledger.Advance(ctx, r.owner, place, time.Now().Add(claimFor))
+		if err == nil && !held {
+			err = errClaimLost
+		}
+		return err
+	}
+	go func() {
+		t := time.NewTicker(claimFor / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := advance(0); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	err = r.tail(ctx, at, r.since, func(ctx context.Context, batch []Delivery) error {
+		if err := r.Record(ctx, batch); err != nil {
+			return err
+		}
+		return advance(batch[len(batch)-1].Seq)
+	})
+	return errors.Join(err, context.Cause(ctx))
+}
+
+// counted is a fact and the sequence of its event.
+type counted struct {
+	seq  uint64
+	fact Fact
+}
+
+// pending are the facts of one hour of an agent a batch holds.
+type pending struct {
+	projectID, botID string
+	facts            []counted
+}
+
+// Record folds batch (in stream order) into the hours and votes.
+func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
+	hours := map[string]*pending{}
+	var ids []string
+	votes := map[string]Voted{}
+	known := map[string]bool{}
+	for _, d := range batch {
+		ev := d.Event
+		if ok, err := r.known(ctx, known, ev); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		m, err := r.message(ctx, ev)
+		if err != nil {
+			return err
+		}
+		if m.UUID == "" {
+			continue
+		}
+		switch ev.Type {
+		case outbox.ChatMessageCreated:
+			id := HourlyID(ev.BotID, m.CreatedAt)
+			if hours[id] == nil {
+				hours[id] = &pending{projectID: ev.ProjectID, botID: ev.BotID}
+				ids = append(ids, id)
+			}
+			hours[id].facts = append(hours[id].facts, counted{d.Seq, factOf(m)})
+		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
+			v := Voted{MessageID: m.UUID, ProjectID: ev.ProjectID, BotID: ev.BotID, ChatID: m.ChatID, Role: m.Role,
+				Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Seq: d.Seq}
+			if ev.Type == outbox.ChatMessageDeleted {
+				v.Upvotes, v.Downvotes = 0, 0
+			}
+			votes[v.MessageID] = v
+		}
+	}
+	if err := r.fold(ctx, ids, hours); err != nil {
+		return err
+	}
+	for _, v := range votes {
+		if err := r.ledger.SetVoted(ctx, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fold adds the facts of each hour of ids not yet counted in it, writing each hour once (again
+// when another recorder wrote it meanwhile).
+func (r *Recorder) fold(ctx context.Context, ids []string, hours map[string]*pending) error {
+	for attempt := 0; len(ids) > 0; attempt++ {
+		if attempt == 5 {
+			return fmt.Errorf("stats: hours %v kept changing under the recorder", ids)
+		}
+		stored, err := r.ledger.HoursByID(ctx, ids)
+		if err != nil {
+			return err
+		}
+		var again []string
+		for _, id := range ids {
+			p := hours[id]
+			h, ok := stored[id]
+			if !ok {
+				h = NewHourly(p.projectID, p.botID, p.facts[0].fact.CreatedAt)
+			}
+			prev := h.Seq
+			for _, c := range p.facts {
+				if c.seq > h.Seq {
+					h.add(c.fact)
+					h.Seq = c.seq
+				}
+			}
+			if h.Seq == prev {
+				continue
+			}
+			written, err := r.ledger.PutHour(ctx, h, prev)
+			if err != nil {
+				return err
+			}
+			if !written {
+				again = append(again, id)
+			}
+		}
+		ids = again
+	}
+	return nil
+}
+
+// known reports whether the event's agent exists, asking once per batch.
+func (r *Recorder) known(ctx context.Context, known map[string]bool, ev outbox.Event) (bool, error) {
+	key := ev.ProjectID + "/" + ev.BotID
+	if ok, asked := known[key]; asked {
+		return ok, nil
+	}
+	_, err := r.agents.Get(ctx, ev.ProjectID, ev.BotID)
+	if err != nil && !notFound(err) {
+		return false, err
+	}
+	known[key] = err == nil
+	return err == nil, nil
+}
+
+// message is the message the event is about: its data, or the stored message when the event
+// left it out (a message of the id it names that is gone is the zero message).
+func (r *Recorder) message(ctx context.Context, ev outbox.Event) (chats.Message, error) {
+	var data chats.MessageEvent
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		r.log.Warn("skipping a message event that does not decode", "event_id", ev.ID, "error", err)
+		return chats.Message{}, nil
+	}
+	if !slices.Contains(ev.Omitted, "message") {
+		data.Message.FirstTokenMS = data.FirstTokenMS
+		return data.Message, nil
+	}
+	m, err := r.messages.Message(ctx, ev.ProjectID, ev.BotID, data.MessageID)
+	if notFound(err) {
+		return chats.Message{}, nil
+	}
+	m.FirstTokenMS = data.FirstTokenMS
+	return m, err
+}
+
+// factOf is what the statistics count of m.
+func factOf(m chats.Message) Fact {
+	ms, _ := strconv.ParseInt(m.EstimatedTimeMS, 10, 64)
+	return Fact{ChatID: m.ChatID, Author: m.User.UUID, Role: m.Role, ReasoningType: m.ReasoningType, Tokens: m.Tokens,
+		CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, ReplyMS: ms, FirstTokenMS: m.FirstTokenMS, CreatedAt: m.CreatedAt}
+}
+
+func notFound(err error) bool { return err != nil && apperr.As(err).Kind == apperr.NotFound }

@@ -67,38 +67,35 @@ type Dashboard struct {
 
 type dashboard struct {
 	t *totals
+	v *votes
 	p *performance
 	r *reasoning
 }
 
 func newDashboard() *dashboard {
-	return &dashboard{t: newTotals(), p: newPerformance(), r: newReasoning()}
+	return &dashboard{t: newTotals(), v: newVotes(), p: newPerformance(), r: newReasoning()}
 }
 
 func (s *dashboard) add(h Hourly) {
 	s.t.add(h)
+	s.v.add(h)
 	s.p.add(h)
 	s.r.add(h)
 }
 
 func (s *dashboard) result() Dashboard {
-	return Dashboard{Summary: s.t.result(), Performance: s.p.result(), Reasoning: s.r.result()}
+	return Dashboard{Summary: s.t.result(), Votes: s.v.result(), Performance: s.p.result(), Reasoning: s.r.result()}
 }
 
 // Dashboard is the agent's summary, votes, performance and reasoning, from one read of its
-// hours, one of its votes and one of its agent runs.
+// hours, one of its worst-rated answers and one of its agent runs.
 func (s *Service) Dashboard(ctx context.Context, projectID, botID string, w Window) (Report[Dashboard], error) {
 	r, err := hours(ctx, s, projectID, botID, w, newDashboard)
 	if err != nil {
 		return r, err
 	}
-	v, err := rated(ctx, s, projectID, botID, w)
-	if err != nil {
+	if r.Stats.Votes.Worst, err = s.worst(ctx, projectID, botID, w); err != nil {
 		return r, err
-	}
-	r.Stats.Votes = v.Stats
-	for i := range r.Series {
-		r.Series[i].Stats.Votes = v.Series[i].Stats
 	}
 	return r, withRuns(ctx, s, projectID, botID, &r, func(d *Dashboard) *Runs { return &d.Reasoning.Runs })
 }

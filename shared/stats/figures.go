@@ -57,7 +57,8 @@ func gather[R any, F figures[R, T], T any](w Window, fresh func() F, read func(e
 // From to the one holding To).
 func hours[F figures[Hourly, T], T any](ctx context.Context, s *Service, projectID, botID string, w Window, fresh func() F) (Report[T], error) {
 	return gather(w, fresh, func(each func(Hourly) error) error {
-		return s.repo.Hours(ctx, projectID, botID, w.From.Truncate(time.Hour), w.To, each)
+		from, to := w.hours()
+		return s.repo.Hours(ctx, projectID, botID, from, to, each)
 	}, func(h Hourly) time.Time { return h.Start })
 }
 

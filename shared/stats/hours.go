@@ -33,6 +33,10 @@ type Hourly struct {
 	// Modes counts the agent's answers by reasoning type, ModeCredits sums their credits.
 	Modes       map[string]int     `bson:"modes"`
 	ModeCredits map[string]float64 `bson:"mode_credits"`
+	// Upvotes and Downvotes sum the votes on the hour's messages, Rated counts those with one.
+	Upvotes   int `bson:"upvotes"`
+	Downvotes int `bson:"downvotes"`
+	Rated     int `bson:"rated"`
 	// Reply is the distribution of the answers' reply times, FirstToken of their times to the
 	// first token (streamed answers only).
 	Reply      Histogram `bson:"reply"`
@@ -95,6 +99,13 @@ func (h *Hourly) add(f Fact) {
 			h.FirstToken.add(f.FirstTokenMS)
 		}
 	}
+}
+
+// vote counts a change of one message's votes from was to is.
+func (h *Hourly) vote(was, is Voted) {
+	h.Upvotes += is.Upvotes - was.Upvotes
+	h.Downvotes += is.Downvotes - was.Downvotes
+	h.Rated += is.rated() - was.rated()
 }
 
 // Histogram is a distribution of times in milliseconds, kept to three significant digits: a
@@ -170,13 +181,23 @@ func (h Histogram) latency() Latency {
 // Voted is an agent's message with the votes it has, as the statistics keep it (from the first
 // vote on). Seq is the stream sequence of the event it was last set from.
 type Voted struct {
-	MessageID string    `bson:"_id"`
-	ProjectID string    `bson:"project_id"`
-	BotID     string    `bson:"bot_id"`
-	ChatID    string    `bson:"chat_id"`
-	Role      string    `bson:"role"`
-	Upvotes   int       `bson:"upvotes"`
-	Downvotes int       `bson:"downvotes"`
+	MessageID string `bson:"_id"`
+	ProjectID string `bson:"project_id"`
+	BotID     string `bson:"bot_id"`
+	ChatID    string `bson:"chat_id"`
+	Role      string `bson:"role"`
+	Upvotes   int    `bson:"upvotes"`
+	Downvotes int    `bson:"downvotes"`
+	// Net is downvotes less upvotes: the worst-rated answers have the most.
+	Net       int       `bson:"net"`
 	CreatedAt time.Time `bson:"created_at"`
 	Seq       uint64    `bson:"seq"`
+}
+
+// rated is 1 when the message has a vote.
+func (v Voted) rated() int {
+	if v.Upvotes+v.Downvotes > 0 {
+		return 1
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,8 @@ type Ledger interface {
 	// PutHour writes h over the stored hour of sequence prev (0: none is stored); false when
 	// another write came first.
 	PutHour(ctx context.Context, h Hourly, prev uint64) (bool, error)
+	// VotedByID returns the stored votes of the messages among ids, by id.
+	VotedByID(ctx context.Context, ids []string) (map[string]Voted, error)
 	// SetVoted writes v over the stored one unless that was set from v's event or a later one.
 	SetVoted(ctx context.Context, v Voted) error
 	// Claim makes owner the recorder until until unless another's claim holds: the place it
@@ -153,23 +156,41 @@ func (r *Recorder) lead(ctx context.Context) error {
 	return errors.Join(err, context.Cause(ctx))
 }
 
-// counted is a fact and the sequence of its event.
-type counted struct {
-	seq  uint64
-	fact Fact
+// change is what one event changes in an hour, and the event's sequence.
+type change struct {
+	seq   uint64
+	apply func(*Hourly)
 }
 
-// pending are the facts of one hour of an agent a batch holds.
+// pending are the changes a batch makes to one hour of an agent.
 type pending struct {
 	projectID, botID string
-	facts            []counted
+	at               time.Time
+	changes          []change
 }
 
-// Record folds batch (in stream order) into the hours and votes.
+// hourChanges are the changes of a batch by hour, the hours in the order they were first
+// changed.
+type hourChanges struct {
+	ids     []string
+	pending map[string]*pending
+}
+
+func (hs *hourChanges) add(projectID, botID string, at time.Time, c change) {
+	id := HourlyID(botID, at)
+	if hs.pending[id] == nil {
+		hs.pending[id] = &pending{projectID: projectID, botID: botID, at: at}
+		hs.ids = append(hs.ids, id)
+	}
+	hs.pending[id].changes = append(hs.pending[id].changes, c)
+}
+
+// Record folds batch (in stream order) into the hours and votes: a message into the hour it
+// was written in, a change of its votes into that hour too (by how they changed since the last
+// vote event folded) and into its votes.
 func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
-	hours := map[string]*pending{}
-	var ids []string
-	votes := map[string]Voted{}
+	hs := &hourChanges{pending: map[string]*pending{}}
+	var votes []Voted
 	known := map[string]bool{}
 	for _, d := range batch {
 		ev := d.Event
@@ -188,25 +209,26 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 		}
 		switch ev.Type {
 		case outbox.ChatMessageCreated:
-			id := HourlyID(ev.BotID, m.CreatedAt)
-			if hours[id] == nil {
-				hours[id] = &pending{projectID: ev.ProjectID, botID: ev.BotID}
-				ids = append(ids, id)
-			}
-			hours[id].facts = append(hours[id].facts, counted{d.Seq, factOf(m)})
+			f := factOf(m)
+			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.add(f) }})
 		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
 			v := Voted{MessageID: m.UUID, ProjectID: ev.ProjectID, BotID: ev.BotID, ChatID: m.ChatID, Role: m.Role,
 				Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Seq: d.Seq}
 			if ev.Type == outbox.ChatMessageDeleted {
 				v.Upvotes, v.Downvotes = 0, 0
 			}
-			votes[v.MessageID] = v
+			v.Net = v.Downvotes - v.Upvotes
+			votes = append(votes, v)
 		}
 	}
-	if err := r.fold(ctx, ids, hours); err != nil {
+	last, err := r.votes(ctx, hs, votes)
+	if err != nil {
 		return err
 	}
-	for _, v := range votes {
+	if err := r.fold(ctx, hs); err != nil {
+		return err
+	}
+	for _, v := range last {
 		if err := r.ledger.SetVoted(ctx, v); err != nil {
 			return err
 		}
@@ -214,9 +236,40 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 	return nil
 }
 
-// fold adds the facts of each hour of ids not yet counted in it, writing each hour once (again
-// when another recorder wrote it meanwhile).
-func (r *Recorder) fold(ctx context.Context, ids []string, hours map[string]*pending) error {
+// votes adds to hs what each vote event of the batch changes in its message's hour (against
+// the votes stored, or an earlier event of the batch; an event already folded changes nothing),
+// and returns the last votes of each message.
+func (r *Recorder) votes(ctx context.Context, hs *hourChanges, votes []Voted) (map[string]Voted, error) {
+	if len(votes) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(votes))
+	for i, v := range votes {
+		ids[i] = v.MessageID
+	}
+	last, err := r.ledger.VotedByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]Voted{}
+	for _, v := range votes {
+		was := last[v.MessageID]
+		if v.Seq <= was.Seq {
+			continue
+		}
+		hs.add(v.ProjectID, v.BotID, v.CreatedAt, change{v.Seq, func(h *Hourly) { h.vote(was, v) }})
+		last[v.MessageID], changed[v.MessageID] = v, v
+	}
+	return changed, nil
+}
+
+// fold applies the changes of each hour of hs not yet applied to it, writing each hour once
+// (again when another recorder wrote it meanwhile).
+func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
+	for _, p := range hs.pending {
+		slices.SortFunc(p.changes, func(a, b change) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	ids := hs.ids
 	for attempt := 0; len(ids) > 0; attempt++ {
 		if attempt == 5 {
 			return fmt.Errorf("stats: hours %v kept changing under the recorder", ids)
@@ -227,15 +280,15 @@ func (r *Recorder) fold(ctx context.Context, ids []string, hours map[string]*pen
 		}
 		var again []string
 		for _, id := range ids {
-			p := hours[id]
+			p := hs.pending[id]
 			h, ok := stored[id]
 			if !ok {
-				h = NewHourly(p.projectID, p.botID, p.facts[0].fact.CreatedAt)
+				h = NewHourly(p.projectID, p.botID, p.at)
 			}
 			prev := h.Seq
-			for _, c := range p.facts {
+			for _, c := range p.changes {
 				if c.seq > h.Seq {
-					h.add(c.fact)
+					c.apply(&h)
 					h.Seq = c.seq
 				}
 			}

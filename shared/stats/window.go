@@ -96,3 +96,13 @@ func (w Window) next(at time.Time) time.Time {
 	}
 	return at.AddDate(0, 0, 7)
 }
+
+// hours are the whole hours w overlaps: from the start of the hour holding From to the end of
+// the one holding the last instant before To.
+func (w Window) hours() (from, to time.Time) {
+	from, to = w.From.Truncate(time.Hour), w.To.Truncate(time.Hour)
+	if to.Before(w.To) {
+		to = to.Add(time.Hour)
+	}
+	return from, to
+}

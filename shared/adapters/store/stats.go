@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -41,12 +42,29 @@ func (r Stats) Hours(ctx context.Context, projectID, botID string, from, to time
 		{Key: "start", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, each)
 }
 
-// Voted reads the agent's messages with votes written in [from, to) (by the bot index of
+// Worst reads the agent's worst-rated answers written in [from, to) (by the worst index of
 // stat_voted).
-func (r Stats) Voted(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Voted) error) error {
-	return eachOf(ctx, r.db.Collection(statVotedColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
-		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},
-		{Key: "$or", Value: bson.A{bson.D{{Key: "upvotes", Value: bson.D{{Key: "$gt", Value: 0}}}}, bson.D{{Key: "downvotes", Value: bson.D{{Key: "$gt", Value: 0}}}}}}}, each)
+func (r Stats) Worst(ctx context.Context, projectID, botID string, from, to time.Time, limit int) ([]stats.Voted, error) {
+	cur, err := r.db.Collection(statVotedColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "role", Value: chats.RoleAgent}, {Key: "downvotes", Value: bson.D{{Key: "$gt", Value: 0}}},
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}},
+		options.Find().SetSort(bson.D{{Key: "net", Value: -1}, {Key: "downvotes", Value: -1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: 1}}).
+			SetLimit(int64(limit)))
+	if err != nil {
+		return nil, wrap(err, stats.Resource)
+	}
+	var out []stats.Voted
+	return out, wrap(cur.All(ctx, &out), stats.Resource)
+}
+
+// VotedByID reads the stored votes of the messages among ids.
+func (r Stats) VotedByID(ctx context.Context, ids []string) (map[string]stats.Voted, error) {
+	out := map[string]stats.Voted{}
+	err := eachOf(ctx, r.db.Collection(statVotedColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, func(v stats.Voted) error {
+		out[v.MessageID] = v
+		return nil
+	})
+	return out, err
 }
 
 // eachOf calls each with every document of coll matching filter, decoded as T.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -35,9 +38,10 @@ var statsBench struct {
 	err  error
 }
 
-// statsBenchDB returns a database holding an agent ("p", "b") with n messages in chats of 100
-// (as the store keeps them: 20 recent ones in the chat's document, the others in two pages), a
-// message every 4 s from statsBenchBase, with a second agent of as many messages beside it.
+// statsBenchDB returns a database holding an agent ("p", "b") with n messages in chats of 100,
+// a message every 45 days / n from statsBenchBase, recorded as the worker records them (their
+// events folded into the agent's hours, in batches of 500) with a vote on some answers, with a
+// second agent of as many messages beside it, and the agents' other records (runs, below).
 func statsBenchDB(b *testing.B, n int) *mongo.Database {
 	b.Helper()
 	statsBench.once.Do(func() {
@@ -61,55 +65,63 @@ func statsBenchDB(b *testing.B, n int) *mongo.Database {
 	return statsBench.db
 }
 
+// statsBenchSeq numbers the seeded events across both agents, as the stream would.
+var statsBenchSeq uint64
+
 func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) error {
-	const perChat, recent = 100, 20
-	content := strings.Repeat("A question about the shop's opening hours. ", 4)
-	var chatDocs, pageDocs []any
-	flush := func() error {
-		for coll, docs := range map[string]*[]any{"chats": &chatDocs, "chat_messages": &pageDocs} {
-			if len(*docs) > 0 {
-				if _, err := db.Collection(coll).InsertMany(ctx, *docs); err != nil {
-					return err
-				}
-			}
-			*docs = (*docs)[:0]
-		}
+	const perChat, batch = 100, 500
+	if err := store.NewAgents(db).Insert(ctx, agents.Bot{ID: bot, UUID: bot + "-uuid", ProjectID: "p"}, outbox.New(ctx, outbox.BotCreated, "p", bot, nil)); err != nil {
+		return err
+	}
+	tail := func(context.Context, uint64, time.Time, func(context.Context, []stats.Delivery) error) error {
 		return nil
 	}
-	for c := 0; c*perChat < n; c++ {
+	rec := stats.NewRecorder(store.NewStats(db), store.NewAgents(db), store.NewChats(db), tail, "bench", time.Now(), slog.New(slog.DiscardHandler))
+	content := strings.Repeat("A question about the shop's opening hours. ", 4)
+	var events, votes []stats.Delivery
+	deliver := func(d *[]stats.Delivery, typ string, m chats.Message) error {
+		statsBenchSeq++
+		*d = append(*d, stats.Delivery{Seq: statsBenchSeq, Event: outbox.New(ctx, typ, "p", bot, chats.EventOf(m))})
+		if len(*d) < batch {
+			return nil
+		}
+		err := rec.Record(ctx, *d)
+		*d = (*d)[:0]
+		return err
+	}
+	for i := 1; i <= n; i++ {
+		c, seq := (i-1)/perChat, (i-1)%perChat+1
+		at := statsBenchBase.Add(time.Duration(i) * 45 * 24 * time.Hour / time.Duration(n))
 		id := fmt.Sprintf("%s-chat-%d", bot, c)
-		msgs := make([]chats.Message, 0, perChat)
-		for seq := 1; seq <= perChat && c*perChat+seq <= n; seq++ {
-			i := c*perChat + seq
-			at := statsBenchBase.Add(time.Duration(i) * 45 * 24 * time.Hour / time.Duration(n))
-			m := chats.Message{UUID: fmt.Sprintf("%s-%d", id, seq), ChatID: id, Seq: seq, Role: chats.RoleUser, Content: content,
-				Model: "gpt-4o-mini", ReasoningType: "standard", Tokens: 40, CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0",
-				User: chats.User{UUID: fmt.Sprintf("acc-%d", c%50)}, CreatedAt: at, UpdatedAt: at}
-			if seq%2 == 0 {
-				m.Role, m.Tokens, m.CreditUsed, m.EstimatedCost, m.EstimatedTimeMS = chats.RoleAgent, 120, "1", "0.000078", fmt.Sprint(300+i%900)
-				m.Upvotes, m.Downvotes = i%7/6, i%11/10
-			}
-			msgs = append(msgs, m)
+		m := chats.Message{UUID: fmt.Sprintf("%s-%d", id, seq), ChatID: id, Seq: seq, Role: chats.RoleUser, Content: content,
+			Model: "gpt-4o-mini", ReasoningType: "standard", Tokens: 40, CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0",
+			User: chats.User{UUID: fmt.Sprintf("acc-%d", c%50)}, CreatedAt: at, UpdatedAt: at}
+		if seq%2 == 0 {
+			m.Role, m.Tokens, m.CreditUsed, m.EstimatedCost, m.EstimatedTimeMS = chats.RoleAgent, 120, "1", "0.000078", fmt.Sprint(300+i%900)
+			m.FirstTokenMS = int64(100 + i%400)
 		}
-		from := max(len(msgs)-recent, 0)
-		chatDocs = append(chatDocs, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: "p"}, {Key: "bot_id", Value: bot},
-			{Key: "messages", Value: len(msgs)}, {Key: "created_at", Value: msgs[0].CreatedAt}, {Key: "updated_at", Value: msgs[len(msgs)-1].CreatedAt},
-			{Key: "recent", Value: msgs[from:]}, {Key: "recent_from", Value: from + 1}, {Key: "rev", Value: int64(len(msgs))}})
-		for p := 0; p*50 < from; p++ {
-			pageDocs = append(pageDocs, bson.D{{Key: "_id", Value: fmt.Sprintf("%s:%d", id, p)}, {Key: "chat_id", Value: id},
-				{Key: "project_id", Value: "p"}, {Key: "bot_id", Value: bot}, {Key: "messages", Value: msgs[p*50 : min(p*50+50, from)]}, {Key: "rev", Value: int64(1)}})
+		if err := deliver(&events, outbox.ChatMessageCreated, m); err != nil {
+			return err
 		}
-		if len(pageDocs) >= 200 {
-			if err := flush(); err != nil {
+		if m.Upvotes, m.Downvotes = i%7/6, i%11/10; m.Role == chats.RoleAgent && m.Upvotes+m.Downvotes > 0 {
+			if err := deliver(&votes, outbox.ChatMessageUpdated, m); err != nil {
 				return err
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
+	for _, d := range [][]stats.Delivery{events, votes} {
+		if len(d) > 0 {
+			if err := rec.Record(ctx, d); err != nil {
+				return err
+			}
+		}
 	}
-	return seedStatsBenchRuns(ctx, db, bot, n)
+	return seedStatsBenchRuns(ctx, db, bot, min(n, statsBenchMaxRuns))
 }
+
+// statsBenchMaxRuns bounds the messages the other records are seeded for: the calls over tool
+// calls and runs read those records, not hours, and are measured at up to 10,000 tool calls.
+const statsBenchMaxRuns = 100_000
 
 // seedStatsBenchRuns stores the agent's other records: a tool call every 10 messages (a tenth
 // of them failed), an agent run and a workflow run every 50 (a fifth of them failed), over the
@@ -150,8 +162,8 @@ func seedStatsBenchRuns(ctx context.Context, db *mongo.Database, bot string, n i
 }
 
 // BenchmarkStats times each statistics call on an agent of -stats.messages messages against a
-// plain count of the collection it reads most: the agent's message pages for the calls over
-// messages, its tool calls, workflow runs and ended agent runs for the others.
+// plain count of the collection it reads: the agent's hours for the calls over messages, its
+// tool calls, workflow runs and ended agent runs for the others.
 func BenchmarkStats(b *testing.B) {
 	db := statsBenchDB(b, *statsBenchMessages)
 	ctx := context.Background()
@@ -170,7 +182,7 @@ func BenchmarkStats(b *testing.B) {
 		name string
 		read func() error
 	}{
-		{"Baseline/CountPages", count("chat_messages")},
+		{"Baseline/CountHours", count("stat_hours")},
 		{"Summary", func() error { _, err := svc.Summary(ctx, "p", "b", w); return err }},
 		{"Votes", func() error { _, err := svc.Votes(ctx, "p", "b", w); return err }},
 		{"Performance", func() error { _, err := svc.Performance(ctx, "p", "b", w); return err }},

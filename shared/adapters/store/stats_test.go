@@ -206,8 +206,8 @@ func TestStatsOfAnswersOfASeededHistory(t *testing.T) {
 			votes: stats.Votes{Upvotes: 4, Downvotes: 4, Rated: 5, Satisfaction: 0.5, Worst: worst("A-4", "A-40", "A-6")},
 			reply: stats.Latency{Count: 22, Avg: 372.727273, P50: 220, P90: 400, P95: 1000, P99: 3000, Max: 3000},
 			modes: map[string]int{"standard": 20, "agent": 2}, credits: map[string]float64{"standard": 10, "agent": 3}},
-		{name: "first 10 minutes: votes by message, the rest by hour", from: at(0), to: at(10 * time.Minute),
-			votes: stats.Votes{Upvotes: 2, Downvotes: 3, Rated: 3, Satisfaction: 0.4, Worst: worst("A-4", "A-6")},
+		{name: "first 10 minutes: the whole hour", from: at(0), to: at(10 * time.Minute),
+			votes: stats.Votes{Upvotes: 2, Downvotes: 4, Rated: 4, Satisfaction: 0.333333, Worst: worst("A-4", "A-40", "A-6")},
 			reply: stats.Latency{Count: 20, Avg: 210, P50: 200, P90: 360, P95: 380, P99: 400, Max: 400},
 			modes: map[string]int{"standard": 20}, credits: map[string]float64{"standard": 10}},
 		{name: "chat C's day", from: at(8 * day), to: at(9 * day),
@@ -430,5 +430,61 @@ func TestStatsOfBehaviorOfASeededHistory(t *testing.T) {
 				t.Fatalf("behavior %+v (%v), want %+v", r.Stats, err, tc.want)
 			}
 		})
+	}
+}
+
+// A message's votes count as its last vote event says, each event once, and a deleted
+// message's votes no longer count.
+func TestStatsVotesFollowTheirEvents(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	h := newHistory(t, db)
+	svc := stats.NewService(store.NewStats(db))
+	ctx := context.Background()
+	w, err := stats.ParseWindow(statsMonday.Format(time.RFC3339), statsMonday.Add(time.Hour).Format(time.RFC3339), "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(id string, up, down int) chats.Message {
+		return chats.Message{UUID: id, ChatID: "A", Role: chats.RoleAgent, Upvotes: up, Downvotes: down, CreatedAt: statsMonday.Add(time.Minute)}
+	}
+	h.record(outbox.ChatMessageCreated, "b", answer("A-1", 0, 0), answer("A-2", 0, 0))
+	for _, step := range []struct {
+		name   string
+		typ    string
+		msgs   []chats.Message
+		again  bool
+		want   stats.Votes
+		worstN int
+	}{
+		{name: "an upvote", typ: outbox.ChatMessageUpdated, msgs: []chats.Message{answer("A-1", 1, 0)},
+			want: stats.Votes{Upvotes: 1, Rated: 1, Satisfaction: 1}},
+		{name: "turned down, and a second voter's down in the same batch", typ: outbox.ChatMessageUpdated,
+			msgs: []chats.Message{answer("A-1", 0, 1), answer("A-1", 0, 2), answer("A-2", 1, 1)},
+			want: stats.Votes{Upvotes: 1, Downvotes: 3, Rated: 2, Satisfaction: 0.25}, worstN: 2},
+		{name: "delivered again", typ: outbox.ChatMessageUpdated, again: true,
+			msgs: []chats.Message{answer("A-1", 0, 1), answer("A-1", 0, 2), answer("A-2", 1, 1)},
+			want: stats.Votes{Upvotes: 1, Downvotes: 3, Rated: 2, Satisfaction: 0.25}, worstN: 2},
+		{name: "withdrawn", typ: outbox.ChatMessageUpdated, msgs: []chats.Message{answer("A-2", 0, 0)},
+			want: stats.Votes{Downvotes: 2, Rated: 1}, worstN: 1},
+		{name: "the message deleted", typ: outbox.ChatMessageDeleted, msgs: []chats.Message{answer("A-1", 0, 2)},
+			want: stats.Votes{}},
+	} {
+		if step.again {
+			h.seq -= uint64(len(step.msgs))
+		}
+		h.record(step.typ, "b", step.msgs...)
+		v, err := svc.Votes(ctx, "p", "b", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := v.Stats
+		if len(got.Worst) != step.worstN || (step.worstN > 0 && got.Worst[0].MessageID != "A-1") {
+			t.Fatalf("%s: worst rated %+v, want %d with A-1 first", step.name, got.Worst, step.worstN)
+		}
+		got.Worst, step.want.Worst = nil, nil
+		if !reflect.DeepEqual(got, step.want) {
+			t.Fatalf("%s: votes %+v, want %+v", step.name, got, step.want)
+		}
 	}
 }

@@ -70,7 +70,7 @@ var statsBenchSeq uint64
 
 func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) error {
 	const perChat, batch = 100, 500
-	if err := store.NewAgents(db).Insert(ctx, agents.Bot{ID: bot, UUID: bot + "-uuid", ProjectID: "p"}, outbox.New(ctx, outbox.BotCreated, "p", bot, nil)); err != nil {
+	if err := store.NewAgents(db).Insert(ctx, agents.Bot{ID: bot, UUID: bot + "-uuid", ProjectID: "p", Subdomain: bot}, outbox.New(ctx, outbox.BotCreated, "p", bot, nil)); err != nil {
 		return err
 	}
 	tail := func(context.Context, uint64, time.Time, func(context.Context, []stats.Delivery) error) error {

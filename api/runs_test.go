@@ -9,6 +9,7 @@ import (
 	"iter"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +182,30 @@ func TestAgentRunCap(t *testing.T) {
 	reqs := fake.Requests()
 	if len(reqs) != 10 || reqs[9].ToolChoice != "none" || reqs[8].ToolChoice == "none" {
 		t.Fatalf("%d requests, last tool_choice %q", len(reqs), reqs[len(reqs)-1].ToolChoice)
+	}
+}
+
+// An agent run's answer records how long the run took, from the user's message to the stored
+// answer: all its model calls (each 30 ms late here), not the last one only, and no more than
+// the request that waited for it.
+func TestAgentRunRecordsItsTime(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	const late = 30 * time.Millisecond
+	fake.Set(providertest.Behavior{FirstByteDelay: late, Script: []providertest.Turn{
+		call("list_deals", `{}`), call("list_deals", `{}`), {Reply: "There are no deals."},
+	}})
+	began := time.Now()
+	_, chat := a.chat(t, map[string]any{"message": "List every deal", "reasoning_mode": "agent"})
+	elapsed := time.Since(began)
+	if chat == nil || chat["isComplete"] != true {
+		t.Fatalf("reply %v", chat)
+	}
+	conversation := a.history(t, chat["chat_id"].(string), "")["conversation"].([]any)
+	answer := conversation[len(conversation)-1].(map[string]any)
+	ms, err := strconv.ParseInt(answer["estimated_time_ms"].(string), 10, 64)
+	if took := time.Duration(ms) * time.Millisecond; err != nil || answer["role"] != "agent" || took < 3*late || took > elapsed {
+		t.Fatalf("the answer records %v ms (%v), want from %v to %v: %v", answer["estimated_time_ms"], err, 3*late, elapsed, answer)
 	}
 }
 

@@ -184,9 +184,8 @@ func (h *holder) run(ctx context.Context) error {
 	for {
 		if h.e.Calls >= MaxCalls {
 			h.e.Capped = true
-			return h.answer(ctx, capAnswer(h.e), "", 0)
+			return h.answer(ctx, capAnswer(h.e), "")
 		}
-		started := time.Now()
 		req := h.request(h.e.Calls == MaxCalls-1)
 		rep, err := h.model.Stream(ctx, req, func(d string) error {
 			if !h.e.TextProtocol {
@@ -214,7 +213,7 @@ func (h *holder) run(ctx context.Context) error {
 			continue
 		}
 		if step.call == nil {
-			return h.answer(ctx, step.answer, rep.Model, time.Since(started))
+			return h.answer(ctx, step.answer, rep.Model)
 		}
 		if err := h.act(ctx, step.thought, *step.call); err != nil {
 			return err
@@ -383,8 +382,9 @@ func (h *holder) cycleData(c Cycle) map[string]any {
 	return data
 }
 
-// answer keeps the run's answer, then adds it to the chat.
-func (h *holder) answer(ctx context.Context, text, model string, took time.Duration) error {
+// answer keeps the run's answer, then adds it to the chat. Its time is the run's: from the
+// user's message to the answer, waits for approval included.
+func (h *holder) answer(ctx context.Context, text, model string) error {
 	if text == "" {
 		text, h.e.Capped = capAnswer(h.e), true
 	}
@@ -393,7 +393,7 @@ func (h *holder) answer(ctx context.Context, text, model string, took time.Durat
 	}
 	all := passages(h.e.Cycles)
 	cited := chats.Citations(text, all)
-	msg := h.chats.AgentMessage(h.turn, text, model, took, h.e.Usage.provider(), cited)
+	msg := h.chats.AgentMessage(h.turn, text, model, h.now().Sub(h.e.User.CreatedAt), h.e.Usage.provider(), cited)
 	msg.Confidence, msg.ConfidenceScore = chats.ConfidenceOf(all, cited)
 	msg.CreditUsed = strconv.Itoa(max(h.e.Calls, 1))
 	msg.Reasoning = map[string]any{"executionId": h.e.ID, "cycles": len(h.e.Cycles), "calls": h.e.Calls}

@@ -54,6 +54,25 @@ func (a chatAPI) memoryCount(t *testing.T, user string) float64 {
 	return res.JSON(t)["count"].(float64)
 }
 
+// visitor opens a session of a new end user on the agent's page: its token and the
+// subscriber's id.
+func (a chatAPI) visitor(t *testing.T) (string, string) {
+	t.Helper()
+	bot := a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: a.b.key}).JSON(t)["bot"].(map[string]any)
+	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": bot["subdomain"]}})
+	expect(t, res, http.StatusOK, "")
+	s := res.JSON(t)
+	return s["token"].(string), s["subscriber_id"].(string)
+}
+
+// say sends message as the end user of the session token, and waits for the answer.
+func (a chatAPI) say(t *testing.T, token, message string) {
+	t.Helper()
+	if status, body := publicChat(t, a.b, token, `{"message":"`+message+`"}`); status != http.StatusOK || !strings.Contains(body, "event: done") {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+}
+
 // lastPrompt is the system prompt of the provider's last request.
 func lastPrompt(t *testing.T, fake *providertest.Server) string {
 	t.Helper()
@@ -153,20 +172,9 @@ func TestUserMemoryOffline(t *testing.T) {
 // the account's key, with memories extracted from the provider's JSON answers.
 func TestUserMemoryIsolation(t *testing.T) {
 	t.Parallel()
-	b, a, fake := agentSetup(t, nil)
-	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
-	visitor := func() (string, string) {
-		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": bot["subdomain"]}})
-		expect(t, res, http.StatusOK, "")
-		s := res.JSON(t)
-		return s["token"].(string), s["subscriber_id"].(string)
-	}
-	say := func(token, message string) {
-		t.Helper()
-		if status, body := publicChat(t, b, token, `{"message":"`+message+`"}`); status != http.StatusOK || !strings.Contains(body, "event: done") {
-			t.Fatalf("chat: %d %s", status, body)
-		}
-	}
+	_, a, fake := agentSetup(t, nil)
+	visitor := func() (string, string) { return a.visitor(t) }
+	say := func(token, message string) { a.say(t, token, message) }
 	named := func(name string) providertest.Behavior {
 		return providertest.Behavior{Reply: "Hello.", Structured: `{"memories":[{"type":"semantic","subject":"name","content":"The user's name is ` + name + `."},` +
 			`{"type":"episodic","subject":"","content":"The user's order of ` + name + ` arrived damaged."}]}`}
@@ -234,5 +242,77 @@ func TestUserMemoryMalformedAnswerIsDropped(t *testing.T) {
 	}
 	if got := a.userMemories(t, user["user"].(map[string]any)["uuid"].(string), ""); len(got) != 0 {
 		t.Fatalf("a malformed answer was stored: %v", got)
+	}
+}
+
+// lastRunPrompt is the system prompt of the provider's last request of an agent run (one that
+// offers tools: an extraction may come after it).
+func lastRunPrompt(t *testing.T, fake *providertest.Server) string {
+	t.Helper()
+	reqs := fake.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if len(reqs[i].Tools) > 0 {
+			return reqs[i].Messages[0].Content
+		}
+	}
+	t.Fatalf("the provider got no request of an agent run among %d", len(reqs))
+	return ""
+}
+
+// Agent runs remember as standard turns do: a run's prompt gets what its user said in a
+// standard turn, and what the user states in a run becomes a memory (the offline model's rules).
+func TestAgentRunUserMemory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	fake := providertest.New(t)
+	fake.Set(providertest.Behavior{Reply: "Noted."})
+	a := b.chatBot(t, nil)
+	res, chat := a.chat(t, map[string]any{"message": "Hi! My name is Ana.", "reasoning_mode": "standard"})
+	if chat == nil {
+		t.Fatalf("chat: %d %s", res.Status, res.Body)
+	}
+	user := chat["user"].(map[string]any)["user"].(map[string]any)["uuid"].(string)
+	a.waitMemory(t, user, "The user's name is Ana.")
+
+	res, chat = a.chat(t, map[string]any{"message": "What is my name?", "reasoning_mode": "agent", "provider_host": fake.URL, "provider_key": "sk-test"})
+	if chat == nil || chat["isComplete"] != true {
+		t.Fatalf("agent run: %d %s", res.Status, res.Body)
+	}
+	if prompt := lastRunPrompt(t, fake); !strings.Contains(prompt, "<user_memories>\n- The user's name is Ana.\n</user_memories>") {
+		t.Fatalf("the run's prompt does not carry the user's memories: %q", prompt)
+	}
+
+	res, chat = a.chat(t, map[string]any{"message": "I prefer email over phone.", "reasoning_mode": "agent"})
+	if chat == nil || chat["isComplete"] != true {
+		t.Fatalf("agent run: %d %s", res.Status, res.Body)
+	}
+	a.waitMemory(t, user, "The user prefers email over phone.")
+}
+
+// An end user's memories reach their own agent runs only, and what one states in a run is theirs
+// (extracted from the provider's JSON answers).
+func TestAgentRunUserMemoryIsolation(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil)
+	ana, anaID := a.visitor(t)
+	bo, boID := a.visitor(t)
+	fake.Set(providertest.Behavior{Reply: "Hello.", Structured: `{"memories":[{"type":"semantic","subject":"name","content":"The user's name is Ana."}]}`})
+	a.say(t, ana, "My name is Ana.")
+	a.waitMemory(t, anaID, "The user's name is Ana.")
+
+	// Asking to book a meeting is answered by an agent run (reasoning mode auto).
+	fake.Set(providertest.Behavior{Reply: "Booked.", Structured: `{"memories":[{"type":"procedural","subject":"","content":"Book the user's meetings in the morning."}]}`})
+	a.say(t, bo, "Can you book a meeting for me? I want my meetings in the morning.")
+	if prompt := lastRunPrompt(t, fake); strings.Contains(prompt, "user_memories") || strings.Contains(prompt, "Ana") {
+		t.Errorf("Bo's run got another user's memories: %q", prompt)
+	}
+	a.waitMemory(t, boID, "Book the user's meetings in the morning.")
+	a.say(t, ana, "Can you book a meeting for me?")
+	if prompt := lastRunPrompt(t, fake); !strings.Contains(prompt, "The user's name is Ana.") || strings.Contains(prompt, "morning") {
+		t.Errorf("Ana's run: %q", prompt)
+	}
+	if got := a.userMemories(t, anaID, ""); len(got) != 1 {
+		t.Errorf("Ana's memories: %v", got)
 	}
 }

@@ -151,6 +151,8 @@ type holder struct {
 	turn  chats.Turn
 	model provider.Model
 	in    chats.Input
+	// known is what is known of the run's user, for its prompts.
+	known string
 	// set is the run's toolbox: the built-in tools and the agent's own.
 	set *Toolbox
 }
@@ -172,10 +174,12 @@ func (h *holder) run(ctx context.Context) error {
 	}
 	h.in = h.e.Request.input(h.key)
 	h.model = h.chats.Model(h.in, h.bot)
-	h.turn = chats.Turn{ProjectID: h.e.ProjectID, Bot: h.bot, Chat: h.chat, User: h.e.User, Earlier: earlier, Input: h.in, Started: h.e.Started}
+	h.turn = chats.Turn{ProjectID: h.e.ProjectID, Bot: h.bot, Chat: h.chat, User: h.e.User, Earlier: earlier, Input: h.in, Started: h.e.Started,
+		EndUser: h.e.EndUser}
 	if h.e.Answer != nil {
 		return h.finish(ctx, *h.e.Answer)
 	}
+	h.known = h.chats.Recall(ctx, h.turn)
 	if p := h.e.Pending; p != nil && p.Decided {
 		if err := h.resolve(ctx, *p); err != nil {
 			return err
@@ -403,7 +407,8 @@ func (h *holder) answer(ctx context.Context, text, model string) error {
 	return h.finish(ctx, msg)
 }
 
-// finish adds the kept answer to the chat, unless a worker before did, and ends the run.
+// finish adds the kept answer to the chat, unless a worker before did, ends the run, and queues
+// the extraction of what the user's message says about them.
 func (h *holder) finish(ctx context.Context, msg chats.Message) error {
 	added, err := h.chats.Messages(ctx, h.chat, h.e.User.Seq+1, h.chat.Messages)
 	if err != nil {
@@ -415,11 +420,15 @@ func (h *holder) finish(ctx context.Context, msg chats.Message) error {
 		return err
 	}
 	h.e.Answer, h.e.Status = &msg, StatusDone
-	return h.advance(ctx, Change{
+	if err := h.advance(ctx, Change{
 		Set: map[string]any{"status": StatusDone, "answer": msg, "owner": ""},
 		Log: []Entry{h.entry(EventDone, map[string]any{"chat": h.reply(&msg)})},
 		End: true,
-	})
+	}); err != nil {
+		return err
+	}
+	h.chats.Heard(ctx, h.turn)
+	return nil
 }
 
 // fail ends the run with err, as an error entry carrying its kind, code and message.
@@ -476,11 +485,12 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 	return nil
 }
 
-// request is the model request of the next cycle: the instruction and how to work, the
-// conversation, the question and the cycles so far. last asks for the answer (no more tools).
+// request is the model request of the next cycle: the instruction, what is known of the user
+// and how to work, the conversation, the question and the cycles so far. last asks for the
+// answer (no more tools).
 func (h *holder) request(last bool) provider.Request {
 	var sys strings.Builder
-	sys.WriteString(chats.Instruction(h.in, h.bot))
+	sys.WriteString(chats.Preamble(h.in, h.bot, h.known))
 	fmt.Fprintf(&sys, "\n\nYou can use tools to look things up and act for the user; the current time is %s. "+
 		"Use a tool when it helps, one at a time, then answer. When you use memory, cite its passages by number like [1]. "+
 		"Never invent ids: read them with a tool first.", h.now().Format(time.RFC3339))

@@ -171,6 +171,9 @@ type Execution struct {
 	UpdatedAt  time.Time `bson:"updated_at"`
 	// Origin names what started the run when no person did (heartbeats.Origin).
 	Origin string `bson:"origin,omitempty"`
+	// EndUser is the user whose memories the run's prompts get and whose message may add to
+	// them (chats.Turn.EndUser); "" for none.
+	EndUser string `bson:"end_user,omitempty"`
 }
 
 // Change is what a worker persists about the execution it holds: fields to set and a cycle

@@ -51,7 +51,7 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 	}
 	e := Execution{ID: id, ProjectID: t.ProjectID, BotID: t.Bot.ID, ChatID: t.Chat.UUID, Plan: plan.Steps, Origin: t.Input.Origin,
 		Request: req, User: t.User, Status: StatusQueued, Cycles: []Cycle{},
-		Log: []Entry{{Seq: 1, Event: EventStored, Data: string(stored)}}, Started: t.Started, CreatedAt: now, UpdatedAt: now}
+		Log: []Entry{{Seq: 1, Event: EventStored, Data: string(stored)}}, Started: t.Started, CreatedAt: now, UpdatedAt: now, EndUser: t.EndUser}
 	if err := s.repo.Insert(ctx, e); err != nil {
 		return "", err
 	}

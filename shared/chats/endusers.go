@@ -9,8 +9,8 @@ import (
 )
 
 // EndUsers keeps what end users tell an agent about themselves (shared/usermemory implements
-// it): a standard turn's prompt gets what is known of its user, and its message is queued for
-// extraction once answered.
+// it): a turn's prompt (a standard reply's, or each model call's of an agent run) gets what is
+// known of its user, and its message is queued for extraction once answered.
 type EndUsers interface {
 	// Recall is the prompt section of what is known about the user that bears on the question
 	// ("" when nothing is).
@@ -29,9 +29,9 @@ func (s *Service) remembers(bot agents.Bot, in Input) bool {
 	return s.users != nil && bot.Memory != 0 && (in.Memory == nil || *in.Memory)
 }
 
-// recall is what is known of the turn's user for its prompt. A store that cannot be read leaves
-// it out: the turn is answered without it.
-func (s *Service) recall(ctx context.Context, t Turn) string {
+// Recall is what is known of the turn's user for its prompt (Preamble). A store that cannot be
+// read leaves it out: the turn is answered without it.
+func (s *Service) Recall(ctx context.Context, t Turn) string {
 	if t.EndUser == "" {
 		return ""
 	}
@@ -42,9 +42,9 @@ func (s *Service) recall(ctx context.Context, t Turn) string {
 	return known
 }
 
-// heard queues the extraction of the turn's message once it is answered. A queue that is down
+// Heard queues the extraction of the turn's message once it is answered. A queue that is down
 // loses it (logged), never the reply.
-func (s *Service) heard(ctx context.Context, t Turn) {
+func (s *Service) Heard(ctx context.Context, t Turn) {
 	if t.EndUser == "" {
 		return
 	}

@@ -240,7 +240,7 @@ func (s *Service) Answer(ctx context.Context, t Turn, sink Sink) (Reply, error) 
 		return Reply{}, err
 	}
 	req := s.request(t)
-	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, s.recall(ctx, t), t.Question()), passages
+	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, s.Recall(ctx, t), t.Question()), passages
 	return s.respond(ctx, t, sink, pass{req: req, passages: passages, kind: "standard"})
 }
 
@@ -426,10 +426,7 @@ func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot
 // earlier turns that fit the history budget, and the question.
 func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []provider.Message {
 	var sys strings.Builder
-	sys.WriteString(Instruction(in, bot))
-	if known != "" {
-		sys.WriteString("\n\n" + known)
-	}
+	sys.WriteString(Preamble(in, bot, known))
 	if len(passages) > 0 {
 		sys.WriteString("\n\nAnswer from the numbered passages below when they are relevant and cite them like [1]. " +
 			"If they do not contain the answer, say so.\n\nPassages:")
@@ -439,6 +436,15 @@ func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passa
 	}
 	msgs := []provider.Message{{Role: "system", Content: sys.String()}}
 	return append(append(msgs, History(earlier)...), provider.Message{Role: "user", Content: question})
+}
+
+// Preamble is how a turn's system prompt begins: the instruction, then known, what is known of
+// the turn's user (Recall), when there is something.
+func Preamble(in Input, bot agents.Bot, known string) string {
+	if known == "" {
+		return Instruction(in, bot)
+	}
+	return Instruction(in, bot) + "\n\n" + known
 }
 
 // Instruction is the system instruction of a reply: the request's, else the agent's, else a

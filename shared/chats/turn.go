@@ -35,8 +35,9 @@ type Outcome struct {
 // revised), by chat_mode (the request's, else the chat's default; plan: a plan is proposed; edit:
 // the text is edited), else by reasoning mode (agent: a run; standard: one retrieval and one
 // model call). Replies made at once stream to sink when there is one, after sink.Stored.
-// A standard reply's prompt gets what is known of its user, and its message is then queued for
-// the extraction of what it says about them (EndUsers), when the agent's memory is on.
+// A standard reply's prompt, and an agent run's, gets what is known of its user, and its message
+// is then queued for the extraction of what it says about them (EndUsers), when the agent's
+// memory is on.
 func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, sink Sink) (Outcome, error) {
 	chatMode := strings.TrimSpace(in.ChatMode) != ""
 	if err := in.Validate(); err != nil {
@@ -88,7 +89,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		r, err = s.Edit(ctx, t, sink)
 	default:
 		if r, err = s.Answer(ctx, t, sink); err == nil {
-			s.heard(ctx, t)
+			s.Heard(ctx, t)
 		}
 	}
 	return Outcome{Reply: &r}, err

@@ -316,3 +316,34 @@ func TestAgentRunUserMemoryIsolation(t *testing.T) {
 		t.Errorf("Ana's memories: %v", got)
 	}
 }
+
+// Deleting an agent forgets what it remembered of its end users, and only that: another agent's
+// memories of the same user stay.
+func TestBotDeletionForgetsItsUsersMemories(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	gone, kept := b.chatBot(t, nil), b.chatBot(t, nil)
+	var user string
+	for _, a := range []chatAPI{gone, kept} {
+		res, chat := a.chat(t, map[string]any{"message": "My name is Ana. I prefer email over phone."})
+		if chat == nil {
+			t.Fatalf("chat: %d %s", res.Status, res.Body)
+		}
+		user = chat["user"].(map[string]any)["user"].(map[string]any)["uuid"].(string)
+		a.waitMemory(t, user, "The user's name is Ana.")
+		a.waitMemory(t, user, "The user prefers email over phone.")
+	}
+	goneID := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + gone.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["id"]
+	if n, err := b.db.Collection("user_memories").CountDocuments(t.Context(), map[string]any{"bot_id": goneID}); err != nil || n != 2 {
+		t.Fatalf("the store holds %d memories of the agent before its deletion, want 2 (%v)", n, err)
+	}
+	res := b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/delete?" + gone.query(""), Key: b.key, ContentType: "application/json"})
+	expect(t, res, http.StatusOK, "")
+	if n, err := b.db.Collection("user_memories").CountDocuments(t.Context(), map[string]any{"bot_id": goneID}); err != nil || n != 0 {
+		t.Fatalf("%d memories of the deleted agent left (%v)", n, err)
+	}
+	if got := kept.userMemories(t, user, ""); len(got) != 2 {
+		t.Fatalf("the other agent's memories: %v", got)
+	}
+}

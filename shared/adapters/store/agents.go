@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/usermemory"
 )
 
 const (
@@ -84,8 +85,14 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, "bot", ev)
 }
 
+// Delete removes the agent's live memory list and what it remembers of its end users at once
+// (the agent tombstoned last, so a failure leaves it to delete again), and tombstones what it
+// owns.
 func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbox.Event) error {
 	if _, err := a.db.Collection(memoryLiveColl).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{b.ID, liveVersionID(b.ID)}}}}}); err != nil {
+		return wrap(err, "bot")
+	}
+	if _, err := a.db.Collection(userMemoriesColl).DeleteMany(ctx, filterOf(usermemory.Query{ProjectID: b.ProjectID, BotID: b.ID})); err != nil {
 		return wrap(err, "bot")
 	}
 	deleted := bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}

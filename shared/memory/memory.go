@@ -55,9 +55,15 @@ type Chunk struct {
 	Tokens    int
 	PageURL   string
 	PageTitle string
+	Section   string // path of the headings the chunk stands under (text.Chunk.Section)
 	Tags      []string
 	Vector    []float32
 }
+
+// title is what the chunk is indexed under besides its text: its page's title and its
+// section. Chunks stored before sections were recorded have none, and are indexed under their
+// page title alone.
+func (c Chunk) title() string { return strings.TrimSpace(c.PageTitle + " " + c.Section) }
 
 // ChunkRef locates a chunk: its source, generation and position.
 type ChunkRef struct {
@@ -147,6 +153,7 @@ type Passage struct {
 	Position  int     `json:"position"`
 	PageURL   string  `json:"page_url"`
 	PageTitle string  `json:"page_title"`
+	Section   string  `json:"section"`
 	Source    Ref     `json:"source"`
 }
 
@@ -207,7 +214,7 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 		}
 		c := g.chunks[loc.Position]
 		out = append(out, Passage{ChunkID: c.ID, Score: h.Score, Text: c.Text, Position: c.Position,
-			PageURL: c.PageURL, PageTitle: c.PageTitle, Source: refs[c.SourceID]})
+			PageURL: c.PageURL, PageTitle: c.PageTitle, Section: c.Section, Source: refs[c.SourceID]})
 	}
 	return out, nil
 }
@@ -279,7 +286,7 @@ type generation struct {
 func (g *generation) bytes() int64 {
 	n := int64(g.seg.Bytes())
 	for _, c := range g.chunks {
-		n += int64(len(c.ID)+len(c.Text)+len(c.PageURL)+len(c.PageTitle)) + 160
+		n += int64(len(c.ID)+len(c.Text)+len(c.PageURL)+len(c.PageTitle)+len(c.Section)) + 160
 	}
 	return n
 }
@@ -407,7 +414,7 @@ func (m *Memory) load(ctx context.Context, gens []Live) (map[string]*generation,
 			if c.Position != i {
 				return nil, errIncomplete
 			}
-			docs[i] = index.Doc{ID: c.ID, Text: c.Text, Vector: c.Vector}
+			docs[i] = index.Doc{ID: c.ID, Text: c.Text, Title: c.title(), Vector: c.Vector}
 			cs[i].Vector = nil
 		}
 		g := &generation{seg: index.NewSegment(docs), chunks: cs}

@@ -59,6 +59,7 @@ func (g *Ingester) SetClock(now func() time.Time) { g.now = now }
 // page is one document a source was read from.
 type page struct {
 	url, title, favicon, text string
+	headings                  []text.Heading
 }
 
 // Ingest builds generation t.Gen of a source: fetch, extract, chunk, embed, store the chunks,
@@ -124,7 +125,7 @@ func (g *Ingester) collect(ctx context.Context, src Source) ([]page, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrPermanent, err)
 		}
-		return []page{{title: doc.Title, text: doc.Text}}, nil
+		return []page{{title: doc.Title, text: doc.Text, headings: doc.Headings}}, nil
 	}
 	return []page{{text: src.Source}}, nil
 }
@@ -146,7 +147,7 @@ func (g *Ingester) fetchPage(ctx context.Context, raw string) (page, []string, e
 	if err != nil {
 		return page{}, nil, fmt.Errorf("%w: %s: %v", ErrPermanent, res.URL, err)
 	}
-	return page{url: res.URL.String(), title: doc.Title, favicon: doc.Favicon, text: doc.Text}, doc.Links, nil
+	return page{url: res.URL.String(), title: doc.Title, favicon: doc.Favicon, text: doc.Text, headings: doc.Headings}, doc.Links, nil
 }
 
 // crawl reads start and the pages of its site it links to, breadth first, each page once, up
@@ -277,11 +278,11 @@ func (g *Ingester) chunk(src Source, gen string, pages []page) ([]memory.Chunk, 
 		if p.url != "" {
 			links = append(links, Link{URL: p.url, Title: p.title, Tokens: tokens, Favicon: p.favicon})
 		}
-		for _, c := range text.Split(p.text, text.ChunkOptions{}) {
+		for _, c := range text.Split(p.text, text.ChunkOptions{Headings: p.headings}) {
 			chunks = append(chunks, memory.Chunk{
 				ID: memory.ChunkRef{SourceID: src.ID, Gen: gen, Position: len(chunks)}.ID(), ProjectID: src.ProjectID, BotID: src.BotID,
 				SourceID: src.ID, Gen: gen, Position: len(chunks), Text: c.Text, Tokens: c.Tokens,
-				PageURL: p.url, PageTitle: p.title, Tags: src.Tags,
+				PageURL: p.url, PageTitle: p.title, Section: c.Section, Tags: src.Tags,
 			})
 		}
 	}

@@ -155,6 +155,7 @@ type chunkEntry struct {
 	Tokens    int       `bson:"tokens"`
 	PageURL   string    `bson:"page_url"`
 	PageTitle string    `bson:"page_title"`
+	Section   string    `bson:"section,omitempty"`
 	Vector    []float32 `bson:"vector,omitempty"`
 }
 
@@ -174,7 +175,7 @@ func (r Sources) PutChunks(ctx context.Context, sourceID, gen string, chunks []m
 			SourceID: sourceID, Gen: gen, Tags: run[0].Tags}
 		for _, c := range run {
 			d.Chunks = append(d.Chunks, chunkEntry{ID: c.ID, Position: c.Position, Text: c.Text, Tokens: c.Tokens,
-				PageURL: c.PageURL, PageTitle: c.PageTitle, Vector: c.Vector})
+				PageURL: c.PageURL, PageTitle: c.PageTitle, Section: c.Section, Vector: c.Vector})
 		}
 		docs = append(docs, d)
 		if len(docs) == 20 || i+chunksPerDoc >= len(chunks) {
@@ -294,7 +295,7 @@ func (m Memory) Generations(ctx context.Context, gens []memory.Live) (map[string
 		key := d.SourceID + "/" + d.Gen
 		for _, e := range d.Chunks {
 			out[key] = append(out[key], memory.Chunk{ID: e.ID, ProjectID: d.ProjectID, BotID: d.BotID, SourceID: d.SourceID, Gen: d.Gen,
-				Position: e.Position, Text: e.Text, Tokens: e.Tokens, PageURL: e.PageURL, PageTitle: e.PageTitle, Tags: d.Tags, Vector: e.Vector})
+				Position: e.Position, Text: e.Text, Tokens: e.Tokens, PageURL: e.PageURL, PageTitle: e.PageTitle, Section: e.Section, Tags: d.Tags, Vector: e.Vector})
 		}
 	}
 	return out, wrap(cur.Err(), sources.Resource)

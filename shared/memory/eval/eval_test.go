@@ -29,8 +29,8 @@ const (
 // report in docs/QUALITY.md), so that a regression of extraction, chunking, analysis or
 // ranking fails the build.
 var floors = map[string]struct{ recall, mrr float64 }{
-	tune:    {recall: 0.80, mrr: 0.58}, // measured 0.837, 0.616
-	heldout: {recall: 0.74, mrr: 0.50}, // measured 0.774, 0.533
+	tune:    {recall: 0.80, mrr: 0.60}, // measured 0.837, 0.633
+	heldout: {recall: 0.75, mrr: 0.50}, // measured 0.785, 0.527
 }
 
 const (
@@ -109,7 +109,8 @@ func readJSON(t *testing.T, path string, v any) {
 // loadCorpus reads the documents of testdata/docs.json and chunks each one the way ingestion
 // does a document fetched from a URL ending in its file name: text.Extract picks the
 // extractor from the extension (HTML, Markdown or plain text), text.Split with the default
-// options cuts the text into passages.
+// options and the page's headings cuts the text into passages, each indexed under its page
+// title and section path as memory.Chunk does.
 func loadCorpus(t *testing.T) corpus {
 	t.Helper()
 	c := corpus{passages: map[string]passage{}, perDoc: map[string]int{}}
@@ -139,9 +140,9 @@ func loadCorpus(t *testing.T) corpus {
 			t.Fatalf("extracting %s: %v", d.File, err)
 		}
 		var docs []index.Doc
-		for _, ch := range text.Split(page.Text, text.ChunkOptions{}) {
+		for _, ch := range text.Split(page.Text, text.ChunkOptions{Headings: page.Headings}) {
 			id := fmt.Sprintf("%s#%02d", d.File, ch.Position)
-			docs = append(docs, index.Doc{ID: id, Text: ch.Text})
+			docs = append(docs, index.Doc{ID: id, Text: ch.Text, Title: strings.TrimSpace(page.Title + " " + ch.Section)})
 			c.passages[id] = passage{id: id, doc: d.File, text: flatten(ch.Text)}
 		}
 		c.perDoc[d.File] = len(docs)
@@ -321,7 +322,8 @@ func (c corpus) report(results []result, p50, p99 time.Duration) string {
 	var b strings.Builder
 	split := func(s string) func(result) bool { return func(r result) bool { return r.q.Split == s } }
 	fmt.Fprintf(&b, "%d questions (%d tuning, %d held-out) over %d documents cut into %d passages "+
-		"(text.Split defaults: at most 400 tokens, 60 of overlap), one segment per document. "+
+		"(text.Split defaults: at most 400 tokens, 60 of overlap), one segment per document, each "+
+		"passage indexed with its page title and section path as its title. "+
 		"Lexical ranking only (BM25, no embeddings); each question is searched for its top %d.\n\n",
 		len(results), len(filter(results, split(tune))), len(filter(results, split(heldout))),
 		len(c.docs), len(c.passages), searchTop)

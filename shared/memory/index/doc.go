@@ -33,6 +33,15 @@
 // group that the query does not hold, each weighted by half its BM25 idf
 // weight, so that a passage in the user's own words still ranks first.
 //
+// # Titles
+//
+// A doc may carry a title besides its text: memory gives each chunk its page's
+// title and the path of the headings it stands under. The title is analysed
+// like the text and its terms counted in the doc's term frequencies, each
+// occurrence as one in the text (a simplified BM25F with a title weight of 1,
+// the weight that measured best), but not in the doc's length, so that a
+// long section path does not penalise its passages.
+//
 // # Lexical ranking: BM25
 //
 // Docs are scored with Okapi BM25, k1 = 1.2 and b = 0.75:
@@ -42,7 +51,8 @@
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //
 // where w(t) is 1 for the query's own terms and 0.5 for related terms, tf is
-// the frequency of t in d and dl its length in terms. N, avgdl and
+// the frequency of t in d's text and title and dl the length of its text in
+// terms. N, avgdl and
 // df are computed over all the segments of the query, so the segments behave
 // as one corpus and scores do not depend on how docs are split among them.
 //

@@ -392,3 +392,25 @@ func TestMerge(t *testing.T) {
 		t.Error("Merge merged vectors of different dimensions")
 	}
 }
+
+// TestTitle checks that a doc's title is searched as its text is, without counting in the
+// doc's length.
+func TestTitle(t *testing.T) {
+	seg := NewSegment([]Doc{
+		{ID: "titled", Title: "ssh_config › Compression", Text: "Specifies whether to use it. The argument must be yes or no."},
+		{ID: "plain", Text: "Specifies whether to use it. The argument must be yes or no."},
+		{ID: "long title", Title: strings.Repeat("unrelated words ", 50), Text: "Specifies whether to use it. The argument must be yes or no."},
+		{ID: "other", Text: "Something else entirely about compression levels and more words here."},
+	})
+	if hits := Search([]*Segment{seg}, Query{Text: "compression argument", Top: 2}); len(hits) == 0 || hits[0].ID != "titled" {
+		t.Errorf("compression argument: got %v, want titled first", hits)
+	}
+	hits := Search([]*Segment{seg}, Query{Text: "argument", Top: 4})
+	scores := map[string]float64{}
+	for _, h := range hits {
+		scores[h.ID] = h.Score
+	}
+	if scores["plain"] == 0 || scores["long title"] != scores["plain"] {
+		t.Errorf("argument: plain scores %v, long title %v: a title must not count in the doc's length", scores["plain"], scores["long title"])
+	}
+}

@@ -98,10 +98,11 @@ func Extract(body []byte, contentType string, pageURL *url.URL) (Page, Kind, err
 		return Page{}, "", fmt.Errorf("%w: %s", ErrUnsupported, describeMediaType(mt, body))
 	}
 	if kind == Markdown {
-		title, text := renderMarkdown([]byte(s))
-		return Page{Title: title, Text: text}, Markdown, nil
+		title, text, headings := renderMarkdown([]byte(s))
+		return Page{Title: title, Text: text, Headings: headings}, Markdown, nil
 	}
-	return Page{Text: plainText(s)}, Plain, nil
+	text := plainText(s)
+	return Page{Text: text, Headings: plainHeadings(text)}, Plain, nil
 }
 
 // mediaType returns the lower-case media type of a Content-Type value.

@@ -39,6 +39,10 @@ type Page struct {
 	// style or other non-text content and, for HTML, no navigation menus,
 	// page headers or footers, asides, forms or cookie banners.
 	Text string
+	// Headings are the headings of Text, in order: for HTML its h1 to h6 elements, for
+	// Markdown its headings, for plain text the lines its layout marks as headings (see
+	// plainHeadings); none for PDF.
+	Headings []Heading
 	// Links holds, for HTML, the absolute http(s) URLs of the document's
 	// <a href> elements, taken from the whole document (menus included),
 	// fragments stripped, deduplicated, in document order.
@@ -74,7 +78,7 @@ func ExtractHTML(body []byte, contentType string, pageURL *url.URL) (Page, error
 		Links:   links(doc, base),
 	}
 	removeBoilerplate(doc)
-	page.Text = mainText(doc, pageURL)
+	page.Text, page.Headings = mainText(doc, pageURL)
 	return page, nil
 }
 
@@ -104,18 +108,18 @@ func parseHTML(body []byte, contentType string) (*html.Node, error) {
 
 // mainText returns the readable text of a cleaned document: readability's
 // article when it is trustworthy, else the whole body.
-func mainText(doc *html.Node, pageURL *url.URL) string {
-	bodyText := renderText(findElement(doc, atom.Body, doc))
+func mainText(doc *html.Node, pageURL *url.URL) (string, []Heading) {
+	bodyText, bodyHeadings := renderHeadings(findElement(doc, atom.Body, doc))
 	article, ok := readableArticle(doc, pageURL)
 	if !ok {
-		return bodyText
+		return bodyText, bodyHeadings
 	}
-	articleText := renderText(article)
+	articleText, articleHeadings := renderHeadings(article)
 	n := utf8.RuneCountInString(articleText)
 	if n < minReadableRunes || n*readableShare < utf8.RuneCountInString(bodyText) {
-		return bodyText
+		return bodyText, bodyHeadings
 	}
-	return articleText
+	return articleText, articleHeadings
 }
 
 // readableArticle runs go-readability on doc and returns the parsed article

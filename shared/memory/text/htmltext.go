@@ -139,18 +139,26 @@ func isBlock(a atom.Atom) bool {
 
 // textRenderer turns an HTML tree into paragraphs of plain text.
 type textRenderer struct {
-	paras []string
-	cur   strings.Builder // current paragraph; "\n" marks a line break
-	cells int             // cells written in the current table row
+	paras    []string
+	headings []Heading
+	cur      strings.Builder // current paragraph; "\n" marks a line break
+	cells    int             // cells written in the current table row
 }
 
 // renderText returns the text of n's subtree, paragraphs separated by blank
 // lines.
 func renderText(n *html.Node) string {
+	text, _ := renderHeadings(n)
+	return text
+}
+
+// renderHeadings returns the text of n's subtree, as renderText does, and its headings: the
+// h1 to h6 elements.
+func renderHeadings(n *html.Node) (string, []Heading) {
 	var r textRenderer
 	r.walk(n, false)
 	r.flush()
-	return strings.Join(r.paras, "\n\n")
+	return strings.Join(r.paras, "\n\n"), r.headings
 }
 
 func (r *textRenderer) walk(n *html.Node, pre bool) {
@@ -194,10 +202,33 @@ func (r *textRenderer) walk(n *html.Node, pre bool) {
 		r.walk(c, pre)
 	}
 	if block {
+		paras := len(r.paras)
 		r.flush()
+		if level := headingLevel(n.DataAtom); level > 0 && len(r.paras) > paras {
+			r.headings = append(r.headings, Heading{Level: level, Text: r.paras[paras]})
+		}
 	} else if n.DataAtom == atom.Tr {
 		r.cur.WriteByte('\n')
 	}
+}
+
+// headingLevel returns the level of a heading element, 0 for other elements.
+func headingLevel(a atom.Atom) int {
+	switch a {
+	case atom.H1:
+		return 1
+	case atom.H2:
+		return 2
+	case atom.H3:
+		return 3
+	case atom.H4:
+		return 4
+	case atom.H5:
+		return 5
+	case atom.H6:
+		return 6
+	}
+	return 0
 }
 
 // lineBreakToSpace maps line breaks in ordinary HTML text to spaces, since

@@ -21,18 +21,18 @@ import (
 // and image text is kept and their URLs dropped; emphasis and other markup
 // is removed. A leading YAML front matter block is skipped.
 func MarkdownText(src []byte) string {
-	_, text := renderMarkdown(src)
+	_, text, _ := renderMarkdown(src)
 	return text
 }
 
-// renderMarkdown returns the first heading and the plain text of src.
-func renderMarkdown(src []byte) (title, text string) {
+// renderMarkdown returns the first heading, the plain text and the headings of src.
+func renderMarkdown(src []byte) (title, text string, headings []Heading) {
 	src = stripFrontMatter(src)
 	md := goldmark.New(goldmark.WithExtensions(extension.GFM))
 	doc := md.Parser().Parse(gmtext.NewReader(src))
 	r := mdRenderer{src: src}
 	r.block(doc)
-	return r.title, strings.Join(r.paras, "\n\n")
+	return r.title, strings.Join(r.paras, "\n\n"), r.headings
 }
 
 // stripFrontMatter removes a leading "---" ... "---" YAML block.
@@ -52,9 +52,10 @@ func stripFrontMatter(src []byte) []byte {
 
 // mdRenderer collects the paragraphs of a goldmark document.
 type mdRenderer struct {
-	src   []byte
-	paras []string
-	title string
+	src      []byte
+	paras    []string
+	title    string
+	headings []Heading
 }
 
 // add appends s as a paragraph: empty lines are dropped and the others
@@ -84,7 +85,11 @@ func (r *mdRenderer) block(n ast.Node) {
 		if r.title == "" {
 			r.title = collapse(t)
 		}
+		paras := len(r.paras)
 		r.add(t, true)
+		if len(r.paras) > paras {
+			r.headings = append(r.headings, Heading{Level: n.Level, Text: r.paras[paras]})
+		}
 	case *ast.Paragraph, *ast.TextBlock:
 		r.add(r.inline(n), true)
 	case *ast.CodeBlock, *ast.FencedCodeBlock:

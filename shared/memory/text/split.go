@@ -33,6 +33,8 @@ type ChunkOptions struct {
 	// disables overlap, and values of MaxTokens/2 or more are lowered to
 	// MaxTokens/2 - 1.
 	Overlap int
+	// Headings are the headings of the text (Page.Headings), in order, for the chunks' Section.
+	Headings []Heading
 }
 
 // resolve returns the effective chunk size and overlap.
@@ -61,6 +63,11 @@ type Chunk struct {
 	Tokens int
 	// Position is the 0-based order of the chunk within the input.
 	Position int
+	// Section is the path of the headings (ChunkOptions.Headings) the chunk's own text stands
+	// under, outermost first, joined by " › ": the last heading that starts before the end of
+	// its first paragraph (or sentence, when a paragraph does not fit in a chunk) after the
+	// overlap, and the headings that heading nests in. Empty before the first heading.
+	Section string
 }
 
 // Split cuts s into chunks of at most MaxTokens tokens.
@@ -96,13 +103,20 @@ func Split(s string, o ChunkOptions) []Chunk {
 		// A piece must fit next to the overlap and one separator token.
 		pieceCap: maxTokens - overlap - 1,
 	}
+	sc := sectioner{marks: headingMarks(s, o.Headings)}
 	var pieces []piece
+	off := 0 // offset in s of the next piece
 	for i, para := range strings.Split(s, "\n\n") {
 		sep := "\n\n"
 		if i == 0 {
 			sep = ""
 		}
+		first := len(pieces)
 		pieces = c.split(pieces, para, sep, cutParagraph, cutSentence)
+		for k := first; k < len(pieces); k++ {
+			off += len(pieces[k].sep) + len(pieces[k].text)
+			pieces[k].section = sc.at(off)
+		}
 	}
 	return c.pack(pieces)
 }
@@ -121,10 +135,11 @@ const (
 // piece is an atomic unit of packing: a paragraph, sentence, line, word or
 // word fragment that fits in a chunk on its own.
 type piece struct {
-	text   string
-	sep    string   // separator written before text when it follows other text
-	brk    boundary // strength of the boundary before text
-	tokens int      // Tokens(text)
+	text    string
+	sep     string   // separator written before text when it follows other text
+	brk     boundary // strength of the boundary before text
+	tokens  int      // Tokens(text)
+	section string   // heading path in force where text ends
 }
 
 // segment is a part of a text together with the separator that preceded it.
@@ -227,7 +242,7 @@ func (c *chunker) pack(pieces []piece) []Chunk {
 			overlap = c.tail(prev)
 		}
 		text, n, next := c.fill(pieces, i, overlap)
-		chunks = append(chunks, Chunk{Text: text, Tokens: n, Position: len(chunks)})
+		chunks = append(chunks, Chunk{Text: text, Tokens: n, Position: len(chunks), Section: pieces[i].section})
 		prev, i = text, next
 	}
 	return chunks

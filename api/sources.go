@@ -84,6 +84,7 @@ type searchRequest struct {
 	SourceIDs []string    `json:"source_ids"`
 	Tags      []string    `json:"tags"`
 	Top       flex.OptInt `json:"top"`
+	Explain   bool        `json:"explain"`
 }
 
 func (s *server) searchMemory(c *gin.Context) (any, error) {
@@ -96,6 +97,6 @@ func (s *server) searchMemory(c *gin.Context) (any, error) {
 		return nil, apperr.Invalidf("keywords", "is required")
 	}
 	results, err := s.memory.Search(c, memory.Query{ProjectID: req.ProjectID, BotID: botID, Text: req.Keywords,
-		Filter: memory.Filter{SourceIDs: req.SourceIDs, Tags: req.Tags}, Top: int(req.Top.Value)})
+		Filter: memory.Filter{SourceIDs: req.SourceIDs, Tags: req.Tags}, Top: int(req.Top.Value), Explain: req.Explain})
 	return gin.H{"results": results}, err
 }

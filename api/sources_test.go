@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -297,6 +298,7 @@ func TestSourceValidation(t *testing.T) {
 		{"ListBadStatus", http.MethodGet, "/v1/bot/source/readall?" + a.query("&status=done"), nil, 422, "status"},
 		{"SearchNeedsKeywords", http.MethodPost, "/v1/bot/search", a.body(map[string]any{}), 422, "keywords"},
 		{"SearchTopBounds", http.MethodPost, "/v1/bot/search", a.body(map[string]any{"keywords": "x", "top": 500}), 422, "top"},
+		{"SearchExplainNotBoolean", http.MethodPost, "/v1/bot/search", a.body(map[string]any{"keywords": "x", "explain": "yes"}), 422, "explain"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := b.client.Do(apitest.Request{Method: tt.method, Path: tt.path, Key: b.key, Body: tt.body})
@@ -551,5 +553,45 @@ func TestSourceFetchRetries(t *testing.T) {
 				t.Fatalf("the page was requested %d times, want %d", n, tt.requests)
 			}
 		})
+	}
+}
+
+// TestSearchExplain checks that a search with explain answers each passage's section and its
+// score in parts, by term and field, adding up to its score, and that a search without it does
+// not.
+func TestSearchExplain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t, workerOptions{})
+	a := b.sources(t)
+	filler := strings.Repeat("Keep the base dry and the lid closed while it works. ", 40) // about 450 tokens: a chunk each
+	a.ingest(t, map[string]any{"title": "Kettle manual", "type": "document", "source": "# Kettle manual\n\n" + filler +
+		"\n\n## Descaling\n\nFill with water and citric acid, boil, and rinse twice.\n\n" + filler +
+		"\n\n## Warranty\n\nRepairs are free for two years after purchase.\n\n" + filler})
+
+	hits := a.search(t, "how do I descale with citric acid", map[string]any{"explain": true})
+	matched := map[string]map[string][2]float64{} // section → term → occurrences in text and title
+	for _, h := range hits {
+		explain := h["explain"].(map[string]any)
+		terms := map[string][2]float64{}
+		sum := 0.0
+		for _, x := range explain["terms"].([]any) {
+			term := x.(map[string]any)
+			terms[term["term"].(string)] = [2]float64{term["text"].(float64), term["title"].(float64)}
+			sum += term["score"].(float64)
+		}
+		if lexical := explain["lexical"].(float64); math.Abs(sum-lexical) > 1e-9 || math.Abs(lexical-h["score"].(float64)) > 1e-9 {
+			t.Errorf("%s: terms add up to %v, lexical %v, score %v: want all equal (lexical ranking)", h["chunk_id"], sum, lexical, h["score"])
+		}
+		matched[h["section"].(string)] = terms
+	}
+	if terms := matched["Kettle manual › Descaling"]; terms["descal"][1] != 1 {
+		t.Errorf("passages by section and their terms %v: want one under Kettle manual › Descaling matching descal in its title", matched)
+	}
+	if terms := matched["Kettle manual"]; terms["citric"] != [2]float64{1, 0} {
+		t.Errorf("passages by section and their terms %v: want the one holding the recipe to match citric in its text only", matched)
+	}
+	if hits := a.search(t, "how do I descale with citric acid", nil); len(hits) == 0 || hits[0]["explain"] != nil {
+		t.Errorf("search without explain %v, want no explain", hits)
 	}
 }

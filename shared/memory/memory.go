@@ -143,6 +143,8 @@ type Query struct {
 	Filter
 	// Top is how many passages to return: DefaultTop when 0, at most MaxTop.
 	Top int
+	// Explain asks for each passage's Explain: why it ranked where it did.
+	Explain bool
 }
 
 // Passage is one retrieved chunk with its source.
@@ -155,6 +157,16 @@ type Passage struct {
 	PageTitle string  `json:"page_title"`
 	Section   string  `json:"section"`
 	Source    Ref     `json:"source"`
+	// Explain is why the passage ranked where it did, when the query asked (Query.Explain).
+	Explain *Explanation `json:"explain,omitempty"`
+}
+
+// Explanation is a passage's score in parts: its BM25 score term by term and field by field
+// (index.Explanation), and the cosine similarity of its embedding to the question's. Score is
+// the BM25 score when the ranking is lexical, else the fusion of both rankings.
+type Explanation struct {
+	index.Explanation
+	Vector float64 `json:"vector"`
 }
 
 // Memory answers queries over the stored chunks.
@@ -200,7 +212,9 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 	for i, g := range gens {
 		byKey[live[i].key()] = g
 	}
-	hits := index.Search(m.segments(q, live, gens), index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top})
+	segs := m.segments(q, live, gens)
+	iq := index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top}
+	hits := index.Search(segs, iq)
 	refs := make(map[string]Ref, len(live))
 	for _, l := range live {
 		refs[l.Ref.SourceID] = l.Ref
@@ -213,8 +227,12 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 			continue
 		}
 		c := g.chunks[loc.Position]
-		out = append(out, Passage{ChunkID: c.ID, Score: h.Score, Text: c.Text, Position: c.Position,
-			PageURL: c.PageURL, PageTitle: c.PageTitle, Section: c.Section, Source: refs[c.SourceID]})
+		p := Passage{ChunkID: c.ID, Score: h.Score, Text: c.Text, Position: c.Position,
+			PageURL: c.PageURL, PageTitle: c.PageTitle, Section: c.Section, Source: refs[c.SourceID]}
+		if q.Explain {
+			p.Explain = &Explanation{Explanation: index.Explain(segs, iq, index.Doc{Text: c.Text, Title: c.title()}), Vector: h.Vector}
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -102,7 +102,7 @@ func (s *server) agentServer(a agentAt) *mcp.Server {
 			}
 			var text strings.Builder
 			for i, p := range found {
-				fmt.Fprintf(&text, "[%d] %s\n%s\n\n", i+1, p.Source.Title, p.Text)
+				fmt.Fprintf(&text, "[%d] %s\n%s\n\n", i+1, p.Heading(), p.Text)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(text.String())}}},
 				mcpSearchOut{Passages: append([]memory.Passage{}, found...)}, nil

@@ -220,7 +220,7 @@ func TestChatThroughAProvider(t *testing.T) {
 	b := setup(t)
 	b.startWorker(t, workerOptions{})
 	a := b.chatBot(t, map[string]any{"instruction": "You are the teapot shop's assistant.", "model": "gpt-4o-mini"})
-	a.ingest(t, map[string]any{"title": "Care", "type": "text", "source": "Never wash a teapot with soap; rinse it with warm water."})
+	a.ingest(t, map[string]any{"title": "Care", "type": "document", "source": "# Teapots\n\n## Cleaning\n\nNever wash a teapot with soap; rinse it with warm water."})
 	fake.Set(providertest.Behavior{Reply: "Rinse it with warm water [1].", Usage: struct{ Prompt, Completion int }{120, 8}})
 
 	_, chat := a.chat(t, map[string]any{"message": "How do I clean my teapot?", "provider_host": fake.URL, "provider_key": "sk-secret-test-key", "max_reply_tokens": 77})
@@ -245,7 +245,7 @@ func TestChatThroughAProvider(t *testing.T) {
 		t.Fatalf("provider received model %q max tokens %d auth %q", first.Model, first.MaxTokens, first.Header.Get("Authorization"))
 	}
 	sys := first.Messages[0]
-	if sys.Role != "system" || !strings.Contains(sys.Content, "teapot shop's assistant") || !strings.Contains(sys.Content, "[1] Care") ||
+	if sys.Role != "system" || !strings.Contains(sys.Content, "teapot shop's assistant") || !strings.Contains(sys.Content, "[1] Care › Teapots › Cleaning\n") ||
 		!strings.Contains(sys.Content, "rinse it with warm water") {
 		t.Fatalf("system prompt %q", sys.Content)
 	}

@@ -314,7 +314,7 @@ func (s Services) searchMemory(ctx context.Context, sc Scope, raw json.RawMessag
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		fmt.Fprintf(&b, "[%d] %s\n%s", sc.Numbered+i+1, p.Source.Title, p.Text)
+		fmt.Fprintf(&b, "[%d] %s\n%s", sc.Numbered+i+1, p.Heading(), p.Text)
 	}
 	return Result{Observation: b.String(), Passages: passages}, nil
 }

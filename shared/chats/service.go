@@ -431,7 +431,7 @@ func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passa
 		sys.WriteString("\n\nAnswer from the numbered passages below when they are relevant and cite them like [1]. " +
 			"If they do not contain the answer, say so.\n\nPassages:")
 		for i, p := range passages {
-			fmt.Fprintf(&sys, "\n\n[%d] %s\n%s", i+1, p.Source.Title, p.Text)
+			fmt.Fprintf(&sys, "\n\n[%d] %s\n%s", i+1, p.Heading(), p.Text)
 		}
 	}
 	msgs := []provider.Message{{Role: "system", Content: sys.String()}}

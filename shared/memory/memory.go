@@ -161,6 +161,26 @@ type Passage struct {
 	Explain *Explanation `json:"explain,omitempty"`
 }
 
+// Heading names where a passage comes from, as a model is shown it above the passage: the
+// source's title, the page's title when it says more, and the section path, joined by " › "
+// ("Kettle manual › Descaling").
+func (p Passage) Heading() string {
+	var parts []string
+	for _, s := range []string{p.Source.Title, p.PageTitle, p.Section} {
+		s = strings.TrimSpace(s)
+		if s == "" || len(parts) > 0 && strings.HasPrefix(s, parts[len(parts)-1]) {
+			if s != "" {
+				parts[len(parts)-1] = s
+			}
+			continue
+		}
+		if !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " › ")
+}
+
 // Explanation is a passage's score in parts: its BM25 score term by term and field by field
 // (index.Explanation), and the cosine similarity of its embedding to the question's. Score is
 // the BM25 score when the ranking is lexical, else the fusion of both rankings.

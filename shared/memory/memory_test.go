@@ -18,3 +18,25 @@ func TestChunkID(t *testing.T) {
 		}
 	}
 }
+
+func TestPassageHeading(t *testing.T) {
+	tests := []struct {
+		name                  string
+		source, page, section string
+		want                  string
+	}{
+		{"source, page and section", "Go docs", "The Go Memory Model", "The Go Memory Model › Locks", "Go docs › The Go Memory Model › Locks"},
+		{"page titled as the source", "Kettle manual", "Kettle manual", "Kettle manual › Descaling", "Kettle manual › Descaling"},
+		{"section alone", "tar", "", "OPTIONS › --verify", "tar › OPTIONS › --verify"},
+		{"no section", "Opening hours", "", "", "Opening hours"},
+		{"nothing", "", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := memory.Passage{Source: memory.Ref{Title: tt.source}, PageTitle: tt.page, Section: tt.section}
+			if got := p.Heading(); got != tt.want {
+				t.Errorf("Heading() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -107,6 +107,11 @@ func TestSplitSections(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("sections = %q, want %q", got, want)
 	}
+	// A chunk that opens with headings alone stands under the section they open.
+	md := Split("Teapots\n\nCleaning\n\nRinse it with warm water.", ChunkOptions{Headings: []Heading{{1, "Teapots"}, {2, "Cleaning"}}})
+	if len(md) != 1 || md[0].Section != "Teapots › Cleaning" {
+		t.Errorf("chunks %+v, want one under Teapots › Cleaning", md)
+	}
 	for _, c := range Split(text, ChunkOptions{MaxTokens: 150, Overlap: -1}) {
 		if c.Section != "" {
 			t.Errorf("without headings, chunk %d has section %q", c.Position, c.Section)

@@ -5,11 +5,11 @@ import "strings"
 // sectionSep joins the headings of a section path.
 const sectionSep = " › "
 
-// mark is a heading found in the normalised text: it starts at offset at and opens the section
+// mark is a heading found in the normalised text: it spans s[at:end] and opens the section
 // whose heading path is path.
 type mark struct {
-	at   int
-	path string
+	at, end int
+	path    string
 }
 
 // headingMarks finds headings in s, the normalised text, in order: each where it starts a
@@ -32,7 +32,7 @@ func headingMarks(s string, headings []Heading) []mark {
 			open, level = open[:len(open)-1], level[:len(level)-1]
 		}
 		open, level = append(open, strings.ReplaceAll(want, "\n", " ")), append(level, h.Level)
-		marks = append(marks, mark{at: at, path: strings.Join(open, sectionSep)})
+		marks = append(marks, mark{at: at, end: at + len(want), path: strings.Join(open, sectionSep)})
 		pos = at + len(want)
 	}
 	return marks
@@ -62,12 +62,18 @@ type sectioner struct {
 	path  string // section in force
 }
 
-// at returns the section in force at offset end of the normalised text: the path of the last
-// heading that starts before it. Offsets must not decrease from one call to the next.
-func (sc *sectioner) at(end int) string {
+// at returns the section in force at the end of the piece s[start:end] of the normalised text:
+// the path of the last heading that starts before end; heading tells that the piece holds
+// nothing but headings. Pieces must be passed in order.
+func (sc *sectioner) at(start, end int) (path string, heading bool) {
+	covered := start // the piece is headings up to there
 	for sc.next < len(sc.marks) && sc.marks[sc.next].at < end {
-		sc.path = sc.marks[sc.next].path
+		m := sc.marks[sc.next]
+		if m.at <= covered+1 {
+			covered = max(covered, m.end)
+		}
+		sc.path = m.path
 		sc.next++
 	}
-	return sc.path
+	return sc.path, covered >= end
 }

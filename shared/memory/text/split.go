@@ -66,7 +66,8 @@ type Chunk struct {
 	// Section is the path of the headings (ChunkOptions.Headings) the chunk's own text stands
 	// under, outermost first, joined by " › ": the last heading that starts before the end of
 	// its first paragraph (or sentence, when a paragraph does not fit in a chunk) after the
-	// overlap, and the headings that heading nests in. Empty before the first heading.
+	// overlap that is more than headings, and the headings that heading nests in. Empty before
+	// the first heading.
 	Section string
 }
 
@@ -114,8 +115,9 @@ func Split(s string, o ChunkOptions) []Chunk {
 		first := len(pieces)
 		pieces = c.split(pieces, para, sep, cutParagraph, cutSentence)
 		for k := first; k < len(pieces); k++ {
-			off += len(pieces[k].sep) + len(pieces[k].text)
-			pieces[k].section = sc.at(off)
+			start := off + len(pieces[k].sep)
+			off = start + len(pieces[k].text)
+			pieces[k].section, pieces[k].heading = sc.at(start, off)
 		}
 	}
 	return c.pack(pieces)
@@ -140,6 +142,7 @@ type piece struct {
 	brk     boundary // strength of the boundary before text
 	tokens  int      // Tokens(text)
 	section string   // heading path in force where text ends
+	heading bool     // text holds nothing but headings
 }
 
 // segment is a part of a text together with the separator that preceded it.
@@ -242,10 +245,21 @@ func (c *chunker) pack(pieces []piece) []Chunk {
 			overlap = c.tail(prev)
 		}
 		text, n, next := c.fill(pieces, i, overlap)
-		chunks = append(chunks, Chunk{Text: text, Tokens: n, Position: len(chunks), Section: pieces[i].section})
+		chunks = append(chunks, Chunk{Text: text, Tokens: n, Position: len(chunks), Section: section(pieces[i:next])})
 		prev, i = text, next
 	}
 	return chunks
+}
+
+// section returns the section of a chunk made of pieces: that of its first piece that is more
+// than headings, else of its last.
+func section(pieces []piece) string {
+	for _, p := range pieces {
+		if !p.heading {
+			return p.section
+		}
+	}
+	return pieces[len(pieces)-1].section
 }
 
 // fill builds the chunk that starts with overlap and pieces[i], returning its

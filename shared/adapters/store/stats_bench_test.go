@@ -30,6 +30,12 @@ var statsBenchMessages = flag.Int("stats.messages", 10_000, "messages of the age
 // benchmarks' window holds the first 30.
 var statsBenchBase = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
+// statsBenchAt is when the i-th of n records falls, evenly over the 45 days from statsBenchBase
+// (in whole seconds: i times 45 days in nanoseconds overflows an int64 past 2,372 records).
+func statsBenchAt(i, n int) time.Time {
+	return statsBenchBase.Add(time.Duration(int64(i)*45*24*3600/int64(n)) * time.Second)
+}
+
 // statsBench is the agent's seeded history, stored once per process (in a database of its
 // own, kept for the process's later benchmarks).
 var statsBench struct {
@@ -91,7 +97,7 @@ func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) 
 	}
 	for i := 1; i <= n; i++ {
 		c, seq := (i-1)/perChat, (i-1)%perChat+1
-		at := statsBenchBase.Add(time.Duration(i) * 45 * 24 * time.Hour / time.Duration(n))
+		at := statsBenchAt(i, n)
 		id := fmt.Sprintf("%s-chat-%d", bot, c)
 		m := chats.Message{UUID: fmt.Sprintf("%s-%d", id, seq), ChatID: id, Seq: seq, Role: chats.RoleUser, Content: content,
 			Model: "gpt-4o-mini", ReasoningType: "standard", Tokens: 40, CreditUsed: "0", EstimatedCost: "0.000000", EstimatedTimeMS: "0",
@@ -128,7 +134,7 @@ const statsBenchMaxRuns = 100_000
 // same 45 days.
 func seedStatsBenchRuns(ctx context.Context, db *mongo.Database, bot string, n int) error {
 	at := func(i, every int) time.Time {
-		return statsBenchBase.Add(time.Duration(i*every) * 45 * 24 * time.Hour / time.Duration(n))
+		return statsBenchAt(i*every, n)
 	}
 	var calls, runs, flows []any
 	for i := range n / 10 {

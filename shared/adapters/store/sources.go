@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -127,14 +128,26 @@ func (r Sources) PendDue(ctx context.Context, id string, due time.Time, gen stri
 		bson.D{{Key: "$set", Value: bson.D{{Key: "pending", Value: gen}, {Key: "pending_since", Value: at}, {Key: "next_sync_at", Value: nil}}}})
 }
 
+// Load reads the source by _id alone and leaves out a tombstoned one itself: FerretDB reads one
+// document only for a filter of exactly {_id}, and decodes the whole collection for any other.
 func (r Sources) Load(ctx context.Context, id string) (sources.Source, error) {
-	var s sources.Source
-	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}, notDeleted}).Decode(&s)
-	return s, wrap(err, sources.Resource)
+	var d struct {
+		sources.Source `bson:",inline"`
+		DeletedAt      bson.RawValue `bson:"deleted_at"`
+	}
+	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if err == nil && d.DeletedAt.Type != 0 {
+		err = mongo.ErrNoDocuments
+	}
+	return d.Source, wrap(err, sources.Resource)
 }
 
 // Chunks are stored in documents of up to chunksPerDoc consecutive chunks of one generation,
-// identified by source, generation and number: fewer, larger documents to read back.
+// identified by source, generation and number: fewer, larger documents to read back. A
+// generation's first document is written first (PutChunks inserts in order) and removed last
+// (DropGeneration), so while any document of a generation is stored, its first one is: PutChunks
+// looks for leftovers of an earlier attempt by that one _id rather than by source and generation
+// (on FerretDB a read of the whole collection).
 const chunksPerDoc = 50
 
 // chunkDoc is one stored run of chunks.
@@ -165,8 +178,15 @@ func chunkDocID(sourceID, gen string, position int) string {
 }
 
 func (r Sources) PutChunks(ctx context.Context, sourceID, gen string, chunks []memory.Chunk) error {
-	if err := r.DropGeneration(ctx, sourceID, gen); err != nil {
-		return err
+	err := r.chunks().FindOne(ctx, bson.D{{Key: "_id", Value: chunkDocID(sourceID, gen, 0)}},
+		options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	switch {
+	case err == nil:
+		if err := r.DropGeneration(ctx, sourceID, gen); err != nil {
+			return err
+		}
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return wrap(err, sources.Resource)
 	}
 	var docs []any
 	for i := 0; i < len(chunks); i += chunksPerDoc {
@@ -188,8 +208,15 @@ func (r Sources) PutChunks(ctx context.Context, sourceID, gen string, chunks []m
 	return nil
 }
 
+// DropGeneration removes the generation's first document last (see chunksPerDoc).
 func (r Sources) DropGeneration(ctx context.Context, sourceID, gen string) error {
-	_, err := r.chunks().DeleteMany(ctx, bson.D{{Key: "source_id", Value: sourceID}, {Key: "gen", Value: gen}})
+	first := chunkDocID(sourceID, gen, 0)
+	_, err := r.chunks().DeleteMany(ctx, bson.D{{Key: "source_id", Value: sourceID}, {Key: "gen", Value: gen},
+		{Key: "_id", Value: bson.D{{Key: "$ne", Value: first}}}})
+	if err != nil {
+		return wrap(err, sources.Resource)
+	}
+	_, err = r.chunks().DeleteOne(ctx, bson.D{{Key: "_id", Value: first}})
 	return wrap(err, sources.Resource)
 }
 

@@ -1,0 +1,123 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/sources"
+)
+
+// newSource stores a processing text source of agent b with content as its source.
+func newSource(t *testing.T, repo store.Sources, content string) sources.Source {
+	t.Helper()
+	ctx := context.Background()
+	id := bson.NewObjectID().Hex()
+	s := sources.Source{ID: id, UUID: id, ProjectID: "p", BotID: "b", Title: "t", Type: sources.TypeText, Source: content,
+		Status: sources.StatusProcessing, Tags: []string{}, Links: []sources.Link{}, CreatedAt: time.Now().UTC()}
+	if err := repo.Insert(ctx, s, outbox.New(ctx, outbox.SourceCreated, "p", "b", struct{}{})); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// chunksOf are n chunks of generation gen of s, their texts prefixed with prefix.
+func chunksOf(s sources.Source, gen, prefix string, n int) []memory.Chunk {
+	out := make([]memory.Chunk, n)
+	for i := range out {
+		out[i] = memory.Chunk{ID: memory.ChunkRef{SourceID: s.ID, Gen: gen, Position: i}.ID(), ProjectID: s.ProjectID, BotID: s.BotID,
+			SourceID: s.ID, Gen: gen, Position: i, Text: fmt.Sprintf("%s %d", prefix, i)}
+	}
+	return out
+}
+
+// storedTexts are the texts of the stored chunks of generation gen of s, in order.
+func storedTexts(t *testing.T, db store.Memory, s sources.Source, gen string) []string {
+	t.Helper()
+	got, err := db.Generations(context.Background(), []memory.Live{{Ref: memory.Ref{SourceID: s.ID}, Gen: gen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, c := range got[s.ID+"/"+gen] {
+		if c.Position != len(texts) {
+			t.Fatalf("chunk %d at position %d", len(texts), c.Position)
+		}
+		texts = append(texts, c.Text)
+	}
+	return texts
+}
+
+// A generation stored again (a retried ingestion) holds only the chunks of the last attempt,
+// however many the earlier one stored, also when an earlier drop of it stopped half way.
+func TestPutChunksReplacesAnEarlierAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo, mem := store.NewSources(db), store.NewMemory(db)
+	s := newSource(t, repo, "text")
+	if err := repo.PutChunks(ctx, s.ID, "g", chunksOf(s, "g", "first", 120)); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedTexts(t, mem, s, "g"); len(got) != 120 || got[119] != "first 119" {
+		t.Fatalf("first attempt stored %d chunks", len(got))
+	}
+	if err := repo.PutChunks(ctx, s.ID, "g", chunksOf(s, "g", "second", 10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedTexts(t, mem, s, "g"); len(got) != 10 || got[0] != "second 0" || got[9] != "second 9" {
+		t.Fatalf("second attempt: %q", got)
+	}
+	// A drop interrupted after removing all but the generation's first document.
+	if err := repo.PutChunks(ctx, s.ID, "g", chunksOf(s, "g", "third", 120)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("chunks").DeleteMany(ctx, bson.D{{Key: "source_id", Value: s.ID}, {Key: "_id", Value: bson.D{{Key: "$ne", Value: s.ID + "-g-0"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.PutChunks(ctx, s.ID, "g", chunksOf(s, "g", "fourth", 60)); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedTexts(t, mem, s, "g"); len(got) != 60 || got[0] != "fourth 0" || got[59] != "fourth 59" {
+		t.Fatalf("after an interrupted drop: %d chunks", len(got))
+	}
+	if err := repo.DropGeneration(ctx, s.ID, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedTexts(t, mem, s, "g"); len(got) != 0 {
+		t.Fatalf("dropped generation still has %d chunks", len(got))
+	}
+	if n, err := db.Collection("chunks").CountDocuments(ctx, bson.D{{Key: "source_id", Value: s.ID}}); err != nil || n != 0 {
+		t.Fatalf("%d chunk documents left (%v)", n, err)
+	}
+}
+
+// Load reads a live source by id whatever its project, and not a deleted one.
+func TestLoadLeavesOutDeletedSources(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo := store.NewSources(db)
+	s := newSource(t, repo, "some text")
+	got, err := repo.Load(ctx, s.ID)
+	if err != nil || got.ID != s.ID || got.Source != "some text" {
+		t.Fatalf("load: %+v, %v", got, err)
+	}
+	if err := repo.Delete(ctx, s, time.Now().UTC(), outbox.New(ctx, outbox.SourceDeleted, "p", "b", struct{}{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Load(ctx, s.ID); apperr.As(err).Kind != apperr.NotFound {
+		t.Fatalf("load of a deleted source: %v", err)
+	}
+	if _, err := repo.Load(ctx, "missing"); apperr.As(err).Kind != apperr.NotFound {
+		t.Fatalf("load of a missing source: %v", err)
+	}
+}

@@ -47,21 +47,8 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	})
 	b.Run("Ingest", func(b *testing.B) {
-		db := testenv.Mongo(b)
-		nc := testenv.NATS(b)
 		ctx := context.Background()
-		if err := events.EnsureStream(ctx, nc); err != nil {
-			b.Fatal(err)
-		}
-		pub, err := events.NewPublisher(nc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		repo := store.NewSources(db)
-		ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})
-		svc := sources.NewService(repo, ev, queue{}, 1<<20, log)
-		ing := sources.NewIngester(repo, ev, safehttp.New(safehttp.Options{}), nil, 1, log, func(string, int) {})
+		svc, ing, repo := newIngestion(b)
 		b.SetBytes(int64(len(content)))
 		for i := range b.N {
 			src, err := svc.Create(ctx, "p", "b", sources.Input{Title: new("spec"), Type: new("text"), Source: new(strings.Repeat(" ", i%2) + content)})
@@ -77,4 +64,23 @@ func BenchmarkIngest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// newIngestion returns the source service, the ingester and the repository of a fresh store.
+func newIngestion(tb testing.TB) (*sources.Service, *sources.Ingester, store.Sources) {
+	db := testenv.Mongo(tb)
+	nc := testenv.NATS(tb)
+	if err := events.EnsureStream(context.Background(), nc); err != nil {
+		tb.Fatal(err)
+	}
+	pub, err := events.NewPublisher(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	repo := store.NewSources(db)
+	ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})
+	svc := sources.NewService(repo, ev, queue{}, 1<<20, log)
+	ing := sources.NewIngester(repo, ev, safehttp.New(safehttp.Options{}), nil, 1, log, func(string, int) {})
+	return svc, ing, repo
 }

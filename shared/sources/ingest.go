@@ -248,7 +248,7 @@ func (g *Ingester) index(ctx context.Context, src Source, gen string, pages []pa
 		return err
 	}
 	done.Gen, done.Chunks, done.ContentHash, done.Links, done.Tokens = gen, len(chunks), hash, links, total
-	done.Content = clip(joinTexts(pages), MaxContentBytes)
+	done.Content = storedContent(src.Type, pages)
 	ev := outbox.New(ctx, evType, src.ProjectID, src.BotID, done.public())
 	ok, err := g.repo.Complete(ctx, done, gen, ev)
 	if err != nil {
@@ -375,6 +375,15 @@ func contentHash(pages []page) string {
 		fmt.Fprintf(h, "%s\x00%s\x00", p.url, p.text)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// storedContent is the `content` the record keeps of pages: none for a text source, whose text
+// is its source (public shows it), so the record does not hold it twice.
+func storedContent(typ string, pages []page) string {
+	if typ == TypeText {
+		return ""
+	}
+	return clip(joinTexts(pages), MaxContentBytes)
 }
 
 func joinTexts(pages []page) string {

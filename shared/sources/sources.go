@@ -45,7 +45,7 @@ const (
 	MaxURLLength         = 2048
 	MaxTags              = 20
 	MaxTagLength         = 50
-	// MaxContentBytes bounds the extracted text kept in the record's `content`; the chunks hold
+	// MaxContentBytes bounds the extracted text the record's `content` shows; the chunks hold
 	// all of it.
 	MaxContentBytes = 256 << 10
 )
@@ -93,8 +93,12 @@ type Source struct {
 	Rev         int64      `json:"-" bson:"rev"`
 }
 
-// public is the source as users see it: lists are never null.
+// public is the source as users see it: lists are never null, and a text source's content,
+// once ingested, is its source (storedContent).
 func (s Source) public() Source {
+	if s.Type == TypeText && s.Gen != "" {
+		s.Content = clip(s.Source, MaxContentBytes)
+	}
 	if s.Links == nil {
 		s.Links = []Link{}
 	}

@@ -273,12 +273,12 @@ func (g *Ingester) chunk(src Source, gen string, pages []page) ([]memory.Chunk, 
 		total  int
 	)
 	for _, p := range pages {
-		tokens := text.Tokens(p.text)
+		split, tokens := text.SplitTokens(p.text, text.ChunkOptions{Headings: p.headings})
 		total += tokens
 		if p.url != "" {
 			links = append(links, Link{URL: p.url, Title: p.title, Tokens: tokens, Favicon: p.favicon})
 		}
-		for _, c := range text.Split(p.text, text.ChunkOptions{Headings: p.headings}) {
+		for _, c := range split {
 			chunks = append(chunks, memory.Chunk{
 				ID: memory.ChunkRef{SourceID: src.ID, Gen: gen, Position: len(chunks)}.ID(), ProjectID: src.ProjectID, BotID: src.BotID,
 				SourceID: src.ID, Gen: gen, Position: len(chunks), Text: c.Text, Tokens: c.Tokens,

@@ -366,3 +366,22 @@ func TestSplitTokensExact(t *testing.T) {
 		}
 	}
 }
+
+// SplitTokens answers what Split and Tokens do, the count exact (tiktoken-go's encoding) also
+// for texts Split changes (whitespace) and texts on the edges of pre-tokenisation.
+func TestSplitTokens(t *testing.T) {
+	texts := realTexts(t)
+	texts["messy whitespace"] = "  Line one.\r\n\r\n\r\n\tLine   two  \n\n\n x"
+	for i, s := range edgeTexts {
+		texts[fmt.Sprintf("edge %d", i)] = s
+	}
+	for name, s := range texts {
+		chunks, n := SplitTokens(s, ChunkOptions{})
+		if want := len(encode(s)); n != want {
+			t.Errorf("%s: %d tokens, want %d", name, n, want)
+		}
+		if want := Split(s, ChunkOptions{}); !reflect.DeepEqual(chunks, want) {
+			t.Errorf("%s: %d chunks differ from Split's %d", name, len(chunks), len(want))
+		}
+	}
+}

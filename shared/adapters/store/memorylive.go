@@ -58,19 +58,33 @@ func (r Sources) live() *mongo.Collection { return r.db.Collection(memoryLiveCol
 
 func entryPath(sourceID string) string { return "entries." + sourceID }
 
-// setLive lists a ready source, unless it was removed for good.
+// setLive lists a ready source, unless it was removed for good. It updates the agent's list, and
+// creates it when there is none, rather than upserting: an upsert conditional on more than _id
+// reads the whole collection on FerretDB (the proxy narrows only plain updates to their _id).
 func (r Sources) setLive(ctx context.Context, s sources.Source) error {
 	ref := s.Ref()
 	e := liveEntry{UUID: s.UUID, Title: ref.Title, URL: ref.URL, Favicon: ref.Favicon, Type: ref.Type, Tags: ref.Tags,
 		Gen: s.Gen, Chunks: s.Chunks, ForgetAfterAt: s.ForgetAfterAt}
 	v := newLiveVersion()
-	res, err := r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}, {Key: "v", Value: v}}}},
-		options.UpdateOne().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		// The agent's document exists and marks this source removed: it stays out.
-		return nil
+	set := bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: entryPath(s.ID), Value: e}, {Key: "v", Value: v}}
+	update := func() (*mongo.UpdateResult, error) {
+		return r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.BotID}, {Key: entryPath(s.ID) + ".removed", Value: bson.D{{Key: "$ne", Value: true}}}},
+			bson.D{{Key: "$set", Value: set}})
 	}
+	res, err := update()
+	if err != nil || res.MatchedCount > 0 {
+		return r.touchLive(ctx, s.BotID, v, res, err)
+	}
+	_, err = r.live().InsertOne(ctx, liveDoc{ID: s.BotID, ProjectID: s.ProjectID, Entries: map[string]liveEntry{s.ID: e}, V: v})
+	if err == nil {
+		return r.touchLive(ctx, s.BotID, v, &mongo.UpdateResult{UpsertedCount: 1}, nil)
+	}
+	if !mongo.IsDuplicateKeyError(err) {
+		return wrap(err, sources.Resource)
+	}
+	// The list exists: it marks this source removed (it stays out), or another write made it
+	// since the update.
+	res, err = update()
 	return r.touchLive(ctx, s.BotID, v, res, err)
 }
 

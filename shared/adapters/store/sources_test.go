@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,60 @@ func TestLoadLeavesOutDeletedSources(t *testing.T) {
 	}
 	if _, err := repo.Load(ctx, "missing"); apperr.As(err).Kind != apperr.NotFound {
 		t.Fatalf("load of a missing source: %v", err)
+	}
+}
+
+// ready completes generation gen of s as a ready source.
+func ready(t *testing.T, repo store.Sources, s sources.Source, gen string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := repo.Pend(ctx, s.ID, "", gen, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Status, s.Gen, s.Chunks = sources.StatusSuccess, gen, 1
+	if ok, err := repo.Complete(ctx, s, gen, outbox.New(ctx, outbox.SourceReady, "p", "b", struct{}{})); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+}
+
+// listed are the ids of the sources retrieval lists for agent b.
+func listed(t *testing.T, mem store.Memory) []string {
+	t.Helper()
+	live, _, err := mem.Live(context.Background(), "p", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range live {
+		ids = append(ids, l.Ref.SourceID)
+	}
+	return ids
+}
+
+// A ready source enters its agent's live list, the first one creating it, unless the list marks
+// it removed for good (its deletion took it out before tombstoning it): a late ingestion does not
+// bring it back.
+func TestReadySourcesAreListedUnlessRemoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo, mem := store.NewSources(db), store.NewMemory(db)
+	removed, first, second := newSource(t, repo, "a"), newSource(t, repo, "b"), newSource(t, repo, "c")
+	if _, err := db.Collection("memory_live").InsertOne(ctx, bson.D{{Key: "_id", Value: "b"}, {Key: "project_id", Value: "p"},
+		{Key: "entries", Value: bson.D{{Key: removed.ID, Value: bson.D{{Key: "removed", Value: true}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ready(t, repo, removed, "g")
+	if got := listed(t, mem); len(got) != 0 {
+		t.Fatalf("a removed source came back: %v", got)
+	}
+	if _, err := db.Collection("memory_live").DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	ready(t, repo, first, "g")
+	ready(t, repo, second, "g")
+	if got := listed(t, mem); len(got) != 2 || !slices.Contains(got, first.ID) || !slices.Contains(got, second.ID) {
+		t.Fatalf("listed %v, want %s and %s", got, first.ID, second.ID)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/heartbeats"
+	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -83,10 +84,11 @@ func Schedule(ctx context.Context, d Deps) error {
 	}()
 	go func() {
 		defer close(beating)
-		every(ctx, heartbeatInterval, func() {
+		every.Tick(ctx, heartbeatInterval, func() bool {
 			if _, err := d.Heartbeats.Plan(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
 				log.Warn("queueing heartbeat firings", "error", err)
 			}
+			return true
 		})
 	}()
 	<-ctx.Done()
@@ -96,20 +98,6 @@ func Schedule(ctx context.Context, d Deps) error {
 	<-beating
 	d.Logger.Info("scheduler stopped")
 	return nil
-}
-
-// every calls f every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, f func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
 }
 
 type cronLogger struct{ l *slog.Logger }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
@@ -124,20 +125,14 @@ func (r *Runner) release(ctx context.Context, id, owner string) {
 
 // renew extends the lease until ctx ends; a lost lease cancels the run.
 func (r *Runner) renew(ctx context.Context, id, owner string, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(r.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ok, err := r.repo.Renew(opcount.Without(ctx), id, owner, r.now().Add(r.lease))
-			if err == nil && !ok {
-				cancel(errLost)
-				return
-			}
+	every.Tick(ctx, r.lease/3, func() bool {
+		ok, err := r.repo.Renew(opcount.Without(ctx), id, owner, r.now().Add(r.lease))
+		if err == nil && !ok {
+			cancel(errLost)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // holder is a run in progress, holding the execution's lease.

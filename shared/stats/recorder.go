@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
@@ -132,21 +133,13 @@ func (r *Recorder) lead(ctx context.Context) error {
 		}
 		return err
 	}
-	go func() {
-		t := time.NewTicker(claimFor / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := advance(0); err != nil {
-					cancel(err)
-					return
-				}
-			}
+	go every.Tick(ctx, claimFor/3, func() bool {
+		err := advance(0)
+		if err != nil {
+			cancel(err)
 		}
-	}()
+		return err == nil
+	})
 	err = r.tail(ctx, at, r.since, func(ctx context.Context, batch []Delivery) error {
 		if err := r.Record(ctx, batch); err != nil {
 			return err

@@ -236,9 +236,11 @@ func (r *Recorder) votes(ctx context.Context, hs *hourChanges, votes []Voted) (m
 	if len(votes) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(votes))
-	for i, v := range votes {
-		ids[i] = v.MessageID
+	var ids []string
+	for _, v := range votes {
+		if !slices.Contains(ids, v.MessageID) {
+			ids = append(ids, v.MessageID)
+		}
 	}
 	last, err := r.ledger.VotedByID(ctx, ids)
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -57,14 +58,10 @@ func (r Stats) Worst(ctx context.Context, projectID, botID string, from, to time
 	return out, wrap(cur.All(ctx, &out), stats.Resource)
 }
 
-// VotedByID reads the stored votes of the messages among ids.
+// VotedByID reads the stored votes of the messages among ids, one point read each (votes are
+// few).
 func (r Stats) VotedByID(ctx context.Context, ids []string) (map[string]stats.Voted, error) {
-	out := map[string]stats.Voted{}
-	err := eachOf(ctx, r.db.Collection(statVotedColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, func(v stats.Voted) error {
-		out[v.MessageID] = v
-		return nil
-	})
-	return out, err
+	return byIDs[stats.Voted](ctx, r.db.Collection(statVotedColl), ids)
 }
 
 // eachOf calls each with every document of coll matching filter, decoded as T.
@@ -86,14 +83,27 @@ func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, e
 	return wrap(cur.Err(), stats.Resource)
 }
 
-// HoursByID reads the stored hours among ids.
+// HoursByID reads the stored hours among ids, one point read each: a batch of events touches
+// few hours, and on the embedded store only a filter on _id alone is not a collection scan.
 func (r Stats) HoursByID(ctx context.Context, ids []string) (map[string]stats.Hourly, error) {
-	out := map[string]stats.Hourly{}
-	err := eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, func(h stats.Hourly) error {
-		out[h.ID] = h
-		return nil
-	})
-	return out, err
+	return byIDs[stats.Hourly](ctx, r.db.Collection(statHoursColl), ids)
+}
+
+// byIDs reads the documents of coll among ids, by id, one point read each.
+func byIDs[T any](ctx context.Context, coll *mongo.Collection, ids []string) (map[string]T, error) {
+	out := map[string]T{}
+	for _, id := range ids {
+		var v T
+		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&v)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			continue
+		}
+		if err != nil {
+			return nil, wrap(err, stats.Resource)
+		}
+		out[id] = v
+	}
+	return out, nil
 }
 
 // PutHour writes h over the stored hour of sequence prev, or inserts it when prev is 0.

@@ -109,7 +109,7 @@ func latencyOf(ms []float64) Latency {
 type Performance struct {
 	// ReplyMS is the reply time of the agent's answers that record one (estimated_time_ms above
 	// 0), FirstTokenMS the time from the user's message to the first token of the streamed ones;
-	// times of a second or more are kept to within 1% (three significant digits).
+	// times of 100 ms or more are kept to within 2% (see Histogram).
 	ReplyMS      Latency `json:"reply_ms"`
 	FirstTokenMS Latency `json:"first_token_ms"`
 }

@@ -108,8 +108,9 @@ func (h *Hourly) vote(was, is Voted) {
 	h.Rated += is.rated() - was.rated()
 }
 
-// Histogram is a distribution of times in milliseconds, kept to three significant digits: a
-// time below a second exactly, a longer one rounded down to within 1%.
+// Histogram is a distribution of times in milliseconds: a time below exactMS exactly, a longer
+// one rounded down to within 2% (buckets growing by 2%, so that a histogram of any spread of
+// times stays a few hundred counts at most).
 type Histogram struct {
 	// Counts counts the times by their value so rounded (in decimal).
 	Counts map[string]int `bson:"counts"`
@@ -117,13 +118,25 @@ type Histogram struct {
 	Max    int64          `bson:"max"`
 }
 
-// bucket rounds ms down to three significant digits.
+// exactMS is the time below which a histogram keeps times exactly; growth is how much each of
+// its buckets above is wider than the one before.
+const (
+	exactMS = 100
+	growth  = 1.02
+)
+
+// bucket rounds ms down to the start of its bucket: itself below exactMS, else the largest
+// whole exactMS x growth^k not above it.
 func bucket(ms int64) int64 {
-	unit := int64(1)
-	for ms/unit >= 1000 {
-		unit *= 10
+	if ms < exactMS {
+		return ms
 	}
-	return ms / unit * unit
+	k := math.Floor(math.Log(float64(ms)/exactMS) / math.Log(growth))
+	start := int64(exactMS * math.Pow(growth, k))
+	if next := int64(exactMS * math.Pow(growth, k+1)); next <= ms {
+		start = next
+	}
+	return start
 }
 
 func (h *Histogram) add(ms int64) {

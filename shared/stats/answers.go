@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/agentplane/agentplane/shared/chats"
 )
 
 // MaxWorst is how many of the worst-rated answers the votes list.
@@ -20,8 +22,7 @@ type Votes struct {
 	// Satisfaction is upvotes / (upvotes + downvotes), 0 without votes.
 	Satisfaction float64 `json:"satisfaction"`
 	// Worst are the agent's answers with at least one downvote, the most downvotes net of
-	// upvotes first (then the most downvotes, then the newest), at most MaxWorst; a series'
-	// buckets list none.
+	// upvotes first (then the most downvotes, then the newest), at most MaxWorst.
 	Worst []Rated `json:"worst_rated"`
 }
 
@@ -39,9 +40,20 @@ type votes struct{ v Votes }
 func newVotes() *votes { return &votes{v: Votes{Worst: []Rated{}}} }
 
 func (s *votes) add(h Hourly) {
-	s.v.Upvotes += h.Upvotes
-	s.v.Downvotes += h.Downvotes
-	s.v.Rated += h.Rated
+	for id, v := range h.Voted {
+		s.v.Upvotes += v.Upvotes
+		s.v.Downvotes += v.Downvotes
+		s.v.Rated++
+		if v.Role != chats.RoleAgent || v.Downvotes == 0 {
+			continue
+		}
+		r := Rated{MessageID: id, ChatID: v.ChatID, Upvotes: v.Upvotes, Downvotes: v.Downvotes, CreatedAt: v.CreatedAt}
+		i, _ := slices.BinarySearchFunc(s.v.Worst, r, worse)
+		if i < MaxWorst {
+			s.v.Worst = slices.Insert(s.v.Worst, i, r)
+			s.v.Worst = s.v.Worst[:min(len(s.v.Worst), MaxWorst)]
+		}
+	}
 }
 
 // worse orders a before b when a is rated worse.
@@ -60,24 +72,7 @@ func (s *votes) result() Votes {
 
 // Votes are the votes on the agent's messages and its worst-rated answers.
 func (s *Service) Votes(ctx context.Context, projectID, botID string, w Window) (Report[Votes], error) {
-	r, err := hours(ctx, s, projectID, botID, w, newVotes)
-	if err != nil {
-		return r, err
-	}
-	r.Stats.Worst, err = s.worst(ctx, projectID, botID, w)
-	return r, err
-}
-
-// worst lists the agent's worst-rated answers written in the hours w overlaps.
-func (s *Service) worst(ctx context.Context, projectID, botID string, w Window) ([]Rated, error) {
-	from, to := w.hours()
-	vs, err := s.repo.Worst(ctx, projectID, botID, from, to, MaxWorst)
-	out := make([]Rated, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, Rated{MessageID: v.MessageID, ChatID: v.ChatID, Upvotes: v.Upvotes, Downvotes: v.Downvotes, CreatedAt: v.CreatedAt})
-	}
-	slices.SortFunc(out, worse)
-	return out, err
+	return hours(ctx, s, projectID, botID, w, newVotes)
 }
 
 // Latency is a distribution of times in milliseconds: nearest-rank percentiles.

@@ -88,13 +88,10 @@ func (s *dashboard) result() Dashboard {
 }
 
 // Dashboard is the agent's summary, votes, performance and reasoning, from one read of its
-// hours, one of its worst-rated answers and one of its agent runs.
+// hours and one of its agent runs.
 func (s *Service) Dashboard(ctx context.Context, projectID, botID string, w Window) (Report[Dashboard], error) {
 	r, err := hours(ctx, s, projectID, botID, w, newDashboard)
 	if err != nil {
-		return r, err
-	}
-	if r.Stats.Votes.Worst, err = s.worst(ctx, projectID, botID, w); err != nil {
 		return r, err
 	}
 	return r, withRuns(ctx, s, projectID, botID, &r, func(d *Dashboard) *Runs { return &d.Reasoning.Runs })

@@ -33,10 +33,8 @@ type Hourly struct {
 	// Modes counts the agent's answers by reasoning type, ModeCredits sums their credits.
 	Modes       map[string]int     `bson:"modes"`
 	ModeCredits map[string]float64 `bson:"mode_credits"`
-	// Upvotes and Downvotes sum the votes on the hour's messages, Rated counts those with one.
-	Upvotes   int `bson:"upvotes"`
-	Downvotes int `bson:"downvotes"`
-	Rated     int `bson:"rated"`
+	// Voted are the hour's messages that have votes, by id, with their votes.
+	Voted map[string]Vote `bson:"voted"`
 	// Reply is the distribution of the answers' reply times, FirstToken of their times to the
 	// first token (streamed answers only).
 	Reply      Histogram `bson:"reply"`
@@ -51,7 +49,7 @@ func HourlyID(botID string, at time.Time) string {
 // NewHourly is the empty hour of the agent holding at.
 func NewHourly(projectID, botID string, at time.Time) Hourly {
 	return Hourly{ID: HourlyID(botID, at), ProjectID: projectID, BotID: botID, Start: at.UTC().Truncate(time.Hour),
-		Chats: map[string]int{}, Authors: map[string]map[string]int{}, Modes: map[string]int{}, ModeCredits: map[string]float64{},
+		Chats: map[string]int{}, Authors: map[string]map[string]int{}, Modes: map[string]int{}, ModeCredits: map[string]float64{}, Voted: map[string]Vote{},
 		Reply: Histogram{Counts: map[string]int{}}, FirstToken: Histogram{Counts: map[string]int{}}}
 }
 
@@ -101,11 +99,16 @@ func (h *Hourly) add(f Fact) {
 	}
 }
 
-// vote counts a change of one message's votes from was to is.
-func (h *Hourly) vote(was, is Voted) {
-	h.Upvotes += is.Upvotes - was.Upvotes
-	h.Downvotes += is.Downvotes - was.Downvotes
-	h.Rated += is.rated() - was.rated()
+// vote sets the votes of message id of the hour (none: it has no votes, or is gone).
+func (h *Hourly) vote(id string, v Vote) {
+	if h.Voted == nil {
+		h.Voted = map[string]Vote{}
+	}
+	if v.Upvotes+v.Downvotes == 0 {
+		delete(h.Voted, id)
+		return
+	}
+	h.Voted[id] = v
 }
 
 // Histogram is a distribution of times in milliseconds: a time below exactMS exactly, a longer
@@ -191,26 +194,11 @@ func (h Histogram) latency() Latency {
 		P99: rank(0.99), Max: float64(h.Max)}
 }
 
-// Voted is an agent's message with the votes it has, as the statistics keep it (from the first
-// vote on). Seq is the stream sequence of the event it was last set from.
-type Voted struct {
-	MessageID string `bson:"_id"`
-	ProjectID string `bson:"project_id"`
-	BotID     string `bson:"bot_id"`
-	ChatID    string `bson:"chat_id"`
-	Role      string `bson:"role"`
-	Upvotes   int    `bson:"upvotes"`
-	Downvotes int    `bson:"downvotes"`
-	// Net is downvotes less upvotes: the worst-rated answers have the most.
-	Net       int       `bson:"net"`
+// Vote is what the statistics keep of a message with votes.
+type Vote struct {
+	ChatID    string    `bson:"chat_id"`
+	Role      string    `bson:"role"`
+	Upvotes   int       `bson:"upvotes"`
+	Downvotes int       `bson:"downvotes"`
 	CreatedAt time.Time `bson:"created_at"`
-	Seq       uint64    `bson:"seq"`
-}
-
-// rated is 1 when the message has a vote.
-func (v Voted) rated() int {
-	if v.Upvotes+v.Downvotes > 0 {
-		return 1
-	}
-	return 0
 }

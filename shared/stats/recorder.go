@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,17 +29,13 @@ type Delivery struct {
 // ends (nil) or each fails (its error).
 type Tail func(ctx context.Context, after uint64, since time.Time, each func(context.Context, []Delivery) error) error
 
-// Ledger keeps what the recorder folds (hours, votes) and its place in the stream.
+// Ledger keeps what the recorder folds (hours) and its place in the stream.
 type Ledger interface {
 	// HoursByID returns the stored hours among ids, by id.
 	HoursByID(ctx context.Context, ids []string) (map[string]Hourly, error)
 	// PutHour writes h over the stored hour of sequence prev (0: none is stored); false when
 	// another write came first.
 	PutHour(ctx context.Context, h Hourly, prev uint64) (bool, error)
-	// VotedByID returns the stored votes of the messages among ids, by id.
-	VotedByID(ctx context.Context, ids []string) (map[string]Voted, error)
-	// SetVoted writes v over the stored one unless that was set from v's event or a later one.
-	SetVoted(ctx context.Context, v Voted) error
 	// Claim makes owner the recorder until until unless another's claim holds: the place it
 	// resumes from (0: none yet) and whether owner holds the claim.
 	Claim(ctx context.Context, owner string, until time.Time) (uint64, bool, error)
@@ -63,7 +58,7 @@ type Messages interface {
 
 // Recorder folds the chat.message.* events into the hours and votes the statistics read, in
 // the stream's order: one recorder at a time holds the claim (others wait to take it over),
-// and each hour and vote remembers the last event folded into it, so an event delivered again
+// and each hour remembers the last event folded into it, so an event delivered again
 // (after a crash, or to a recorder whose claim lapsed) is never counted twice.
 type Recorder struct {
 	ledger   Ledger
@@ -178,12 +173,10 @@ func (hs *hourChanges) add(projectID, botID string, at time.Time, c change) {
 	hs.pending[id].changes = append(hs.pending[id].changes, c)
 }
 
-// Record folds batch (in stream order) into the hours and votes: a message into the hour it
-// was written in, a change of its votes into that hour too (by how they changed since the last
-// vote event folded) and into its votes.
+// Record folds batch (in stream order) into the hours: a message into the hour it was written
+// in, its votes (as an event sets them) into that hour too.
 func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 	hs := &hourChanges{pending: map[string]*pending{}}
-	var votes []Voted
 	known := map[string]bool{}
 	for _, d := range batch {
 		ev := d.Event
@@ -205,65 +198,20 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 			f := factOf(m)
 			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.add(f) }})
 		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
-			v := Voted{MessageID: m.UUID, ProjectID: ev.ProjectID, BotID: ev.BotID, ChatID: m.ChatID, Role: m.Role,
-				Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Seq: d.Seq}
+			v := Vote{ChatID: m.ChatID, Role: m.Role, Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt}
 			if ev.Type == outbox.ChatMessageDeleted {
 				v.Upvotes, v.Downvotes = 0, 0
 			}
-			v.Net = v.Downvotes - v.Upvotes
-			votes = append(votes, v)
+			id := m.UUID
+			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.vote(id, v) }})
 		}
 	}
-	last, err := r.votes(ctx, hs, votes)
-	if err != nil {
-		return err
-	}
-	if err := r.fold(ctx, hs); err != nil {
-		return err
-	}
-	for _, v := range last {
-		if err := r.ledger.SetVoted(ctx, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// votes adds to hs what each vote event of the batch changes in its message's hour (against
-// the votes stored, or an earlier event of the batch; an event already folded changes nothing),
-// and returns the last votes of each message.
-func (r *Recorder) votes(ctx context.Context, hs *hourChanges, votes []Voted) (map[string]Voted, error) {
-	if len(votes) == 0 {
-		return nil, nil
-	}
-	var ids []string
-	for _, v := range votes {
-		if !slices.Contains(ids, v.MessageID) {
-			ids = append(ids, v.MessageID)
-		}
-	}
-	last, err := r.ledger.VotedByID(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	changed := map[string]Voted{}
-	for _, v := range votes {
-		was := last[v.MessageID]
-		if v.Seq <= was.Seq {
-			continue
-		}
-		hs.add(v.ProjectID, v.BotID, v.CreatedAt, change{v.Seq, func(h *Hourly) { h.vote(was, v) }})
-		last[v.MessageID], changed[v.MessageID] = v, v
-	}
-	return changed, nil
+	return r.fold(ctx, hs)
 }
 
 // fold applies the changes of each hour of hs not yet applied to it, writing each hour once
 // (again when another recorder wrote it meanwhile).
 func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
-	for _, p := range hs.pending {
-		slices.SortFunc(p.changes, func(a, b change) int { return cmp.Compare(a.seq, b.seq) })
-	}
 	ids := hs.ids
 	for attempt := 0; len(ids) > 0; attempt++ {
 		if attempt == 5 {

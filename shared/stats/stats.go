@@ -15,9 +15,6 @@ type Repo interface {
 	// Hours calls each with every hour of the project's agent starting in [from, to), in no
 	// particular order, stopping at the first error each returns.
 	Hours(ctx context.Context, projectID, botID string, from, to time.Time, each func(Hourly) error) error
-	// Worst returns at most limit of the project's agent's answers written in [from, to) with a
-	// downvote, the worst-rated first (see Votes.Worst).
-	Worst(ctx context.Context, projectID, botID string, from, to time.Time, limit int) ([]Voted, error)
 	// ToolCalls calls each once for every recorded tool call of the project's agent made in
 	// [from, to), in no particular order, stopping at the first error each returns.
 	ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(ToolCall) error) error

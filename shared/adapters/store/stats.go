@@ -10,13 +10,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
-	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
-// Stats keeps an agent's statistics: the hours and votes folded from chat events (and the
+// Stats keeps an agent's statistics: the hours folded from chat events (and the
 // recorder's place in the stream), and reads them with the agent's tool calls, agent runs and
 // workflow runs.
 type Stats struct{ db *mongo.Database }
@@ -31,7 +30,6 @@ func NewStats(db *mongo.Database) Stats { return Stats{db: db} }
 
 const (
 	statHoursColl    = "stat_hours"
-	statVotedColl    = "stat_voted"
 	statRecorderColl = "stat_recorder"
 	// recorderID is the one document of the recorder's claim and place.
 	recorderID = "recorder"
@@ -41,27 +39,6 @@ const (
 func (r Stats) Hours(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Hourly) error) error {
 	return eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
 		{Key: "start", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, each)
-}
-
-// Worst reads the agent's worst-rated answers written in [from, to) (by the worst index of
-// stat_voted).
-func (r Stats) Worst(ctx context.Context, projectID, botID string, from, to time.Time, limit int) ([]stats.Voted, error) {
-	cur, err := r.db.Collection(statVotedColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
-		{Key: "role", Value: chats.RoleAgent}, {Key: "downvotes", Value: bson.D{{Key: "$gt", Value: 0}}},
-		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}},
-		options.Find().SetSort(bson.D{{Key: "net", Value: -1}, {Key: "downvotes", Value: -1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: 1}}).
-			SetLimit(int64(limit)))
-	if err != nil {
-		return nil, wrap(err, stats.Resource)
-	}
-	var out []stats.Voted
-	return out, wrap(cur.All(ctx, &out), stats.Resource)
-}
-
-// VotedByID reads the stored votes of the messages among ids, one point read each (votes are
-// few).
-func (r Stats) VotedByID(ctx context.Context, ids []string) (map[string]stats.Voted, error) {
-	return byIDs[stats.Voted](ctx, r.db.Collection(statVotedColl), ids)
 }
 
 // eachOf calls each with every document of coll matching filter, decoded as T.
@@ -121,16 +98,6 @@ func (r Stats) PutHour(ctx context.Context, h stats.Hourly, prev uint64) (bool, 
 		return false, wrap(err, stats.Resource)
 	}
 	return res.MatchedCount == 1, nil
-}
-
-// SetVoted writes v unless the stored one comes from v's event or a later one.
-func (r Stats) SetVoted(ctx context.Context, v stats.Voted) error {
-	_, err := r.db.Collection(statVotedColl).ReplaceOne(ctx, bson.D{{Key: "_id", Value: v.MessageID}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: int64(v.Seq)}}}},
-		v, options.Replace().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		return nil
-	}
-	return wrap(err, stats.Resource)
 }
 
 // Release gives owner's claim up.

@@ -82,7 +82,7 @@ func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) 
 	tail := func(context.Context, uint64, time.Time, func(context.Context, []stats.Delivery) error) error {
 		return nil
 	}
-	ledger := &memLedger{hours: map[string]stats.Hourly{}, voted: map[string]stats.Voted{}}
+	ledger := &memLedger{hours: map[string]stats.Hourly{}}
 	rec := stats.NewRecorder(ledger, store.NewAgents(db), store.NewChats(db), tail, "bench", time.Now(), slog.New(slog.DiscardHandler))
 	content := strings.Repeat("A question about the shop's opening hours. ", 4)
 	var events, votes []stats.Delivery
@@ -126,46 +126,27 @@ func seedStatsBench(ctx context.Context, db *mongo.Database, bot string, n int) 
 	if err := insertAll(ctx, db.Collection("stat_hours"), ledger.hours); err != nil {
 		return err
 	}
-	if err := insertAll(ctx, db.Collection("stat_voted"), ledger.voted); err != nil {
-		return err
-	}
 	return seedStatsBenchRuns(ctx, db, bot, min(n, statsBenchMaxRuns))
 }
 
 // memLedger keeps what the recorder folds in memory, so that a history of a million messages
 // is folded by the recorder's own code in seconds and stored once (BenchmarkStatsRecord
 // measures the recorder on the store).
-type memLedger struct {
-	hours map[string]stats.Hourly
-	voted map[string]stats.Voted
-}
+type memLedger struct{ hours map[string]stats.Hourly }
 
 func (m *memLedger) HoursByID(_ context.Context, ids []string) (map[string]stats.Hourly, error) {
-	return pick(m.hours, ids), nil
-}
-
-func (m *memLedger) VotedByID(_ context.Context, ids []string) (map[string]stats.Voted, error) {
-	return pick(m.voted, ids), nil
-}
-
-func pick[T any](from map[string]T, ids []string) map[string]T {
-	out := map[string]T{}
+	out := map[string]stats.Hourly{}
 	for _, id := range ids {
-		if v, ok := from[id]; ok {
-			out[id] = v
+		if h, ok := m.hours[id]; ok {
+			out[id] = h
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (m *memLedger) PutHour(_ context.Context, h stats.Hourly, _ uint64) (bool, error) {
 	m.hours[h.ID] = h
 	return true, nil
-}
-
-func (m *memLedger) SetVoted(_ context.Context, v stats.Voted) error {
-	m.voted[v.MessageID] = v
-	return nil
 }
 
 func (m *memLedger) Claim(context.Context, string, time.Time) (uint64, bool, error) {
@@ -179,7 +160,7 @@ func (m *memLedger) Advance(context.Context, string, uint64, time.Time) (bool, e
 func (m *memLedger) Release(context.Context, string) error { return nil }
 
 // insertAll stores docs in coll, 500 at a time.
-func insertAll[T any](ctx context.Context, coll *mongo.Collection, docs map[string]T) error {
+func insertAll(ctx context.Context, coll *mongo.Collection, docs map[string]stats.Hourly) error {
 	var batch []any
 	for _, d := range docs {
 		if batch = append(batch, d); len(batch) == 500 {

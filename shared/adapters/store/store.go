@@ -164,10 +164,6 @@ func indexes() map[string][]mongo.IndexModel {
 		statHoursColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
 		},
-		statVotedColl: {
-			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "net", Value: -1}, {Key: "downvotes", Value: -1}, {Key: "created_at", Value: -1}},
-				Options: options.Index().SetName("worst")},
-		},
 		toolCallsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "server_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("server")},

@@ -240,7 +240,7 @@ func (s *Service) Answer(ctx context.Context, t Turn, sink Sink) (Reply, error) 
 		return Reply{}, err
 	}
 	req := s.request(t)
-	req.Messages, req.Passages = prompt(t.Input, t.Bot, t.Earlier, passages, s.Recall(ctx, t), t.Question()), passages
+	req.Messages, req.Passages = Prompt(t.Input, t.Bot, t.Earlier, passages, s.Recall(ctx, t), t.Question()), passages
 	return s.respond(ctx, t, sink, pass{req: req, passages: passages, kind: "standard"})
 }
 
@@ -422,9 +422,10 @@ func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot
 		Filter: memory.Filter{SourceIDs: in.SourceIDs, Tags: in.Tags}})
 }
 
-// prompt is the system prompt (instruction, what is known of the user, numbered passages), the
-// earlier turns that fit the history budget, and the question.
-func prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []provider.Message {
+// Prompt is a standard turn's messages: the system prompt (instruction, what is known of the
+// user, numbered passages under their headings), the earlier turns that fit the history
+// budget, and the question.
+func Prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []provider.Message {
 	var sys strings.Builder
 	sys.WriteString(Preamble(in, bot, known))
 	if len(passages) > 0 {

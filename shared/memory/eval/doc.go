@@ -4,7 +4,8 @@
 // licensed documents of different kinds (testdata/docs, listed with their
 // sources and licences in testdata/docs.json) the way ingestion does, asks the
 // questions of testdata/questions.json, and reports recall@5, MRR and query
-// latency per split and per document. It fails when a split falls below its floor, or when
+// latency per split and per document, and how often the offline model, answering
+// from the first five passages as a chat turn does, cites the one that answers. It fails when a split falls below its floor, or when
 // docs/QUALITY.md does not hold the report it measured (latency aside); -update writes it:
 //
 //	go test ./shared/memory/eval -run TestRetrievalEval -count=1 -update

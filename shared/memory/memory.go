@@ -216,7 +216,8 @@ func CheckTop(top int) error {
 	return nil
 }
 
-// Search returns the passages of the agent's memory that best answer q, best first.
+// Search returns the passages of the agent's memory that best answer q, best first, each text
+// once: near-duplicates are collapsed into the best-ranked of them ([Distinct]).
 func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 	if err := CheckTop(q.Top); err != nil {
 		return nil, err
@@ -234,19 +235,17 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 	}
 	segs := m.segments(q, live, gens)
 	iq := index.Query{Text: q.Text, Vector: m.queryVector(ctx, q.Text), Top: q.Top}
-	hits := index.Search(segs, iq)
+	hits := Distinct(segs, iq, func(id string) (string, bool) {
+		c, ok := chunkOf(byKey, id)
+		return c.Text, ok
+	})
 	refs := make(map[string]Ref, len(live))
 	for _, l := range live {
 		refs[l.Ref.SourceID] = l.Ref
 	}
 	out := make([]Passage, 0, len(hits))
 	for _, h := range hits {
-		loc, _ := ParseChunkID(h.ID)
-		g := byKey[loc.SourceID+"/"+loc.Gen]
-		if g == nil || loc.Position >= len(g.chunks) {
-			continue
-		}
-		c := g.chunks[loc.Position]
+		c, _ := chunkOf(byKey, h.ID) // Distinct keeps only the hits found
 		p := Passage{ChunkID: c.ID, Score: h.Score, Text: c.Text, Position: c.Position,
 			PageURL: c.PageURL, PageTitle: c.PageTitle, Section: c.Section, Source: refs[c.SourceID]}
 		if q.Explain {
@@ -255,6 +254,16 @@ func (m *Memory) Search(ctx context.Context, q Query) ([]Passage, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// chunkOf finds the chunk id among the generations gens, by "<source id>/<generation>".
+func chunkOf(gens map[string]*generation, id string) (Chunk, bool) {
+	loc, _ := ParseChunkID(id)
+	g := gens[loc.SourceID+"/"+loc.Gen]
+	if g == nil || loc.Position >= len(g.chunks) {
+		return Chunk{}, false
+	}
+	return g.chunks[loc.Position], true
 }
 
 func (l Live) key() string { return l.Ref.SourceID + "/" + l.Gen }

@@ -234,7 +234,7 @@ func (c corpus) ask(t *testing.T, q question) result {
 	want := c.answering(q.Doc, q.Answers)
 	r := result{q: q}
 	var shown []memory.Passage
-	for i, h := range index.Search(c.segs, index.Query{Text: q.Question, Top: searchTop}) {
+	for i, h := range c.search(q.Question) {
 		if i == 0 {
 			r.first = h.ID
 		}
@@ -242,7 +242,9 @@ func (c corpus) ask(t *testing.T, q question) result {
 			r.rank = i + 1
 		}
 		if i < citeTop {
-			shown = append(shown, c.passages[h.ID].shown)
+			p := c.passages[h.ID].shown
+			p.Score = h.Score
+			shown = append(shown, p)
 		}
 	}
 	if r.rank > 0 && r.rank <= citeTop {
@@ -266,6 +268,15 @@ func cites(t *testing.T, question string, passages []memory.Passage, want []stri
 		}
 	}
 	return false
+}
+
+// search returns the searchTop passages for question as memory.Search ranks them: lexically,
+// near-duplicates collapsed (memory.Distinct).
+func (c corpus) search(question string) []index.Hit {
+	return memory.Distinct(c.segs, index.Query{Text: question, Top: searchTop}, func(id string) (string, bool) {
+		p, ok := c.passages[id]
+		return p.shown.Text, ok
+	})
 }
 
 // score is recall@recallAt and MRR@searchTop over a set of results, and how often the offline
@@ -310,7 +321,7 @@ func (c corpus) latency(qs []question) (p50, p99 time.Duration) {
 	for range latencyRounds {
 		for _, q := range qs {
 			start := time.Now()
-			index.Search(c.segs, index.Query{Text: q.Question, Top: searchTop})
+			c.search(q.Question)
 			ds = append(ds, time.Since(start))
 		}
 	}
@@ -377,7 +388,8 @@ func (c corpus) report(results []result, p50, p99 time.Duration) string {
 	fmt.Fprintf(&b, "%d questions (%d tuning, %d held-out) over %d documents cut into %d passages "+
 		"(text.Split defaults: at most 400 tokens, 60 of overlap), one segment per document, each "+
 		"passage indexed with its page title and section path as its title. "+
-		"Lexical ranking only (BM25, no embeddings); each question is searched for its top %d.\n\n",
+		"Lexical ranking only (BM25, no embeddings), near-duplicate passages collapsed as memory.Search does; "+
+		"each question is searched for its top %d.\n\n",
 		len(results), len(filter(results, split(tune))), len(filter(results, split(heldout))),
 		len(c.docs), len(c.passages), searchTop)
 
@@ -404,7 +416,7 @@ func (c corpus) report(results []result, p50, p99 time.Duration) string {
 			d.File, d.Kind, c.perDoc[d.File], t.n, t.recall, t.mrr, h.n, h.recall, h.mrr)
 	}
 
-	fmt.Fprintf(&b, "\n### Latency\n\nIndex only (index.Search over the %d segments, top %d), every question %d times: "+
+	fmt.Fprintf(&b, "\n### Latency\n\nIndex only (memory.Distinct: index.Search over the %d segments, near-duplicates collapsed, top %d), every question %d times: "+
 		"p50 %s, p99 %s (%s/%s, GOMAXPROCS %d; machine-dependent, not asserted).\n",
 		len(c.segs), searchTop, latencyRounds, micros(p50), micros(p99), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 

@@ -68,7 +68,7 @@ func fresh(shown map[uint64]struct{}, text string) bool {
 // one in sample of the others, chosen by hash so that the same runs are kept in every text.
 func shingles(text string) []uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211 // FNV-1a
-	words := make([]uint64, 0, len(text)/5) // about one word in five bytes
+	words := make([]uint64, 0, len(text)/5)                   // about one word in five bytes
 	h, in := uint64(offset), false
 	for _, r := range text {
 		switch {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -172,7 +173,8 @@ func choose(cands []*sentence, weight map[string]float64) []*sentence {
 		)
 		for _, c := range cands {
 			g := 0.0
-			for t := range c.terms {
+			for _, t := range slices.Sorted(maps.Keys(c.terms)) { // one order, so equal sums tie alike
+
 				if _, ok := covered[t]; !ok {
 					g += weight[t]
 				}

@@ -174,7 +174,6 @@ func choose(cands []*sentence, weight map[string]float64) []*sentence {
 		for _, c := range cands {
 			g := 0.0
 			for _, t := range slices.Sorted(maps.Keys(c.terms)) { // one order, so equal sums tie alike
-
 				if _, ok := covered[t]; !ok {
 					g += weight[t]
 				}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -44,7 +45,9 @@ func (b *bundle) commandsOf(t *testing.T, method, route string, do func()) int {
 // The store commands of a request are counted by route (a count is deterministic, unlike a time):
 // the hot routes make at most the commands docs/BENCHMARKS.md lists for them with warm caches (the
 // key, the project and the agent read once), so a change that adds a round trip to one of them,
-// or a cache that stops holding, fails here.
+// or a cache that stops holding, fails here. Each request is made three times and the fewest
+// commands count: on a loaded machine an event's publish may time out, and marking it for the
+// relay is one command more (the fallback, not the path measured).
 func TestStoreCommandsPerRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -64,22 +67,25 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		method, route string
-		do            func()
+		do            func(i int)
 		most          int
 	}{
-		{"an agent read", "GET", "/v1/bot/read", func() {
+		{"an agent read", "GET", "/v1/bot/read", func(int) {
 			expect(t, b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/read?" + a.query(""), Key: b.key}), http.StatusOK, "")
 		}, 0},
-		{"a standard chat into a new chat", "POST", "/v1/bot/chat", func() { chat(map[string]any{"message": "When does the shop close?"}) }, 3},
-		{"a standard chat into an existing chat", "POST", "/v1/bot/chat", func() {
+		{"a standard chat into a new chat", "POST", "/v1/bot/chat", func(int) { chat(map[string]any{"message": "When does the shop close?"}) }, 3},
+		{"a standard chat into an existing chat", "POST", "/v1/bot/chat", func(int) {
 			chat(map[string]any{"message": "And when does it open?", "chat_id": chatID})
 		}, 4},
-		{"a chat's history", "GET", "/v1/bot/chat/read", func() { a.history(t, chatID, "") }, 1},
-		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func() {
-			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200})
+		{"a chat's history", "GET", "/v1/bot/chat/read", func(int) { a.history(t, chatID, "") }, 1},
+		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func(i int) {
+			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200 + i})
 		}, 2},
 	} {
-		got := b.commandsOf(t, c.method, c.route, c.do)
+		got := math.MaxInt
+		for i := range 3 {
+			got = min(got, b.commandsOf(t, c.method, c.route, func() { c.do(i) }))
+		}
 		t.Logf("%s: %d", c.name, got)
 		if got > c.most {
 			t.Errorf("%s made %d store commands, want at most %d", c.name, got, c.most)

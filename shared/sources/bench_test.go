@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/adapters/store"
@@ -68,7 +70,11 @@ func BenchmarkIngest(b *testing.B) {
 
 // newIngestion returns the source service, the ingester and the repository of a fresh store.
 func newIngestion(tb testing.TB) (*sources.Service, *sources.Ingester, store.Sources) {
-	db := testenv.Mongo(tb)
+	return newIngestionIn(tb, testenv.Mongo(tb))
+}
+
+// newIngestionIn returns the source service, the ingester and the repository of db.
+func newIngestionIn(tb testing.TB, db *mongo.Database) (*sources.Service, *sources.Ingester, store.Sources) {
 	nc := testenv.NATS(tb)
 	if err := events.EnsureStream(context.Background(), nc); err != nil {
 		tb.Fatal(err)

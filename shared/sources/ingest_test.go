@@ -4,7 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -53,5 +56,32 @@ func TestTextSourceContentIsItsSource(t *testing.T) {
 		if stored, err = repo.Load(ctx, created.ID); err != nil || stored.Content != "" || stored.Source != body {
 			t.Fatalf("stored content %d bytes, source %d bytes (%v)", len(stored.Content), len(stored.Source), err)
 		}
+	}
+}
+
+// A source stored before long texts were kept apart, its text in its record, is ingested and
+// read back as before.
+func TestInlineSourceIsIngested(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	svc, ing, _ := newIngestionIn(t, db)
+	body := strings.Repeat("The harbour opens at dawn. ", 1000)
+	now := time.Now().UTC()
+	id := ids.ObjectID()
+	if _, err := db.Collection("sources").InsertOne(ctx, sources.Source{ID: id, UUID: ids.New(), ProjectID: "p", BotID: "b", Title: "t",
+		Type: sources.TypeText, Source: body, Status: sources.StatusProcessing, ForgetAfter: "never", SyncFrequency: sources.SyncNever,
+		CreatedAt: now, UpdatedAt: now, Pending: "g", PendingSince: &now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ing.Ingest(ctx, tasks.SourceIngestPayload{SourceID: id, Gen: "g"}, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(ctx, "p", "b", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != sources.StatusSuccess || got.Source != body || got.Content != body || got.Tokens != text.Tokens(body) {
+		t.Fatalf("read back: status %s %q, source %d bytes, content %d bytes, tokens %d", got.Status, got.FailureReason, len(got.Source), len(got.Content), got.Tokens)
 	}
 }

@@ -35,6 +35,10 @@ func (r Sources) coll() *mongo.Collection { return r.db.Collection(sourcesColl) 
 func (r Sources) chunks() *mongo.Collection { return r.db.Collection(chunksColl) }
 
 func (r Sources) Insert(ctx context.Context, s sources.Source, ev outbox.Event) error {
+	s, err := r.keepApart(ctx, s)
+	if err != nil {
+		return err
+	}
 	return insertWithEvent(ctx, r.coll(), s, ev, sources.Resource)
 }
 
@@ -42,7 +46,7 @@ func (r Sources) Get(ctx context.Context, projectID, botID, idOrUUID string) (so
 	var s sources.Source
 	filter := append(byIDOrUUID(projectID, idOrUUID), bson.E{Key: "bot_id", Value: botID})
 	err := r.coll().FindOne(ctx, filter).Decode(&s)
-	return s, wrap(err, sources.Resource)
+	return r.withText(ctx, s, wrap(err, sources.Resource))
 }
 
 func (r Sources) List(ctx context.Context, projectID, botID string, f sources.ListFilter, page paging.Page) ([]sources.Source, int, error) {
@@ -54,7 +58,10 @@ func (r Sources) List(ctx context.Context, projectID, botID string, f sources.Li
 	}
 	list := []sources.Source{}
 	total, err := findPage(ctx, r.coll(), filter, page, &list)
-	return list, total, wrap(err, sources.Resource)
+	if err != nil {
+		return list, total, wrap(err, sources.Resource)
+	}
+	return list, total, r.withTexts(ctx, list)
 }
 
 func (r Sources) Update(ctx context.Context, s sources.Source, ev outbox.Event) error {
@@ -88,10 +95,13 @@ func (r Sources) Delete(ctx context.Context, s sources.Source, at time.Time, ev 
 	return r.purge(ctx, s.ID)
 }
 
-// purge removes every chunk of a deleted source and marks it purged.
+// purge removes every chunk and the text of a deleted source and marks it purged.
 func (r Sources) purge(ctx context.Context, id string) error {
 	if _, err := r.chunks().DeleteMany(ctx, bson.D{{Key: "source_id", Value: id}}); err != nil {
 		return wrap(err, sources.Resource)
+	}
+	if err := r.dropText(ctx, id); err != nil {
+		return err
 	}
 	_, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "purged", Value: true}}}})
 	return wrap(err, sources.Resource)
@@ -106,7 +116,7 @@ func (r Sources) findUpdate(ctx context.Context, id string, cond bson.D, update 
 	if err == mongo.ErrNoDocuments {
 		return r.Load(ctx, id)
 	}
-	return s, wrap(err, sources.Resource)
+	return r.withText(ctx, s, wrap(err, sources.Resource))
 }
 
 func (r Sources) Pend(ctx context.Context, id, from, gen string, at time.Time) (sources.Source, error) {
@@ -139,7 +149,7 @@ func (r Sources) Load(ctx context.Context, id string) (sources.Source, error) {
 	if err == nil && d.DeletedAt.Type != 0 {
 		err = mongo.ErrNoDocuments
 	}
-	return d.Source, wrap(err, sources.Resource)
+	return r.withText(ctx, d.Source, wrap(err, sources.Resource))
 }
 
 // Chunks are stored in documents of up to chunksPerDoc consecutive chunks of one generation,
@@ -255,7 +265,10 @@ func (r Sources) find(ctx context.Context, filter bson.D, limit int) ([]sources.
 		return nil, wrap(err, sources.Resource)
 	}
 	var out []sources.Source
-	return out, wrap(cur.All(ctx, &out), sources.Resource)
+	if err := cur.All(ctx, &out); err != nil {
+		return nil, wrap(err, sources.Resource)
+	}
+	return out, r.withTexts(ctx, out)
 }
 
 func (r Sources) Due(ctx context.Context, now time.Time, limit int) ([]sources.Source, error) {

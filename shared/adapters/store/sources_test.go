@@ -2,16 +2,20 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -176,4 +180,85 @@ func TestReadySourcesAreListedUnlessRemoved(t *testing.T) {
 	if got := listed(t, mem); len(got) != 2 || !slices.Contains(got, first.ID) || !slices.Contains(got, second.ID) {
 		t.Fatalf("listed %v, want %s and %s", got, first.ID, second.ID)
 	}
+}
+
+// textOf is the text stored apart of source id ("" when there is none).
+func textOf(t *testing.T, db *mongo.Database, id string) string {
+	t.Helper()
+	var d struct {
+		Text string `bson:"text"`
+	}
+	err := db.Collection("source_texts").FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		t.Fatal(err)
+	}
+	return d.Text
+}
+
+// readsBack checks that every read of the repository returns want as the source of s.
+func readsBack(t *testing.T, repo store.Sources, s sources.Source, want string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := repo.Get(ctx, "p", "b", s.UUID)
+	if err != nil || got.Source != want {
+		t.Fatalf("get: %d bytes, want %d (%v)", len(got.Source), len(want), err)
+	}
+	if got, err = repo.Load(ctx, s.ID); err != nil || got.Source != want {
+		t.Fatalf("load: %d bytes, want %d (%v)", len(got.Source), len(want), err)
+	}
+	list, _, err := repo.List(ctx, "p", "b", sources.ListFilter{}, paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(list, func(l sources.Source) bool { return l.ID == s.ID })
+	if i < 0 || list[i].Source != want {
+		t.Fatalf("list: %d sources, %s in it at %d, want its %d bytes", len(list), s.ID, i, len(want))
+	}
+}
+
+// A long text is kept out of its source's record, in a document of its own that every read puts
+// back and the source's purge removes; a short one stays in the record.
+func TestLongSourceTextsAreKeptApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo := store.NewSources(db)
+	long, other := strings.Repeat("The harbour opens at dawn. ", 1000), strings.Repeat("Ferries leave hourly. ", 1000)
+	a, b, short := newSource(t, repo, long), newSource(t, repo, other), newSource(t, repo, "short")
+	var record struct {
+		Source string `bson:"source"`
+	}
+	if err := db.Collection("sources").FindOne(ctx, bson.D{{Key: "_id", Value: a.ID}}).Decode(&record); err != nil || record.Source != "" {
+		t.Fatalf("the record holds %d bytes of source (%v)", len(record.Source), err)
+	}
+	if textOf(t, db, a.ID) != long || textOf(t, db, short.ID) != "" {
+		t.Fatal("texts kept apart: the long one's missing or the short one's there")
+	}
+	readsBack(t, repo, a, long)
+	readsBack(t, repo, b, other)
+	readsBack(t, repo, short, "short")
+	pended, err := repo.Pend(ctx, a.ID, "", "g", time.Now())
+	if err != nil || pended.Source != long {
+		t.Fatalf("pend: %d bytes (%v)", len(pended.Source), err)
+	}
+	if err := repo.Delete(ctx, a, time.Now().UTC(), outbox.New(ctx, outbox.SourceDeleted, "p", "b", struct{}{})); err != nil {
+		t.Fatal(err)
+	}
+	if textOf(t, db, a.ID) != "" || textOf(t, db, b.ID) != other {
+		t.Fatal("the deleted source's text is left, or the other's went")
+	}
+}
+
+// Sources stored before texts were kept apart hold their text in the record: reads return it.
+func TestInlineSourceTextsAreRead(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	repo := store.NewSources(db)
+	id := bson.NewObjectID().Hex()
+	s := sources.Source{ID: id, UUID: id, ProjectID: "p", BotID: "b", Title: "t", Type: sources.TypeText,
+		Source: strings.Repeat("The harbour opens at dawn. ", 1000), Status: sources.StatusProcessing, CreatedAt: time.Now().UTC()}
+	if _, err := db.Collection("sources").InsertOne(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	readsBack(t, repo, s, s.Source)
 }

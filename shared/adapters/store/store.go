@@ -52,8 +52,22 @@ func Migrate(ctx context.Context, db *mongo.Database) error {
 			}
 		}
 	}
+	for _, coll := range unindexed {
+		var se mongo.ServerError
+		if err := db.CreateCollection(ctx, coll); err != nil && !(errors.As(err, &se) && se.HasErrorCode(namespaceExists)) {
+			return fmt.Errorf("collection %s: %w", coll, wrap(err, coll))
+		}
+	}
 	return nil
 }
+
+// unindexed are the collections read by _id alone, created here rather than by their first
+// write so that they exist when the embedded store's _id lookup indexes are made
+// (devstack's IndexIDs runs after Migrate).
+var unindexed = []string{sourceTextsColl}
+
+// namespaceExists is the server's error code for a collection created twice.
+const namespaceExists = 48
 
 // indexes returns fresh index models on each call: the driver writes into their options.
 func indexes() map[string][]mongo.IndexModel {

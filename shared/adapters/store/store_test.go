@@ -2,11 +2,13 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -24,6 +26,20 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		if err := store.Migrate(context.Background(), db); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The collections with no index of their own exist once migrated, before their first write: the
+// embedded store's _id lookup indexes are made then (without one, a read by _id reads the whole
+// collection).
+func TestMigrateCreatesUnindexedCollections(t *testing.T) {
+	t.Parallel()
+	names, err := testenv.Mongo(t).ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, "source_texts") {
+		t.Fatalf("collections %v, want source_texts among them", names)
 	}
 }
 

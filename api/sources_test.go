@@ -564,10 +564,18 @@ func TestSearchExplain(t *testing.T) {
 	b := setup(t)
 	b.startWorker(t, workerOptions{})
 	a := b.sources(t)
-	filler := strings.Repeat("Keep the base dry and the lid closed while it works. ", 40) // about 450 tokens: a chunk each
-	a.ingest(t, map[string]any{"title": "Kettle manual", "type": "document", "source": "# Kettle manual\n\n" + filler +
-		"\n\n## Descaling\n\nFill with water and citric acid, boil, and rinse twice.\n\n" + filler +
-		"\n\n## Warranty\n\nRepairs are free for two years after purchase.\n\n" + filler})
+	// About 450 tokens of words of its own for each section, so that each is a chunk and none is a
+	// near-duplicate of another (search shows a text and its near-duplicates once).
+	filler := func(part string) string {
+		words := make([]string, 300)
+		for i := range words {
+			words[i] = fmt.Sprintf("%s%d", part, i)
+		}
+		return strings.Join(words, " ")
+	}
+	a.ingest(t, map[string]any{"title": "Kettle manual", "type": "document", "source": "# Kettle manual\n\n" + filler("intro") +
+		"\n\n## Descaling\n\nFill with water and citric acid, boil, and rinse twice.\n\n" + filler("descaling") +
+		"\n\n## Warranty\n\nRepairs are free for two years after purchase.\n\n" + filler("warranty")})
 
 	hits := a.search(t, "how do I descale with citric acid", map[string]any{"explain": true})
 	matched := map[string]map[string][2]float64{} // section → term → occurrences in text and title

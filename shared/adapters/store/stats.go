@@ -42,8 +42,8 @@ func (r Stats) Hours(ctx context.Context, projectID, botID string, from, to time
 }
 
 // eachOf calls each with every document of coll matching filter, decoded as T.
-func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, each func(T) error) error {
-	cur, err := coll.Find(ctx, filter)
+func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, each func(T) error, opts ...options.Lister[options.FindOptions]) error {
+	cur, err := coll.Find(ctx, filter, opts...)
 	if err != nil {
 		return wrap(err, stats.Resource)
 	}
@@ -144,22 +144,10 @@ func (r Stats) Advance(ctx context.Context, owner string, seq uint64, until time
 // ToolCalls reads the agent's recorded tool calls of the window (by the bot index of
 // tool_calls).
 func (r Stats) ToolCalls(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.ToolCall) error) error {
-	cur, err := r.db.Collection(toolCallsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
-		{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}})
-	if err != nil {
-		return wrap(err, stats.Resource)
-	}
-	defer func() { _ = cur.Close(ctx) }()
-	for cur.Next(ctx) {
-		var c tools.Call
-		if err := cur.Decode(&c); err != nil {
-			return wrap(err, stats.Resource)
-		}
-		if err := each(stats.ToolCall{ToolID: c.ToolID, Operation: c.Operation, Outcome: c.Outcome, DurationMS: c.DurationMS, At: c.At}); err != nil {
-			return err
-		}
-	}
-	return wrap(cur.Err(), stats.Resource)
+	return eachOf(ctx, r.db.Collection(toolCallsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, func(c tools.Call) error {
+		return each(stats.ToolCall{ToolID: c.ToolID, Operation: c.Operation, Outcome: c.Outcome, DurationMS: c.DurationMS, At: c.At})
+	})
 }
 
 // AgentRuns reads the agent's runs of the window, under way (executions) and ended
@@ -208,22 +196,9 @@ func eachRun(ctx context.Context, cur *mongo.Cursor, seen map[string]bool, each 
 // WorkflowRuns reads the runs of the agent's workflows of the window (by the bot index of
 // workflow_runs).
 func (r Stats) WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.WorkflowRun) error) error {
-	cur, err := r.db.Collection(workflowRunsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
-		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}},
-		options.Find().SetProjection(bson.D{{Key: "workflow_id", Value: 1}, {Key: "status", Value: 1}, {Key: "created_at", Value: 1},
-			{Key: "started_at", Value: 1}, {Key: "ended_at", Value: 1}}))
-	if err != nil {
-		return wrap(err, stats.Resource)
-	}
-	defer func() { _ = cur.Close(ctx) }()
-	for cur.Next(ctx) {
-		var w workflows.Run
-		if err := cur.Decode(&w); err != nil {
-			return wrap(err, stats.Resource)
-		}
-		if err := each(stats.WorkflowRun{WorkflowID: w.WorkflowID, Status: w.Status, CreatedAt: w.CreatedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt}); err != nil {
-			return err
-		}
-	}
-	return wrap(cur.Err(), stats.Resource)
+	return eachOf(ctx, r.db.Collection(workflowRunsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, func(w workflows.Run) error {
+		return each(stats.WorkflowRun{WorkflowID: w.WorkflowID, Status: w.Status, CreatedAt: w.CreatedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt})
+	}, options.Find().SetProjection(bson.D{{Key: "workflow_id", Value: 1}, {Key: "status", Value: 1}, {Key: "created_at", Value: 1},
+		{Key: "started_at", Value: 1}, {Key: "ended_at", Value: 1}}))
 }

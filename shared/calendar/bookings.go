@@ -86,7 +86,7 @@ func (s *Service) Book(ctx context.Context, projectID, botID string, in BookingI
 			return b, nil
 		}
 		return Booking{}, slotTaken()
-	} else if !isNotFound(err) {
+	} else if !apperr.IsNotFound(err) {
 		return Booking{}, err
 	}
 	settings, err := s.Settings(ctx, projectID, botID)

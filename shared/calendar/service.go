@@ -46,7 +46,7 @@ func NewService(repo Repo, events *outbox.Dispatcher) *Service {
 func (s *Service) Settings(ctx context.Context, projectID, botID string) (Settings, error) {
 	r, err := s.repo.Get(ctx, projectID, botID)
 	if err != nil {
-		if isNotFound(err) {
+		if apperr.IsNotFound(err) {
 			return Defaults(), nil
 		}
 		return Settings{}, err
@@ -88,5 +88,3 @@ func (s *Service) Slots(ctx context.Context, projectID, botID string, from, to t
 	}
 	return free(slots, booked), nil
 }
-
-func isNotFound(err error) bool { return apperr.As(err).Kind == apperr.NotFound }

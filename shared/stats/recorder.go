@@ -258,7 +258,7 @@ func (r *Recorder) known(ctx context.Context, known map[string]bool, ev outbox.E
 		return ok, nil
 	}
 	_, err := r.agents.Get(ctx, ev.ProjectID, ev.BotID)
-	if err != nil && !notFound(err) {
+	if err != nil && !apperr.IsNotFound(err) {
 		return false, err
 	}
 	known[key] = err == nil
@@ -278,7 +278,7 @@ func (r *Recorder) message(ctx context.Context, ev outbox.Event) (chats.Message,
 		return data.Message, nil
 	}
 	m, err := r.messages.Message(ctx, ev.ProjectID, ev.BotID, data.MessageID)
-	if notFound(err) {
+	if apperr.IsNotFound(err) {
 		return chats.Message{}, nil
 	}
 	m.FirstTokenMS = data.FirstTokenMS
@@ -291,5 +291,3 @@ func factOf(m chats.Message) Fact {
 	return Fact{ChatID: m.ChatID, Author: m.User.UUID, Role: m.Role, ReasoningType: m.ReasoningType, Tokens: m.Tokens,
 		CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, ReplyMS: ms, FirstTokenMS: m.FirstTokenMS, CreatedAt: m.CreatedAt}
 }
-
-func notFound(err error) bool { return err != nil && apperr.As(err).Kind == apperr.NotFound }

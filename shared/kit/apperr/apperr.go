@@ -140,6 +140,9 @@ func As(err error) *Error {
 	return &Error{Kind: Internal, Code: "internal_error", Message: "Internal error.", Err: err}
 }
 
+// IsNotFound reports whether err is a NotFound error.
+func IsNotFound(err error) bool { return As(err).Kind == NotFound }
+
 // Problems collects field problems and returns them as one Invalid error.
 type Problems []Detail
 

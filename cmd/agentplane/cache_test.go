@@ -87,6 +87,37 @@ func TestCachesAcrossProcesses(t *testing.T) {
 	ok(one, "DELETE", "/v1/bot/delete?project_id="+project+"&bot_id="+bot, admin, nil)
 	until(two, read, admin, http.StatusNotFound, 5*time.Second, "the other API finds the deleted agent gone")
 
+	// A source made ready by the worker, then deleted through the first API: the second, which
+	// holds the agent's memory (empty, then with the source), searches it as it is once the
+	// notices reach it.
+	bot = ok(one, "POST", "/v1/bot/create", admin, map[string]any{"project_id": project, "name": "Memory", "model": "m"})["bot"].(map[string]any)["uuid"].(string)
+	found := func() int {
+		t.Helper()
+		return len(ok(two, "POST", "/v1/bot/search", admin, map[string]any{"project_id": project, "bot_id": bot, "keywords": "albatross"})["results"].([]any))
+	}
+	if n := found(); n != 0 {
+		t.Fatalf("an agent without sources found %d passages", n)
+	}
+	source := ok(one, "POST", "/v1/bot/source/create", admin, map[string]any{"project_id": project, "bot_id": bot, "type": "text",
+		"title": "Birds", "source": "The albatross glides for hours without a wingbeat."})["source"].(map[string]any)["id"].(string)
+	sourcePath := "/v1/bot/source/read?project_id=" + project + "&bot_id=" + bot + "&source_id=" + source
+	for deadline := time.Now().Add(10 * time.Second); ok(one, "GET", sourcePath, admin, nil)["source"].(map[string]any)["status"] != "success"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the source was not ingested")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); found() != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other API does not search the source made ready")
+		}
+	}
+	ok(one, "DELETE", "/v1/bot/source/delete?project_id="+project+"&bot_id="+bot+"&source_id="+source, admin, nil)
+	for deadline := time.Now().Add(5 * time.Second); found() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other API still searches the deleted source")
+		}
+	}
+
 	// NATS down: the notice of a revocation is lost. The short-TTL API stops accepting the key
 	// when its entry expires; the long-TTL one once its connection comes back.
 	bot = ok(one, "POST", "/v1/bot/create", admin, map[string]any{"project_id": project, "name": "Second", "model": "m"})["bot"].(map[string]any)["uuid"].(string)

@@ -104,6 +104,26 @@ func TestLiveListChangesAreSeenAtOnce(t *testing.T) {
 	}
 	expect("bramble")
 
+	// An ingestion that another superseded before it completed leaves the list as the source's
+	// record has it: its generation listed for a moment, then the one before again.
+	for _, p := range [][2]string{{"", "g4"}, {"g4", "g5"}} {
+		if _, err := repo.Pend(ctx, srcs[0].ID, p[0], p[1], time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := []memory.Chunk{{ID: memory.ChunkRef{SourceID: srcs[0].ID, Gen: "g4"}.ID(), ProjectID: "p", BotID: bot, SourceID: srcs[0].ID,
+		Gen: "g4", Text: "egret wades"}}
+	if err := repo.PutChunks(ctx, srcs[0].ID, "g4", chunks); err != nil {
+		t.Fatal(err)
+	}
+	superseded := srcs[0]
+	superseded.Gen = "g4"
+	if ok, err := repo.Complete(ctx, superseded, "g4", outbox.New(ctx, outbox.SourceReady, "p", bot, struct{}{})); err != nil || ok {
+		t.Fatal(ok, err)
+	}
+	expect("egret")
+	expect("dunlin", chunk(srcs[0], "g2"))
+
 	if err := repo.Delete(ctx, srcs[2], time.Now(), outbox.New(ctx, outbox.SourceDeleted, "p", bot, struct{}{})); err != nil {
 		t.Fatal(err)
 	}

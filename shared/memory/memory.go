@@ -6,8 +6,10 @@
 // generations from the store, one document per agent (so a source deleted, expired or
 // re-ingested a moment ago is seen at once), and searches their segments, loading the ones it
 // lacks. The list is kept too, and read again only when its version token, a small document
-// beside it, changed: one small store read per query once the agent's memory is cached.
-// Generations are never updated, only replaced, so the cache cannot go stale.
+// beside it, changed: one small store read per query once the agent's memory is cached, none
+// when the store's tokens are themselves cached (package cache: a process then sees a change
+// when its notice reaches it, within milliseconds while NATS is up). Generations are never
+// updated, only replaced, so the cache of segments cannot go stale.
 package memory
 
 import (
@@ -127,8 +129,8 @@ type Store interface {
 	// every change of the list; "" when there is none.
 	LiveVersion(ctx context.Context, botID string) (string, error)
 	// Live reads the agent's live list, by source id, and the version token it carries (which
-	// LiveVersion returns once the write that set it is complete; "" when it carries none: the
-	// list is then read every time).
+	// LiveVersion returns once the write that set it is complete; "" for an agent without one,
+	// whose version is "" until its list's first write).
 	Live(ctx context.Context, projectID, botID string) ([]Listed, string, error)
 	// Generations returns the chunks of several source generations in one read, by
 	// "<source id>/<generation>" (a generation removed meanwhile has fewer or none).
@@ -402,9 +404,7 @@ func (m *Memory) listed(ctx context.Context, projectID, botID string, fresh bool
 	if err != nil {
 		return nil, err
 	}
-	if version != "" {
-		m.cache.put(key, &liveList{version: version, listed: listed})
-	}
+	m.cache.put(key, &liveList{version: version, listed: listed})
 	return listed, nil
 }
 

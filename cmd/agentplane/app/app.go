@@ -214,7 +214,7 @@ func (a *App) Domain() (Domain, error) {
 	}
 	a.closers = append(a.closers, watch.Unsubscribe)
 	size, ttl := a.Cfg.CacheEntries, a.Cfg.CacheTTL
-	mem := memory.New(store.NewMemory(db), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
+	mem := memory.New(cache.MemoryVersions(store.NewMemory(db), a.notices, size, ttl), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
 	d := Domain{
 		Tenancy:   tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
 		Agents:    agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev),
@@ -222,7 +222,7 @@ func (a *App) Domain() (Domain, error) {
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
 		Memory:    mem,
 		Chats:     chats.NewService(store.NewChats(db), ev, mem, a.providers(), a.Log),
-		Sources:   sources.NewService(store.NewSources(db), ev, a.Queue(), int(a.Cfg.MaxBodyBytes), a.Log),
+		Sources:   sources.NewService(a.sources(), ev, a.Queue(), int(a.Cfg.MaxBodyBytes), a.Log),
 		Workflows: workflows.NewService(store.NewWorkflows(db), ev),
 		Events:    ev,
 	}
@@ -362,7 +362,7 @@ func (a *App) Worker() (workers.Deps, error) {
 		ShutdownTimeout: a.Cfg.ShutdownTimeout,
 		Poll:            a.Cfg.WorkerPoll,
 		Metrics:         a.Metrics,
-		Sources: sources.NewIngester(store.NewSources(a.Conns.DB), d.Events, fetch, a.embedder(), a.Cfg.CrawlMaxPages,
+		Sources: sources.NewIngester(a.sources(), d.Events, fetch, a.embedder(), a.Cfg.CrawlMaxPages,
 			a.Log.With("component", "ingest"), a.Metrics.Ingested),
 		Runs:       runs,
 		Heartbeats: d.Heartbeats,
@@ -384,8 +384,14 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 		return jobs.Deps{}, err
 	}
 	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
-		Sources:   sources.NewPlanner(store.NewSources(a.Conns.DB), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
+		Sources:   sources.NewPlanner(a.sources(), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
 		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules"))}, nil
+}
+
+// sources is the sources' store, whose changes of agents' live lists every process's cache of
+// them hears of.
+func (a *App) sources() store.Sources {
+	return store.NewSources(a.Conns.DB).OnLiveChange(a.notices.LiveChanged)
 }
 
 // Queue is the task queue of the process.

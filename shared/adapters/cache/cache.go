@@ -52,6 +52,15 @@ func (c *Cache[K, V]) Load(ctx context.Context, k K, load func(context.Context) 
 	if e, ok := c.lru.Get(k); ok && time.Now().Before(e.until) {
 		return e.v, nil
 	}
+	return c.Refresh(ctx, k, load)
+}
+
+// Refresh reads the value of k with load, cached or not, and keeps it unless the read overlapped
+// a drop.
+func (c *Cache[K, V]) Refresh(ctx context.Context, k K, load func(context.Context) (V, error)) (V, error) {
+	if c == nil {
+		return load(ctx)
+	}
 	c.mu.Lock()
 	epoch := c.epoch
 	c.mu.Unlock()

@@ -16,11 +16,14 @@ import (
 
 // memoryLiveColl holds, per agent, one document listing its retrievable source generations:
 // retrieval reads it by _id instead of querying the sources. It is derived from the sources,
-// written with single-document updates in an order that only ever errs towards leaving a
-// source out: a source leaves it before the write that deletes, forgets or fails the source,
-// and enters it after the write that makes it ready. A source deleted or forgotten is marked
-// removed there for good, so a late write cannot bring it back. The planner repairs what a
-// crash between the two writes left behind (RepairLive).
+// written with single-document updates: a source leaves it before the write that deletes,
+// forgets or fails the source, and enters it just before the write that makes it ready (so that
+// whoever reads the source ready finds it listed; when that write does not land, the entry is
+// derived again from the record). A source deleted or forgotten is marked removed there for
+// good, so a late write cannot bring it back. The planner repairs what a crash between the two
+// writes left behind (RepairLive): a source out of the list that should be in, or, after a
+// crash just before a source's record said ready, one listed with its complete generation a
+// moment early.
 //
 // Every write to an agent's list sets a new version token in it (`v`, by the same update), and
 // then the same token in a small document beside it (liveVersionID): a reader keeps the list it
@@ -132,7 +135,13 @@ func (r Sources) touchLive(ctx context.Context, botID, v string, res *mongo.Upda
 	}
 	_, err = r.live().UpdateOne(ctx, bson.D{{Key: "_id", Value: liveVersionID(botID)}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: v}}}}, options.UpdateOne().SetUpsert(true))
-	return wrap(err, sources.Resource)
+	if err != nil {
+		return wrap(err, sources.Resource)
+	}
+	if r.liveChanged != nil {
+		r.liveChanged(botID)
+	}
+	return nil
 }
 
 // RepairLive re-derives the live entries of the sources changed since: a crash between a

@@ -23,12 +23,25 @@ const (
 )
 
 // Sources stores memory sources and their chunks.
-type Sources struct{ db *mongo.Database }
+type Sources struct {
+	db *mongo.Database
+	// liveChanged is told of every change of an agent's live list, once it is written (nil: no
+	// one is told).
+	liveChanged func(botID string)
+}
 
 var _ sources.Repo = Sources{}
 
 // NewSources returns the source repository of db.
 func NewSources(db *mongo.Database) Sources { return Sources{db: db} }
+
+// OnLiveChange returns r telling changed of every change of an agent's live list, right after
+// the write that made it (and before the source's own write when a source becomes ready): the
+// caches of the lists' versions are dropped by it.
+func (r Sources) OnLiveChange(changed func(botID string)) Sources {
+	r.liveChanged = changed
+	return r
+}
 
 func (r Sources) coll() *mongo.Collection { return r.db.Collection(sourcesColl) }
 
@@ -230,11 +243,18 @@ func (r Sources) DropGeneration(ctx context.Context, sourceID, gen string) error
 	return wrap(err, sources.Resource)
 }
 
+// Complete writes the live list first either way: a failed source leaves it before its record
+// says so, and a ready one enters it before, so that a client that reads the source ready finds
+// it listed (and the processes' caches of the list told). When the record's write then does not
+// land (the source was deleted or moved on to another generation), the entry is derived again
+// from the record as it is.
 func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev outbox.Event) (bool, error) {
-	if s.Status != sources.StatusSuccess {
-		if err := r.unsetLive(ctx, s); err != nil {
-			return false, err
-		}
+	list := r.unsetLive
+	if s.Status == sources.StatusSuccess {
+		list = r.setLive
+	}
+	if err := list(ctx, s); err != nil {
+		return false, err
 	}
 	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}, {Key: "pending", Value: gen}, notDeleted},
 		bson.D{{Key: "$set", Value: bson.D{
@@ -249,14 +269,24 @@ func (r Sources) Complete(ctx context.Context, s sources.Source, gen string, ev 
 		return false, wrap(err, sources.Resource)
 	}
 	if res.MatchedCount == 0 {
-		return false, nil
-	}
-	if s.Status == sources.StatusSuccess {
-		if err := r.setLive(ctx, s); err != nil {
-			return false, err
-		}
+		return false, r.relist(ctx, s.ID)
 	}
 	return true, nil
+}
+
+// relist derives the live entry of source id from its record: listed when it is ready, out
+// otherwise. A deleted source needs nothing: its deletion marked it removed for good.
+func (r Sources) relist(ctx context.Context, id string) error {
+	s, err := r.Load(ctx, id)
+	switch {
+	case apperr.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case s.Status == sources.StatusSuccess && s.Gen != "":
+		return r.setLive(ctx, s)
+	}
+	return r.unsetLive(ctx, s)
 }
 
 func (r Sources) find(ctx context.Context, filter bson.D, limit int) ([]sources.Source, error) {

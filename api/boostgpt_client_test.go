@@ -77,6 +77,11 @@ func TestBoostGPTClientSession(t *testing.T) {
 	if !strings.Contains(chat["reply"].(string), "six") || chat["type"] != "standard" {
 		t.Fatalf("reply %v", chat["reply"])
 	}
+	// The body now carries the chat's boolean memory into the agent's update, whose memory is a
+	// 0/1 flag: true is 1.
+	if updated := c.call("PUT", "/v1/bot/update", map[string]any{"top": "4"})["bot"].(map[string]any); updated["memory"] != float64(1) || updated["top"] != float64(4) {
+		t.Fatalf("agent updated with the chat's fields: %v", updated)
+	}
 	hist := c.call("GET", "/v1/bot/chat/read", nil, "project_id", p, "bot_id", botID, "chat_id", chatID, "page", "1", "per_page", "10")
 	if hist["total"] != float64(2) {
 		t.Fatalf("history %v", hist)

@@ -41,6 +41,8 @@ func ptr[T any](v T) *T { return &v }
 
 func num(n int64) flex.OptInt { return flex.OptInt{Set: true, Value: flex.Int(n)} }
 
+func flag(n int64) flex.OptFlag { return flex.OptFlag{OptInt: num(n)} }
+
 // wantInvalid checks err is Invalid about field.
 func wantInvalid(t *testing.T, err error, field string) {
 	t.Helper()
@@ -69,7 +71,7 @@ func TestCreate(t *testing.T) {
 		b.MaxReplyTokens != "1024" || b.Memory != 1 || !strings.HasPrefix(b.Subdomain, "support-bot-") || len(b.ID) != 24 || b.UUID == "" {
 		t.Fatalf("created %+v", b)
 	}
-	inactive, err := s.Create(ctx, "p-1", agents.Create{Name: "Quiet", Model: "m", Status: num(0)})
+	inactive, err := s.Create(ctx, "p-1", agents.Create{Name: "Quiet", Model: "m", Status: flag(0)})
 	if err != nil || inactive.Active() {
 		t.Fatalf("created inactive %+v (%v)", inactive, err)
 	}
@@ -81,7 +83,7 @@ func TestCreate(t *testing.T) {
 		{"NoName", agents.Create{Model: "m"}, "name"},
 		{"NoModel", agents.Create{Name: "A"}, "model"},
 		{"LongName", agents.Create{Name: strings.Repeat("n", agents.MaxNameLength+1), Model: "m"}, "name"},
-		{"Status", agents.Create{Name: "A", Model: "m", Status: num(2)}, "status"},
+		{"Status", agents.Create{Name: "A", Model: "m", Status: flag(2)}, "status"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Create(ctx, "p-1", tt.in)
@@ -117,7 +119,7 @@ func TestUpdate(t *testing.T) {
 		{"Avatar", agents.Patch{Avatar: ptr("javascript:alert(1)")}, "avatar"},
 		{"Subdomain", agents.Patch{Subdomain: ptr("-bad-")}, "subdomain"},
 		{"Domain", agents.Patch{Domain: ptr("https://help.example.com/")}, "domain"},
-		{"Flag", agents.Patch{AutoApproveTools: num(2)}, "auto_approve_tools"},
+		{"Flag", agents.Patch{AutoApproveTools: flag(2)}, "auto_approve_tools"},
 		{"EmptyName", agents.Patch{Name: ptr("  ")}, "name"},
 		{"OneWrongOfTwo", agents.Patch{Instruction: ptr("Changed."), RatelimitSeconds: num(-1)}, "ratelimit_seconds"},
 	} {

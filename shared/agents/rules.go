@@ -41,10 +41,10 @@ var ReasoningTypes = []string{"auto", "standard", "agent"}
 
 // Create is the body of an agent's creation.
 type Create struct {
-	Name        string      `json:"name"`
-	Model       string      `json:"model"`
-	Instruction string      `json:"instruction"`
-	Status      flex.OptInt `json:"status"`
+	Name        string       `json:"name"`
+	Model       string       `json:"model"`
+	Instruction string       `json:"instruction"`
+	Status      flex.OptFlag `json:"status"`
 }
 
 // Patch is an update: every field present (not absent, not null) replaces the stored one.
@@ -64,12 +64,12 @@ type Patch struct {
 	Top               flex.OptInt        `json:"top"`
 	RatelimitSeconds  flex.OptInt        `json:"ratelimit_seconds"`
 	RatelimitRequests flex.OptInt        `json:"ratelimit_requests"`
-	RequireLogin      flex.OptInt        `json:"require_login"`
-	Memory            flex.OptInt        `json:"memory"`
-	Heartbeat         flex.OptInt        `json:"heartbeat"`
-	HideBranding      flex.OptInt        `json:"hide_branding"`
-	AutoApproveTools  flex.OptInt        `json:"auto_approve_tools"`
-	Status            flex.OptInt        `json:"status"`
+	RequireLogin      flex.OptFlag       `json:"require_login"`
+	Memory            flex.OptFlag       `json:"memory"`
+	Heartbeat         flex.OptFlag       `json:"heartbeat"`
+	HideBranding      flex.OptFlag       `json:"hide_branding"`
+	AutoApproveTools  flex.OptFlag       `json:"auto_approve_tools"`
+	Status            flex.OptFlag       `json:"status"`
 	Branding          json.RawMessage    `json:"branding"`
 	Integrations      *[]freeform.Object `json:"integrations"`
 	AllowedOrigins    *[]string          `json:"allowed_origins"`
@@ -89,8 +89,8 @@ func (p Patch) apply(b *Bot) error {
 	}
 	for dst, src := range map[*int]flex.OptInt{
 		&b.Top: p.Top, &b.RatelimitSeconds: p.RatelimitSeconds, &b.RatelimitRequests: p.RatelimitRequests,
-		&b.RequireLogin: p.RequireLogin, &b.Memory: p.Memory, &b.Heartbeat: p.Heartbeat,
-		&b.HideBranding: p.HideBranding, &b.Status: p.Status, &b.AutoApproveTools: p.AutoApproveTools,
+		&b.RequireLogin: p.RequireLogin.OptInt, &b.Memory: p.Memory.OptInt, &b.Heartbeat: p.Heartbeat.OptInt,
+		&b.HideBranding: p.HideBranding.OptInt, &b.Status: p.Status.OptInt, &b.AutoApproveTools: p.AutoApproveTools.OptInt,
 	} {
 		if src.Set {
 			*dst = int(src.Value)

@@ -60,6 +60,24 @@ func (o *OptInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// OptFlag is an OptInt holding a 0/1 flag, which also takes true and false for 1 and 0: a
+// client that sends one request body for every call (BoostGPT's) carries the chat's boolean
+// `memory` into an agent's update, whose `memory` is such a flag.
+type OptFlag struct{ OptInt }
+
+// UnmarshalJSON takes true and false, else what OptInt takes.
+func (o *OptFlag) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		o.OptInt = OptInt{Value: 1, Set: true}
+	case "false":
+		o.OptInt = OptInt{Value: 0, Set: true}
+	default:
+		return o.OptInt.UnmarshalJSON(b)
+	}
+	return nil
+}
+
 // Ptr returns the value as *int, nil when unset.
 func (o OptInt) Ptr() *int {
 	if !o.Set {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/kljensen/snowball/english"
+	"github.com/agentplane/agentplane/shared/memory/index"
 )
 
 // Behaviour of the offline model.
@@ -26,12 +26,16 @@ const (
 type offline struct{}
 
 // NewOffline returns the built-in extractive model, which needs no key and no network. It
-// answers the last user message with sentences of [Request.Passages]: the one sharing the most
-// content words with the question (lowercased, stemmed, stopwords dropped; words found in fewer
-// sentences weigh more), then up to two more that cover words of the question the first ones
-// do not. They are given in passage order, each followed by the citation of its passage ("[2]"
-// for the second). When no sentence shares a content word with the question, it answers
-// [Request.NoAnswer]. Usage is always counted.
+// answers the last user message with sentences of [Request.Passages]: the one holding the most
+// weight of the question's terms, then up to two more that cover terms of the question the
+// first ones do not. It matches the question as memory searches it (index.QueryTerms: the
+// analyzer's terms, stemmed, stopwords dropped, and their related terms at their lower
+// weight); a term weighs more the fewer of the passages hold it (its idf over them), and a
+// sentence's weight is multiplied by 1 plus its passage's retrieval score over the best one's
+// ([memory.Passage.Score]), so that of two sentences matching alike the one in the passage
+// retrieval found better answers. They are given in passage order, each followed by the
+// citation of its passage ("[2]" for the second). When no sentence holds a term of the
+// question, it answers [Request.NoAnswer]. Usage is always counted.
 //
 // Offered tools, it first calls search_memory with the question (when offered and no tool has
 // answered yet), then answers from the passages the caller gathered.
@@ -113,6 +117,7 @@ type sentence struct {
 	text    string
 	passage int                 // index in Request.Passages
 	terms   map[string]struct{} // the asked terms it contains
+	prior   float64             // how much its passage's retrieval score multiplies its weight
 }
 
 // answer is the offline model's reply to r.
@@ -121,19 +126,34 @@ func answer(r Request) string {
 	if noAnswer == "" {
 		noAnswer = defaultNoAnswer
 	}
-	asked := terms(lastUser(r.Messages))
+	asked := make(map[string]float64) // term → its weight in the query, as memory searches it
+	for _, w := range index.QueryTerms(lastUser(r.Messages)) {
+		asked[w.Term] = w.Weight
+	}
 	if len(asked) == 0 {
 		return noAnswer
 	}
+	best := 0.0
+	for _, p := range r.Passages {
+		best = max(best, p.Score)
+	}
 	var cands []*sentence
-	df := make(map[string]int, len(asked)) // candidates containing each asked term
+	df := make(map[string]int, len(asked)) // passages containing each asked term
 	for i, p := range r.Passages {
+		for t := range index.Terms(p.Text) {
+			if _, ok := asked[t]; ok {
+				df[t]++
+			}
+		}
+		prior := 1.0
+		if best > 0 {
+			prior += p.Score / best
+		}
 		for _, s := range sentences(p.Text) {
-			c := &sentence{text: s, passage: i, terms: make(map[string]struct{})}
-			for t := range terms(s) {
+			c := &sentence{text: s, passage: i, terms: make(map[string]struct{}), prior: prior}
+			for t := range index.Terms(s) {
 				if _, ok := asked[t]; ok {
 					c.terms[t] = struct{}{}
-					df[t]++
 				}
 			}
 			if len(c.terms) > 0 {
@@ -146,7 +166,7 @@ func answer(r Request) string {
 	}
 	weight := make(map[string]float64, len(df)) // rarer terms weigh more
 	for t, n := range df {
-		weight[t] = math.Log(1 + float64(len(cands))/float64(n))
+		weight[t] = asked[t] * math.Log(1+float64(len(r.Passages))/float64(n))
 	}
 	chosen := choose(cands, weight)
 	parts := make([]string, 0, len(chosen))
@@ -159,8 +179,9 @@ func answer(r Request) string {
 }
 
 // choose picks the answer among the candidates (in passage order): the sentence with the most
-// weight of asked terms, then, up to maxSentences, the sentences adding the most weight of
-// asked terms not yet covered, as long as they add at least half the first one's weight.
+// weight of asked terms (times its prior), then, up to maxSentences, the sentences adding the
+// most weight of asked terms not yet covered, as long as they add at least half the first
+// one's weight.
 // Ties go to the earlier sentence.
 func choose(cands []*sentence, weight map[string]float64) []*sentence {
 	covered := make(map[string]struct{})
@@ -178,6 +199,7 @@ func choose(cands []*sentence, weight map[string]float64) []*sentence {
 					g += weight[t]
 				}
 			}
+			g *= c.prior
 			if g > gain {
 				pick, gain = c, g
 			}
@@ -258,35 +280,4 @@ func splitSentences(block string) []string {
 	}
 	add(block[start:])
 	return out
-}
-
-// terms returns the content words of s: lowercased, without punctuation or stopwords, with
-// ASCII words stemmed.
-func terms(s string) map[string]struct{} {
-	out := make(map[string]struct{})
-	s = strings.ReplaceAll(strings.ToLower(s), "’", "'")
-	words := strings.FieldsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
-	})
-	for _, w := range words {
-		w = strings.Trim(w, "'")
-		if w == "" {
-			continue
-		}
-		if _, stop := stopwords[w]; stop {
-			continue
-		}
-		out[stem(w)] = struct{}{}
-	}
-	return out
-}
-
-// stem reduces an ASCII word with the Snowball English stemmer; other words are kept.
-func stem(w string) string {
-	for _, r := range w {
-		if r > unicode.MaxASCII || !unicode.IsLetter(r) {
-			return w
-		}
-	}
-	return english.Stem(w, true)
 }

@@ -34,6 +34,11 @@ func ask(question string) provider.Request {
 	}
 }
 
+// over asks question of the passages, each with its retrieval score (Passage.Score).
+func over(question string, passages ...memory.Passage) provider.Request {
+	return provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Content: question}}, Passages: passages}
+}
+
 func TestOffline(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -53,6 +58,30 @@ func TestOffline(t *testing.T) {
 				"Parking is free for the first two hours! [2]",
 				"Damaged items are refunded in full, including shipping. [3]",
 			},
+		},
+		{
+			name: "related terms match, as memory searches them",
+			request: over("How do I unpack it?",
+				memory.Passage{Text: "The archive format is documented in the manual."},
+				memory.Passage{Text: "Run tar -x to extract the archive."}),
+			want: "Run tar -x to extract the archive. [2]",
+		},
+		{
+			name: "a term held by fewer passages weighs more, however often one passage repeats it",
+			request: over("Does the garage have a lift?",
+				memory.Passage{Text: "The garage is behind the hotel. The garage closes at midnight. The garage has two floors. The garage is free for guests. The garage is guarded."},
+				memory.Passage{Text: "Take the lift to the third floor."},
+				memory.Passage{Text: "The lift is out of order today."},
+				memory.Passage{Text: "The lift fits four people."},
+				memory.Passage{Text: "The lift needs a key card."}),
+			want: "The garage is behind the hotel. [1]",
+		},
+		{
+			name: "of sentences matching alike, the one in the passage retrieval scored higher",
+			request: over("When does the shop open?",
+				memory.Passage{Text: "The shop opens at nine on weekdays.", Score: 1},
+				memory.Passage{Text: "The shop opens at ten on Saturdays.", Score: 2}),
+			want: "The shop opens at ten on Saturdays. [2]",
 		},
 		{
 			name:    "nothing relevant",

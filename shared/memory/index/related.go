@@ -199,3 +199,36 @@ func hasPrefix(terms, phrase []string) bool {
 	}
 	return true
 }
+
+// Weighted is a term a query searches for and the share of its BM25 weight it is searched
+// with: 1 for the query's own terms, relatedWeight for the terms related to them.
+type Weighted struct {
+	Term   string
+	Weight float64
+}
+
+// QueryTerms returns what Search looks for in text: its distinct terms, in order, then the
+// terms related to them (see relatedGroups), each with its weight. Callers that match a
+// question against texts of their own (the offline model choosing the sentences it answers
+// with) use it with [Terms] to match as the index does.
+func QueryTerms(text string) []Weighted {
+	terms, weights := expand(queryTerms(text))
+	out := make([]Weighted, len(terms))
+	for i, t := range terms {
+		out[i] = Weighted{Term: t, Weight: weights[i]}
+	}
+	return out
+}
+
+// Terms returns the distinct terms a doc's text is indexed under: its words as analysed, and
+// the parts of its identifiers and hyphenated words (see the package documentation).
+func Terms(text string) map[string]struct{} {
+	var tz tokenizer
+	out := make(map[string]struct{})
+	tz.scan(text, func(tok []byte, _ bool) {
+		if t, ok := term(tok); ok {
+			out[t] = struct{}{}
+		}
+	})
+	return out
+}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +88,38 @@ func TestRelatedTermsRank(t *testing.T) {
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("Search(%q) = %q, want %q", tt.query, got, tt.want)
+		}
+	}
+}
+
+// TestQueryTermsAndTerms checks the analysis offered to callers that match texts of their own
+// as Search would: a query's terms with their related ones and weights, a text's terms with
+// the parts of its identifiers and hyphenated words.
+func TestQueryTermsAndTerms(t *testing.T) {
+	queries := []struct {
+		text string
+		want []Weighted
+	}{
+		{"Which folder, which folder?", []Weighted{{"folder", 1}, {"directori", relatedWeight}, {"dir", relatedWeight}}},
+		{"the zebras", []Weighted{{"zebra", 1}}},
+		{"What is it?", []Weighted{}},
+	}
+	for _, tt := range queries {
+		if got := QueryTerms(tt.text); !slices.Equal(got, tt.want) {
+			t.Errorf("QueryTerms(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+	texts := []struct {
+		text string
+		want []string
+	}{
+		{"The DefaultGODEBUG setting is built-in.", []string{"built", "builtin", "default", "defaultgodebug", "godebug", "set"}},
+		{"Extracting the files, extracted files", []string{"extract", "file"}},
+	}
+	for _, tt := range texts {
+		got := slices.Sorted(maps.Keys(Terms(tt.text)))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Terms(%q) = %q, want %q", tt.text, got, tt.want)
 		}
 	}
 }

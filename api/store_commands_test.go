@@ -3,6 +3,7 @@ package api_test
 import (
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"testing"
@@ -90,6 +91,38 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		if got > c.most {
 			t.Errorf("%s made %d store commands, want at most %d", c.name, got, c.most)
 		}
+	}
+
+	// A workflow run of one webhook action (a `workflow:run` task in the worker), started by a deal
+	// update: the worker's list of the agent's workflows for deal.updated, cached empty by the
+	// updates above, is dropped by the workflow's creation.
+	delivered := make(chan struct{}, 8)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { delivered <- struct{}{} }))
+	t.Cleanup(receiver.Close)
+	expect(t, b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/workflow/create", Key: b.key, Body: map[string]any{
+		"project_id": b.project.ID, "bot_id": a.botID, "name": "Hook", "trigger_type": "event", "trigger_event": "deal.updated",
+		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": receiver.URL}}}}}), http.StatusOK, "")
+	const flows, flowTasks = `agentplane_task_store_commands_sum{type="workflow:run"}`, `agentplane_task_store_commands_count{type="workflow:run"}`
+	fewest := math.MaxInt
+	for i := range 3 {
+		before, n := b.metric(t, flows), b.metric(t, flowTasks)
+		b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 300 + i})
+		select {
+		case <-delivered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the workflow's webhook was not delivered")
+		}
+		for deadline := time.Now().Add(10 * time.Second); b.metric(t, flowTasks) == n; waitABit() {
+			// The worker counts the task when its handler has returned, just after the run's end.
+			if time.Now().After(deadline) {
+				t.Fatal("the workflow run's task was never counted")
+			}
+		}
+		fewest = min(fewest, int(b.metric(t, flows)-before))
+	}
+	t.Logf("a workflow run of one webhook: %d", fewest)
+	if most := 2; fewest > most {
+		t.Errorf("a workflow run of one webhook made %d store commands, want at most %d", fewest, most)
 	}
 
 	// An agent run, in the worker (whose caches are cold here): its commands per cycle.

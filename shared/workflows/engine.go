@@ -102,7 +102,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Execute runs the actions of the run of t that have not run yet, in order, saving the run
-// after each. An action that fails ends the run unless it continues on error. A failure of the
+// after each (the last with the run's end: a crash before that write runs the last action
+// again, as it would have before its own). An action that fails ends the run unless it continues on error. A failure of the
 // platform (the store down) returns an error, so the task is retried and the run resumes after
 // the last saved action, unless this is the last attempt (final): the run then fails.
 func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, final bool) error {
@@ -160,6 +161,9 @@ func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, fina
 			}
 		} else {
 			ar.Status, ar.Output = RunSucceeded, clip(out)
+		}
+		if i == len(r.Actions)-1 {
+			break // the end's write saves the last action with it
 		}
 		if err := x.repo.SaveRun(ctx, r, nil); err != nil {
 			return err

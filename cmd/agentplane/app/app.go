@@ -223,10 +223,10 @@ func (a *App) Domain() (Domain, error) {
 		Memory:    mem,
 		Chats:     chats.NewService(store.NewChats(db), ev, mem, a.providers(), a.Log),
 		Sources:   sources.NewService(a.sources(), ev, a.Queue(), int(a.Cfg.MaxBodyBytes), a.Log),
-		Workflows: workflows.NewService(store.NewWorkflows(db), ev),
+		Workflows: workflows.NewService(cache.Workflows(store.NewWorkflows(db), a.notices, size, ttl), ev),
 		Events:    ev,
 	}
-	d.WorkflowRuns = workflows.NewRuns(d.Workflows, store.NewWorkflowRuns(db), a.Queue(), a.Log.With("component", "workflows"))
+	d.WorkflowRuns = workflows.NewRuns(d.Workflows, a.workflowRuns(), a.Queue(), a.Log.With("component", "workflows"))
 	box, err := a.secrets()
 	if err != nil {
 		return Domain{}, err
@@ -366,7 +366,7 @@ func (a *App) Worker() (workers.Deps, error) {
 			a.Log.With("component", "ingest"), a.Metrics.Ingested),
 		Runs:       runs,
 		Heartbeats: d.Heartbeats,
-		Workflows: workflows.NewExecutor(store.NewWorkflowRuns(a.Conns.DB), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
+		Workflows: workflows.NewExecutor(a.workflowRuns(), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
 			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows")),
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
 		// End users' memories: what their messages say about them is extracted here.
@@ -392,6 +392,11 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 // them hears of.
 func (a *App) sources() store.Sources {
 	return store.NewSources(a.Conns.DB).OnLiveChange(a.notices.LiveChanged)
+}
+
+// workflowRuns is the workflow runs' store, with the projects' signing secrets cached.
+func (a *App) workflowRuns() workflows.RunRepo {
+	return cache.WorkflowRuns(store.NewWorkflowRuns(a.Conns.DB), a.Cfg.CacheEntries, a.Cfg.CacheTTL)
 }
 
 // Queue is the task queue of the process.

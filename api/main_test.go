@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -71,6 +72,7 @@ type options struct {
 	provider    string
 	heartbeat   time.Duration
 	runWait     time.Duration
+	cacheTTL    time.Duration
 	logs        io.Writer
 	// refusePrivate refuses loopback and private addresses to outbound requests, as production does.
 	refusePrivate bool
@@ -93,6 +95,9 @@ func withHeartbeat(d time.Duration) option { return func(o *options) { o.heartbe
 
 // withRunWait bounds how long a non-streamed agent run is waited for.
 func withRunWait(d time.Duration) option { return func(o *options) { o.runWait = d } }
+
+// withCacheTTL keeps cached entries for d instead of 30 s.
+func withCacheTTL(d time.Duration) option { return func(o *options) { o.cacheTTL = d } }
 
 // withEmbeddings ranks memory with the vectors of the OpenAI-compatible embeddings endpoint at
 // baseURL too.
@@ -171,7 +176,7 @@ func testConfig(o options) config.Config {
 		EmbeddingModel:    "axes",
 		MemoryCacheBytes:  64 << 20,
 		CacheEntries:      1000,
-		CacheTTL:          30 * time.Second,
+		CacheTTL:          cmp.Or(o.cacheTTL, 30*time.Second),
 		WorkerConcurrency: 4,
 		WorkerPoll:        10 * time.Millisecond,
 		ShutdownTimeout:   5 * time.Second,

@@ -125,23 +125,29 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		t.Errorf("a workflow run of one webhook made %d store commands, want at most %d", fewest, most)
 	}
 
-	// An agent run, in the worker (whose caches are cold here): its commands per cycle.
-	const runs, cycles = `agentplane_task_store_commands_sum{type="agent:run"}`, `agentplane_run_cycles_total`
-	_, run := a.chat(t, map[string]any{"message": "Look up the hours, then sum them up.", "reasoning_mode": "agent", "chat_id": chatID})
-	if run == nil || run["isComplete"] != true {
-		t.Fatalf("agent run %v", run)
-	}
-	var commands, n float64
-	for deadline := time.Now().Add(10 * time.Second); n == 0 || commands == 0; waitABit() {
-		// The worker counts the task when its handler has returned, just after the answer.
-		commands, n = b.metric(t, runs), b.metric(t, cycles)
-		if time.Now().After(deadline) {
-			t.Fatalf("the run's task was never counted")
+	// Agent runs of one cycle, in the worker: the first with the worker's caches cold, then two
+	// with them warm (the fewer of those two counts, as above).
+	const runs, runTasks, cycles = `agentplane_task_store_commands_sum{type="agent:run"}`,
+		`agentplane_task_store_commands_count{type="agent:run"}`, `agentplane_run_cycles_total`
+	agentRun := func() float64 {
+		t.Helper()
+		before, tasks, ran := b.metric(t, runs), b.metric(t, runTasks), b.metric(t, cycles)
+		_, run := a.chat(t, map[string]any{"message": "Look up the hours, then sum them up.", "reasoning_mode": "agent", "chat_id": chatID})
+		if run == nil || run["isComplete"] != true {
+			t.Fatalf("agent run %v", run)
 		}
+		for deadline := time.Now().Add(10 * time.Second); b.metric(t, runTasks) == tasks; waitABit() {
+			// The worker counts the task when its handler has returned, just after the answer.
+			if time.Now().After(deadline) {
+				t.Fatalf("the run's task was never counted")
+			}
+		}
+		return (b.metric(t, runs) - before) / (b.metric(t, cycles) - ran)
 	}
-	perCycle := commands / n
-	t.Logf("an agent run: %v commands in %v cycles, %.1f a cycle", commands, n, perCycle)
-	if most := 12.0; perCycle > most {
-		t.Errorf("an agent run made %.1f store commands a cycle, want at most %v", perCycle, most)
+	cold := agentRun()
+	warm := min(agentRun(), agentRun())
+	t.Logf("an agent run of one cycle: %.1f store commands cold, %.1f warm", cold, warm)
+	if most := 7.0; warm > most {
+		t.Errorf("an agent run made %.1f store commands a cycle with the worker's caches warm, want at most %v", warm, most)
 	}
 }

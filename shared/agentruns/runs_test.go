@@ -68,7 +68,7 @@ func newEngine(t *testing.T, autoApprove bool) engine {
 	}
 	patch := agents.Patch{ProviderKey: ptr("sk-engine")}
 	if autoApprove {
-		patch.AutoApproveTools = flex.OptInt{Set: true, Value: 1}
+		patch.AutoApproveTools = flex.OptFlag{OptInt: flex.OptInt{Set: true, Value: 1}}
 	}
 	if e.bot, err = d.Agents.Update(ctx, e.project, e.bot.ID, patch); err != nil {
 		t.Fatal(err)

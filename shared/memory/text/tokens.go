@@ -2,6 +2,7 @@ package text
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"unicode/utf8"
 
@@ -111,12 +112,55 @@ func (c *counter) piece(p string) int {
 	if c.pieces == nil {
 		c.pieces = make(map[string]int)
 	}
-	n := 1
-	if _, ok := ranks()[p]; !ok {
-		n = len(encoder().EncodeOrdinary(p))
-	}
+	n := mergedParts(p, ranks())
 	c.pieces[p] = n
 	return n
+}
+
+// mergedParts returns how many tokens cl100k_base's byte-pair merge makes of piece with the
+// vocabulary ranks: while two neighbouring parts make a token, the pair of the lowest rank
+// becomes one part. It is tiktoken-go's bytePairMerge, counting parts rather than naming them,
+// without the pre-tokenisation tiktoken-go's EncodeOrdinary runs again on the piece.
+func mergedParts(piece string, ranks map[string]int) int {
+	if _, ok := ranks[piece]; ok || len(piece) < 2 {
+		return 1
+	}
+	const none = math.MaxInt
+	// parts[k] is where part k starts and the rank of part k joined with part k+1.
+	type part struct{ start, rank int }
+	parts := make([]part, len(piece)+1)
+	for i := range parts {
+		parts[i] = part{i, none}
+	}
+	// rank returns the rank of parts i to i+skip+1 joined, or none.
+	rank := func(i, skip int) int {
+		if i+skip+2 < len(parts) {
+			if r, ok := ranks[piece[parts[i].start:parts[i+skip+2].start]]; ok {
+				return r
+			}
+		}
+		return none
+	}
+	for i := 0; i < len(parts)-2; i++ {
+		parts[i].rank = rank(i, 0)
+	}
+	for len(parts) > 1 {
+		low, i := none, -1
+		for k := 0; k < len(parts)-1; k++ {
+			if parts[k].rank < low {
+				low, i = parts[k].rank, k
+			}
+		}
+		if i < 0 {
+			break
+		}
+		parts[i].rank = rank(i, 1)
+		if i > 0 {
+			parts[i-1].rank = rank(i-1, 1)
+		}
+		parts = append(parts[:i+1], parts[i+2:]...)
+	}
+	return len(parts) - 1
 }
 
 // ranks returns the cl100k_base vocabulary: a piece found in it is one token.

@@ -113,6 +113,22 @@ func TestTokensMatchesTiktoken(t *testing.T) {
 	}
 }
 
+// The byte-pair merge counts each piece of real texts as tiktoken-go's encoding does.
+func TestMergedPartsMatchTiktoken(t *testing.T) {
+	seen := map[string]bool{}
+	for name, text := range realTexts(t) {
+		for _, p := range scannedPieces(strings.ToValidUTF8(text, "\uFFFD")) {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if got, want := mergedParts(p, ranks()), len(encode(p)); got != want {
+				t.Errorf("%s: piece %q: %d parts, tiktoken-go encodes %d tokens", name, p, got, want)
+			}
+		}
+	}
+}
+
 // regexpPieces cuts s with cl100kPattern as tiktoken-go does, with regexp2.
 func regexpPieces(t testing.TB, s string) []string {
 	t.Helper()

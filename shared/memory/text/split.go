@@ -93,7 +93,7 @@ type Chunk struct {
 // satisfies Tokens <= MaxTokens (after the adjustments described on
 // ChunkOptions).
 func Split(s string, o ChunkOptions) []Chunk {
-	return split(s, o, counter{})
+	return split(s, o, &counter{})
 }
 
 // SplitTokens returns Split(s, o) and Tokens(s), in less time than the two apart: the chunks are
@@ -101,38 +101,45 @@ func Split(s string, o ChunkOptions) []Chunk {
 func SplitTokens(s string, o ChunkOptions) ([]Chunk, int) {
 	var count counter
 	n := count.tokens(s)
-	return split(s, o, count), n
+	return split(s, o, &count), n
 }
 
-// split is Split counting with count.
-func split(s string, o ChunkOptions, count counter) []Chunk {
+// split is Split counting pieces with count.
+//
+// Every text the chunker counts, and every chunk, is a part of the normalised text: pieces and
+// their separators follow each other in it, and an overlap is the end of the chunk before. So
+// the chunker works on offsets in the normalised text and counts with spans: the text's
+// pre-tokenisation pieces are counted once, not once for every candidate chunk, overlap and part
+// that holds them. A chunk's text is a part of the normalised text, not a copy.
+func split(s string, o ChunkOptions, count *counter) []Chunk {
 	s = normalizeSpace(s)
 	if s == "" {
 		return nil
 	}
 	maxTokens, overlap := o.resolve()
 	c := chunker{
+		s:         s,
 		maxTokens: maxTokens,
 		overlap:   overlap,
 		// A piece must fit next to the overlap and one separator token.
 		pieceCap: maxTokens - overlap - 1,
-		count:    count,
+		count:    newSpans(s, count),
 	}
 	sc := sectioner{marks: headingMarks(s, o.Headings)}
 	var pieces []piece
-	off := 0 // offset in s of the next piece
+	start := 0 // offset in s of the paragraph
 	for i, para := range strings.Split(s, "\n\n") {
 		sep := "\n\n"
 		if i == 0 {
 			sep = ""
 		}
+		start += len(sep)
 		first := len(pieces)
-		pieces = c.split(pieces, para, sep, cutParagraph, cutSentence)
+		pieces = c.split(pieces, start, para, sep, cutParagraph, cutSentence)
 		for k := first; k < len(pieces); k++ {
-			start := off + len(pieces[k].sep)
-			off = start + len(pieces[k].text)
-			pieces[k].section, pieces[k].heading = sc.at(start, off)
+			pieces[k].section, pieces[k].heading = sc.at(pieces[k].start, pieces[k].end())
 		}
+		start += len(para)
 	}
 	return c.pack(pieces)
 }
@@ -151,6 +158,7 @@ const (
 // piece is an atomic unit of packing: a paragraph, sentence, line, word or
 // word fragment that fits in a chunk on its own.
 type piece struct {
+	start   int // offset of text in the normalised text
 	text    string
 	sep     string   // separator written before text when it follows other text
 	brk     boundary // strength of the boundary before text
@@ -159,24 +167,34 @@ type piece struct {
 	heading bool     // text holds nothing but headings
 }
 
+// end is the offset of the end of p's text in the normalised text.
+func (p piece) end() int { return p.start + len(p.text) }
+
 // segment is a part of a text together with the separator that preceded it.
 type segment struct {
+	off  int // offset of text in the text cut
 	text string
 	sep  string
 }
 
 type chunker struct {
+	s         string // the normalised text
 	maxTokens int
 	overlap   int
 	pieceCap  int
-	count     counter
+	count     *spans
+	// sentences and words are tail's, kept from one chunk to the next.
+	sentences, words []int
 }
 
-// split appends to out the pieces of text, cutting it at level and, where
-// a part is still too large, at the finer levels below.
-func (c *chunker) split(out []piece, text, sep string, brk boundary, level boundary) []piece {
-	if n, ok := c.fits(text); ok {
-		return append(out, piece{text: text, sep: sep, brk: brk, tokens: n})
+// tokens counts the tokens of c.s[a:b].
+func (c *chunker) tokens(a, b int) int { return c.count.tokens(a, b) }
+
+// split appends to out the pieces of text, which starts at offset start, cutting it at level
+// and, where a part is still too large, at the finer levels below.
+func (c *chunker) split(out []piece, start int, text, sep string, brk boundary, level boundary) []piece {
+	if n, ok := c.fits(start, text); ok {
+		return append(out, piece{start: start, text: text, sep: sep, brk: brk, tokens: n})
 	}
 	var segs []segment
 	for ; level > cutInWord; level-- {
@@ -186,12 +204,14 @@ func (c *chunker) split(out []piece, text, sep string, brk boundary, level bound
 		}
 	}
 	if level == cutInWord {
-		for i, part := range c.cutWord(text) {
-			p := piece{text: part, sep: "", brk: cutInWord, tokens: c.count.tokens(part)}
+		at := start
+		for i, part := range c.cutWord(start, text) {
+			p := piece{start: at, text: part, sep: "", brk: cutInWord, tokens: c.tokens(at, at+len(part))}
 			if i == 0 {
 				p.sep, p.brk = sep, brk
 			}
 			out = append(out, p)
+			at += len(part)
 		}
 		return out
 	}
@@ -200,27 +220,27 @@ func (c *chunker) split(out []piece, text, sep string, brk boundary, level bound
 		if i == 0 {
 			segSep, segBrk = sep, brk
 		}
-		out = c.split(out, seg.text, segSep, segBrk, level-1)
+		out = c.split(out, start+seg.off, seg.text, segSep, segBrk, level-1)
 	}
 	return out
 }
 
-// fits reports whether text fits in a piece, and its token count if it was
-// counted. Texts with a very long run of non-space characters are never
-// counted whole, so that they are cut into windows first.
-func (c *chunker) fits(text string) (int, bool) {
+// fits reports whether text, at offset start, fits in a piece, and its token
+// count if it was counted. Texts with a very long run of non-space characters
+// are never counted whole, so that they are cut into windows first.
+func (c *chunker) fits(start int, text string) (int, bool) {
 	if hasLongRun(text) {
 		return 0, false
 	}
-	n := c.count.tokens(text)
+	n := c.tokens(start, start+len(text))
 	return n, n <= c.pieceCap
 }
 
-// cutWord cuts a text without usable boundaries into parts of at most
-// pieceCap tokens, on token boundaries adjusted to whole characters. It works
-// on windows of eight times pieceCap characters so that the cost stays linear
-// in the length of the text.
-func (c *chunker) cutWord(w string) []string {
+// cutWord cuts a text without usable boundaries, at offset start, into parts
+// of at most pieceCap tokens, on token boundaries adjusted to whole
+// characters. It works on windows of eight times pieceCap characters so that
+// the cost stays linear in the length of the text.
+func (c *chunker) cutWord(start int, w string) []string {
 	var parts []string
 	for w != "" {
 		win := runePrefix(w, 8*c.pieceCap)
@@ -236,7 +256,7 @@ func (c *chunker) cutWord(w string) []string {
 			for n > 0 && n < len(win) && !utf8.RuneStart(win[n]) {
 				n--
 			}
-			if n > 0 && c.count.tokens(win[:n]) <= c.pieceCap {
+			if n > 0 && c.tokens(start, start+n) <= c.pieceCap {
 				part = win[:n]
 			}
 		}
@@ -245,22 +265,27 @@ func (c *chunker) cutWord(w string) []string {
 		}
 		parts = append(parts, part)
 		w = w[len(part):]
+		start += len(part)
 	}
 	return parts
 }
 
-// pack groups pieces into chunks, adding the overlap.
+// pack groups pieces into chunks, adding the overlap. A chunk is the part of
+// the normalised text from its overlap (or its first piece) to the end of its
+// last piece.
 func (c *chunker) pack(pieces []piece) []Chunk {
 	var chunks []Chunk
-	prev := ""
+	prevStart := 0
 	for i := 0; i < len(pieces); {
-		overlap := ""
-		if prev != "" {
-			overlap = c.tail(prev)
+		overlap := pieces[i].start // none
+		if i > 0 {
+			if from := c.tail(prevStart, pieces[i-1].end()); from < pieces[i-1].end() {
+				overlap = from
+			}
 		}
-		text, n, next := c.fill(pieces, i, overlap)
-		chunks = append(chunks, Chunk{Text: text, Tokens: n, Position: len(chunks), Section: section(pieces[i:next])})
-		prev, i = text, next
+		start, n, next := c.fill(pieces, i, overlap)
+		chunks = append(chunks, Chunk{Text: c.s[start:pieces[next-1].end()], Tokens: n, Position: len(chunks), Section: section(pieces[i:next])})
+		prevStart, i = start, next
 	}
 	return chunks
 }
@@ -276,19 +301,21 @@ func section(pieces []piece) string {
 	return pieces[len(pieces)-1].section
 }
 
-// fill builds the chunk that starts with overlap and pieces[i], returning its
-// text, its token count and the index of the first piece left for the next
+// fill builds the chunk that starts with the overlap at offset overlap (none
+// when that is pieces[i].start) and pieces[i], returning the offset where it
+// starts, its token count and the index of the first piece left for the next
 // chunk.
-func (c *chunker) fill(pieces []piece, i int, overlap string) (string, int, int) {
+func (c *chunker) fill(pieces []piece, i int, overlap int) (int, int, int) {
 	for {
+		hasOverlap := overlap < pieces[i].start
 		budget := c.maxTokens
-		if overlap != "" {
-			budget -= c.count.tokens(overlap)
+		if hasOverlap {
+			budget -= c.tokens(overlap, pieces[i-1].end())
 		}
 		j, used := i, 0
 		for j < len(pieces) {
 			cost := pieces[j].tokens
-			if j > i || overlap != "" {
+			if j > i || hasOverlap {
 				cost += sepCost(pieces[j].sep)
 			}
 			if j > i && used+cost > budget {
@@ -303,14 +330,13 @@ func (c *chunker) fill(pieces []piece, i int, overlap string) (string, int, int)
 		// The estimate adds up counts of separately tokenised pieces; check
 		// the real count and give back pieces if merging changed it.
 		for ; j > i; j-- {
-			text := join(overlap, pieces[i:j])
-			if n := c.count.tokens(text); n <= c.maxTokens {
-				return text, n, j
+			if n := c.tokens(overlap, pieces[j-1].end()); n <= c.maxTokens {
+				return overlap, n, j
 			}
 		}
 		// Even one piece does not fit next to the overlap: drop the overlap.
 		// A piece alone always fits, so the next round ends.
-		overlap = ""
+		overlap = pieces[i].start
 	}
 }
 
@@ -340,105 +366,94 @@ func sepCost(sep string) int {
 	return 1
 }
 
-// join writes overlap and the pieces with their separators.
-func join(overlap string, pieces []piece) string {
-	var b strings.Builder
-	if overlap != "" {
-		b.WriteString(overlap)
-		b.WriteString(pieces[0].sep)
-	}
-	for k, p := range pieces {
-		if k > 0 {
-			b.WriteString(p.sep)
-		}
-		b.WriteString(p.text)
-	}
-	return b.String()
-}
-
-// tail returns the overlap to carry from prev into the next chunk: the
-// longest suffix of at most c.overlap tokens that starts at a sentence, or a
-// word if no sentence suffix gives half of the wanted overlap, or a token
-// boundary if prev ends with a word longer than the overlap.
-func (c *chunker) tail(prev string) string {
+// tail returns where the overlap to carry from the previous chunk, c.s[start:end],
+// into the next one starts (end for none): the longest suffix of at most
+// c.overlap tokens that starts at a sentence, or a word if no sentence suffix
+// gives half of the wanted overlap, or a token boundary if the chunk ends with
+// a word longer than the overlap.
+func (c *chunker) tail(start, end int) int {
 	if c.overlap <= 0 {
-		return ""
+		return end
 	}
-	sentences, words := starts(prev)
-	best := c.longestSuffix(prev, sentences, c.overlap)
-	if best != "" && c.count.tokens(best)*2 >= c.overlap {
+	c.sentences, c.words = starts(c.s[start:end], c.sentences, c.words)
+	sentences, words := c.sentences, c.words
+	best := c.longestSuffix(start, end, sentences, c.overlap)
+	if best < end && c.tokens(best, end)*2 >= c.overlap {
 		return best
 	}
-	if w := c.longestSuffix(prev, words, c.overlap); len(w) > len(best) {
+	if w := c.longestSuffix(start, end, words, c.overlap); w < best {
 		best = w
 	}
-	if best != "" {
+	if best < end {
 		return best
 	}
-	return c.tokenTail(prev, c.overlap)
+	return c.tokenTail(start, end, c.overlap)
 }
 
-// longestSuffix returns the longest s[start:] with at most n tokens among
-// the given ascending start offsets, offsets[0] (the start of s) excluded so
-// that the overlap is never the whole previous chunk. Token counts of
-// suffixes grow as the start moves left, so a binary search suffices.
-func (c *chunker) longestSuffix(s string, offsets []int, n int) string {
+// longestSuffix returns where the longest c.s[start+offset:end] with at most n
+// tokens starts, among the given ascending offsets, offsets[0] (the start)
+// excluded so that the overlap is never the whole previous chunk; end when
+// there is none. Token counts of suffixes grow as the start moves left, so a
+// binary search suffices.
+func (c *chunker) longestSuffix(start, end int, offsets []int, n int) int {
 	lo, hi := 1, len(offsets)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if c.count.tokens(s[offsets[mid]:]) <= n {
+		if c.tokens(start+offsets[mid], end) <= n {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
 	if lo == len(offsets) {
-		return ""
+		return end
 	}
-	return s[offsets[lo]:]
+	return start + offsets[lo]
 }
 
-// tokenTail returns a suffix of s of at most n tokens cut on a token
-// boundary adjusted to a whole character.
-func (c *chunker) tokenTail(s string, n int) string {
-	win := runeSuffix(s, 4*n)
+// tokenTail returns where a suffix of c.s[start:end] of at most n tokens, cut on
+// a token boundary adjusted to a whole character, starts; end when there is
+// none.
+func (c *chunker) tokenTail(start, end int, n int) int {
+	win := runeSuffix(c.s[start:end], 4*n)
+	from := end - len(win)
 	toks := encode(win)
 	if len(toks) <= n {
-		return win
+		return from
 	}
 	for k := n; k > 0; k-- {
-		start := len(win) - len(decode(toks[len(toks)-k:]))
-		for start < len(win) && !utf8.RuneStart(win[start]) {
-			start++
+		at := len(win) - len(decode(toks[len(toks)-k:]))
+		for at < len(win) && !utf8.RuneStart(win[at]) {
+			at++
 		}
-		if cand := win[start:]; cand != "" && c.count.tokens(cand) <= n {
-			return cand
+		if at < len(win) && c.tokens(from+at, end) <= n {
+			return from + at
 		}
 	}
-	return ""
+	return end
 }
 
 // starts returns the ascending byte offsets in s where a sentence or
-// paragraph starts, and where a word starts. In text without spaces, such as
-// Chinese or Japanese, the start of a clause after "，", "、", "；" or "："
-// counts as a word start.
-func starts(s string) (sentences, words []int) {
-	sentences = append(sentences, 0)
-	words = append(words, 0)
+// paragraph starts, and where a word starts, appended to sentences[:0] and
+// words[:0]. In text without spaces, such as Chinese or Japanese, the start of
+// a clause after "，", "、", "；" or "：" counts as a word start.
+func starts(s string, sentences, words []int) ([]int, []int) {
+	sentences = append(sentences[:0], 0)
+	words = append(words[:0], 0)
+	var prev rune
 	for i, r := range s {
-		if i == 0 || r == ' ' || r == '\n' {
-			continue
-		}
-		prev, size := utf8.DecodeLastRuneInString(s[:i])
-		switch prev {
-		case ' ', '\n':
-			words = append(words, i)
-			if i-size >= 1 && prev == '\n' && s[i-size-1] == '\n' {
-				sentences = append(sentences, i)
+		if i > 0 && r != ' ' && r != '\n' {
+			switch prev {
+			case ' ', '\n':
+				words = append(words, i)
+				if prev == '\n' && i >= 2 && s[i-2] == '\n' {
+					sentences = append(sentences, i)
+				}
+			case '，', '、', '；', '：':
+				words = append(words, i)
 			}
-		case '，', '、', '；', '：':
-			words = append(words, i)
 		}
+		prev = r
 	}
 	for _, start := range sentenceSpans(s) {
 		sentences = insertSorted(sentences, start)
@@ -477,15 +492,19 @@ func segmentsAt(text string, level boundary) []segment {
 func splitOn(text, sep string) []segment {
 	parts := strings.Split(text, sep)
 	segs := make([]segment, 0, len(parts))
+	off := 0
 	for i, p := range parts {
-		if p == "" {
-			continue
+		if i > 0 {
+			off += len(sep)
 		}
-		s := sep
-		if i == 0 {
-			s = ""
+		if p != "" {
+			s := sep
+			if i == 0 {
+				s = ""
+			}
+			segs = append(segs, segment{off: off, text: p, sep: s})
 		}
-		segs = append(segs, segment{text: p, sep: s})
+		off += len(p)
 	}
 	return segs
 }
@@ -500,10 +519,10 @@ func sentences(p string) []segment {
 		if c := p[start-1]; c == ' ' || c == '\n' {
 			end, ws = start-1, p[start-1:start]
 		}
-		segs = append(segs, segment{text: p[prev:end], sep: sep})
+		segs = append(segs, segment{off: prev, text: p[prev:end], sep: sep})
 		prev, sep = start, ws
 	}
-	return append(segs, segment{text: p[prev:], sep: sep})
+	return append(segs, segment{off: prev, text: p[prev:], sep: sep})
 }
 
 // sentenceSpans returns the byte offsets where a new sentence starts in p
@@ -573,25 +592,20 @@ func normalizeSpace(s string) string {
 	b.Grow(len(s))
 	blank := false
 	for line := range strings.SplitSeq(s, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			blank = b.Len() > 0
-			continue
-		}
-		if b.Len() > 0 {
-			if blank {
+		words := 0
+		for f := range strings.FieldsSeq(line) {
+			switch {
+			case words > 0:
+				b.WriteByte(' ')
+			case blank:
 				b.WriteString("\n\n")
-			} else {
+			case b.Len() > 0:
 				b.WriteByte('\n')
 			}
-		}
-		blank = false
-		for k, f := range fields {
-			if k > 0 {
-				b.WriteByte(' ')
-			}
 			b.WriteString(f)
+			words++
 		}
+		blank = words == 0 && b.Len() > 0
 	}
 	return b.String()
 }

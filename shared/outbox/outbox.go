@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -84,33 +83,126 @@ func New(ctx context.Context, typ, projectID, botID string, data any) Event {
 	return ev
 }
 
-// bound returns raw, a JSON object, without its largest fields while it is larger than MaxData,
-// and the names of the fields it left out, largest first.
+// bound returns raw, a JSON object as json.Marshal writes it, without its largest fields while
+// it is larger than MaxData, and the names of the fields it left out, largest first (of equal
+// sizes, by name). What it leaves is the object of the fields kept, in the order of their
+// names, as json.Marshal writes a map of them. The fields are found by a scan of raw's top
+// level, not by decoding it: an event's resource may hold hundreds of kilobytes.
 func bound(raw json.RawMessage) (json.RawMessage, []string) {
 	if len(raw) <= MaxData {
 		return raw, nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		panic("outbox: event data must be a JSON object: " + err.Error())
-	}
-	names := slices.Collect(maps.Keys(fields))
-	slices.SortFunc(names, func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(fields[b]), len(fields[a])), strings.Compare(a, b))
+	fields := members(raw)
+	bySize := slices.Clone(fields)
+	slices.SortFunc(bySize, func(a, b member) int {
+		return cmp.Or(cmp.Compare(len(b.value), len(a.value)), strings.Compare(a.name, b.name))
 	})
+	size := len(raw)
+	left := map[string]bool{}
 	var omitted []string
-	for _, name := range names {
-		if len(raw) <= MaxData {
+	for _, f := range bySize {
+		if size <= MaxData {
 			break
 		}
-		delete(fields, name)
-		omitted = append(omitted, name)
-		var err error
-		if raw, err = json.Marshal(fields); err != nil {
-			panic("outbox: event data must marshal to JSON: " + err.Error())
+		size -= len(f.field) + 1 // and its comma
+		left[f.name] = true
+		omitted = append(omitted, f.name)
+	}
+	slices.SortFunc(fields, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	out := make(json.RawMessage, 0, max(size, 2))
+	out = append(out, '{')
+	for _, f := range fields {
+		if left[f.name] {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, f.field...)
+	}
+	return append(out, '}'), omitted
+}
+
+// member is one field of a JSON object: its name, and its text (`"name":value`) and value's.
+type member struct {
+	name         string
+	field, value []byte
+}
+
+// members returns the fields of the JSON object raw, each name once (its last field, as
+// decoding keeps).
+func members(raw []byte) []member {
+	var out []member
+	at := map[string]int{}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		panic("outbox: event data must be a JSON object")
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] == '"' {
+		start := i
+		keyEnd := skipValue(raw, i)
+		var name string
+		if err := json.Unmarshal(raw[i:keyEnd], &name); err != nil {
+			panic("outbox: event data must be a JSON object: " + err.Error())
+		}
+		i = skipSpace(raw, keyEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			panic("outbox: event data must be a JSON object")
+		}
+		valueStart := skipSpace(raw, i+1)
+		i = skipValue(raw, valueStart)
+		m := member{name: name, field: raw[start:i], value: raw[valueStart:i]}
+		if k, ok := at[name]; ok {
+			out[k] = m
+		} else {
+			at[name] = len(out)
+			out = append(out, m)
+		}
+		i = skipSpace(raw, i)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
 		}
 	}
-	return raw, omitted
+	return out
+}
+
+// skipSpace returns the offset of the first byte of raw from i that is not JSON white space.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value of valid JSON raw that starts at i.
+func skipValue(raw []byte, i int) int {
+	depth := 0
+	for ; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return i
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		if depth == 0 && (raw[i] == '"' || raw[i] == '}' || raw[i] == ']') {
+			return i + 1
+		}
+	}
+	return i
 }
 
 // The event types the platform emits. Workflows may trigger on any of them.

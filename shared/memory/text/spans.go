@@ -1,6 +1,9 @@
 package text
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // spans counts the tokens of substrings of one text, each in a time that does not grow with its
 // length. The text is cut into pieces (pieceEnd) and counted once; a substring that starts where
@@ -11,58 +14,71 @@ import "slices"
 type spans struct {
 	s     string
 	count *counter
-	// starts holds where each piece of s starts, then len(s).
-	starts []int
-	// before[k] is the tokens of the pieces before piece k; long[k] how many of them are longer
-	// than longRun, which are not counted up front (the BPE merge is quadratic in a piece's
-	// length) and count only in a substring that holds them.
-	before, long []int
+	// pieces holds where each piece of s starts and the tokens of the pieces before it, then
+	// len(s) and the tokens of all.
+	pieces []spanPiece
+	// long holds the indexes of the pieces longer than longRun, which are not counted up front
+	// (the BPE merge is quadratic in a piece's length) and count only in a part that holds them.
+	long []int
 }
 
-// newSpans cuts s, valid UTF-8, into its pieces and counts them with count.
+type spanPiece struct{ start, before int32 }
+
+// newSpans cuts s, valid UTF-8 of less than 2 GB, into its pieces and counts them with count.
 func newSpans(s string, count *counter) *spans {
-	sp := &spans{s: s, count: count}
-	n, nLong := 0, 0
+	// About four bytes a piece in English prose.
+	sp := &spans{s: s, count: count, pieces: make([]spanPiece, 0, len(s)/4+2)}
+	n := 0
 	for i := 0; i < len(s); {
 		j := pieceEnd(s, i)
-		sp.starts, sp.before, sp.long = append(sp.starts, i), append(sp.before, n), append(sp.long, nLong)
+		sp.pieces = append(sp.pieces, spanPiece{int32(i), int32(n)})
 		if j-i > longRun {
-			nLong++
+			sp.long = append(sp.long, len(sp.pieces)-1)
 		} else {
 			n += count.piece(s[i:j])
 		}
 		i = j
 	}
-	sp.starts, sp.before, sp.long = append(sp.starts, len(s)), append(sp.before, n), append(sp.long, nLong)
+	sp.pieces = append(sp.pieces, spanPiece{int32(len(s)), int32(n)})
 	return sp
 }
+
+// find returns the index of the first piece that starts at or after offset i, and whether it
+// starts at i.
+func (sp *spans) find(i int) (int, bool) {
+	return slices.BinarySearchFunc(sp.pieces, int32(i), func(p spanPiece, i int32) int { return cmp.Compare(p.start, i) })
+}
+
+// start returns where piece k starts.
+func (sp *spans) start(k int) int { return int(sp.pieces[k].start) }
 
 // tokens returns the tokens of s[a:b]; a and b are character boundaries.
 func (sp *spans) tokens(a, b int) int {
 	n := 0
-	k, _ := slices.BinarySearch(sp.starts, a)
-	for a < b && sp.starts[k] != a {
+	k, _ := sp.find(a)
+	for a < b && sp.start(k) != a {
 		a, n = sp.own(a, b, n)
-		for sp.starts[k] < a {
+		for sp.start(k) < a {
 			k++
 		}
 	}
-	last, found := slices.BinarySearch(sp.starts, b)
+	last, found := sp.find(b)
 	if !found {
 		last--
 	}
-	for last > k && !sp.settled(sp.starts[last], b) {
+	for last > k && !sp.settled(sp.start(last), b) {
 		last--
 	}
 	if last > k {
-		if sp.long[last] == sp.long[k] {
-			n += sp.before[last] - sp.before[k]
-		} else {
-			for m := k; m < last; m++ {
-				n += sp.count.piece(sp.s[sp.starts[m]:sp.starts[m+1]])
+		n += int(sp.pieces[last].before - sp.pieces[k].before)
+		from, _ := slices.BinarySearch(sp.long, k)
+		for _, m := range sp.long[from:] {
+			if m >= last {
+				break
 			}
+			n += sp.count.piece(sp.s[sp.start(m):sp.start(m+1)])
 		}
-		a = sp.starts[last]
+		a = sp.start(last)
 	}
 	for a < b {
 		a, n = sp.own(a, b, n)

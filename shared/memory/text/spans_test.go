@@ -9,7 +9,7 @@ import (
 )
 
 // checkSpans compares spans' count of parts of s with counter's count of the part alone: of
-// every part if all, else of random parts up to 4 KB long.
+// every part if all, else of the whole and random parts of up to 1000 characters.
 func checkSpans(t *testing.T, name, s string, all bool, random int) {
 	t.Helper()
 	s = strings.ToValidUTF8(s, "\uFFFD")
@@ -33,6 +33,7 @@ func checkSpans(t *testing.T, name, s string, all bool, random int) {
 			}
 		}
 	}
+	check(0, len(s))
 	r := rand.New(rand.NewPCG(1, uint64(len(s))))
 	for range random {
 		i := r.IntN(len(bounds))

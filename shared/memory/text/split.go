@@ -93,26 +93,34 @@ type Chunk struct {
 // satisfies Tokens <= MaxTokens (after the adjustments described on
 // ChunkOptions).
 func Split(s string, o ChunkOptions) []Chunk {
-	return split(s, o, &counter{})
+	s = normalizeSpace(s)
+	return split(s, o, newSpans(s, &counter{}))
 }
 
-// SplitTokens returns Split(s, o) and Tokens(s), in less time than the two apart: the chunks are
-// counted with the pieces the count of s met.
+// SplitTokens returns Split(s, o) and Tokens(s), in less time than the two apart: s and the
+// chunks are counted with one cache of pieces, and a text Split leaves as it is (as Extract
+// writes them) is counted once for both.
 func SplitTokens(s string, o ChunkOptions) ([]Chunk, int) {
 	var count counter
-	n := count.tokens(s)
-	return split(s, o, &count), n
+	norm := normalizeSpace(s)
+	sp := newSpans(norm, &count)
+	n := 0
+	if norm == s {
+		n = sp.tokens(0, len(s))
+	} else {
+		n = count.tokens(s)
+	}
+	return split(norm, o, sp), n
 }
 
-// split is Split counting pieces with count.
+// split is Split of the normalised text s, counted with sp.
 //
 // Every text the chunker counts, and every chunk, is a part of the normalised text: pieces and
 // their separators follow each other in it, and an overlap is the end of the chunk before. So
 // the chunker works on offsets in the normalised text and counts with spans: the text's
 // pre-tokenisation pieces are counted once, not once for every candidate chunk, overlap and part
 // that holds them. A chunk's text is a part of the normalised text, not a copy.
-func split(s string, o ChunkOptions, count *counter) []Chunk {
-	s = normalizeSpace(s)
+func split(s string, o ChunkOptions, sp *spans) []Chunk {
 	if s == "" {
 		return nil
 	}
@@ -123,7 +131,7 @@ func split(s string, o ChunkOptions, count *counter) []Chunk {
 		overlap:   overlap,
 		// A piece must fit next to the overlap and one separator token.
 		pieceCap: maxTokens - overlap - 1,
-		count:    newSpans(s, count),
+		count:    sp,
 	}
 	sc := sectioner{marks: headingMarks(s, o.Headings)}
 	var pieces []piece

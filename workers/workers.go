@@ -139,7 +139,6 @@ func Serve(ctx context.Context, d Deps) error {
 	case <-time.After(drainTimeout):
 		d.Logger.Warn("worker stopped with handlers still running")
 	}
-	d.Runs.Wait()
 	d.Logger.Info("worker stopped")
 	return nil
 }

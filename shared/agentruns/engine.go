@@ -16,7 +16,6 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
-	"github.com/agentplane/agentplane/shared/kit/batch"
 	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/ids"
@@ -44,8 +43,6 @@ type Runner struct {
 	cycled func()
 	// stopped is told of each run with an origin that ends or waits for an approval.
 	stopped func(context.Context, Execution) error
-	// finished moves the runs that ended out of the live ones, in batches after their end.
-	finished *batch.Queue[string]
 }
 
 // releaseTimeout bounds the change that gives a run's lease up, and what follows it.
@@ -61,22 +58,8 @@ func (r *Runner) OnStop(stopped func(context.Context, Execution) error) { r.stop
 // each cycle completed.
 func NewRunner(repo Repo, cs *chats.Service, bots Bots, tools *Toolbox, relay Relay, log *slog.Logger, lease time.Duration, cycled func()) *Runner {
 	return &Runner{repo: repo, chats: cs, bots: bots, tools: tools, relay: relay, log: log, lease: lease, cycled: cycled,
-		now:      func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
-		finished: batch.New(func(ids []string) { finish(repo, log, ids) })}
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
-
-// finish moves the runs ids, which ended, out of the live ones; what fails is left to the
-// scheduler's reconciler, which moves the ended runs it finds there.
-func finish(repo Repo, log *slog.Logger, ids []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if err := repo.FinishAll(ctx, ids); err != nil {
-		log.Warn("ended agent runs not moved to the finished ones yet; the reconciler will", "runs", len(ids), "error", err)
-	}
-}
-
-// Wait returns once the runs that ended are moved out of the live ones (or failed to be).
-func (r *Runner) Wait() { r.finished.Wait() }
 
 // errLost ends a run whose lease another worker took.
 var errLost = errors.New("runs: the execution's lease was lost")
@@ -113,6 +96,7 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 	<-renewed
 	switch {
 	case err == nil, errors.Is(context.Cause(ctx), errLost):
+		// A run that ended moved its execution out of the live ones with its last change.
 		return nil
 	case parent.Err() != nil:
 		// Shutting down: give the run back at once, so that the task, which asynq queues again,
@@ -485,9 +469,6 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 		return errLost
 	}
 	h.e.Log = append(h.e.Log, c.Log...)
-	if c.End {
-		h.finished.Add(h.e.ID)
-	}
 	for _, en := range c.Log {
 		h.relay.Notify(ctx, h.e.ID, Progress{Seq: en.Seq})
 	}

@@ -203,8 +203,8 @@ type Repo interface {
 	Advance(ctx context.Context, id, owner string, logged int, c Change) (bool, error)
 	// Release gives up the owner's lease of a run it stops before its end, queueing it again.
 	Release(ctx context.Context, id, owner string, now time.Time) error
-	// FinishAll moves the ended executions among ids out of the live ones (idempotent).
-	FinishAll(ctx context.Context, ids []string) error
+	// Finish moves an ended execution out of the live ones (idempotent).
+	Finish(ctx context.Context, id string) error
 	// Ended lists ended executions still among the live ones.
 	Ended(ctx context.Context, limit int) ([]string, error)
 	// Stale lists the ids of executions queued since before queuedBefore, or running with a

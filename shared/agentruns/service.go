@@ -280,15 +280,14 @@ const staleAfter = time.Minute
 // Requeue queues again the runs whose task may be lost (the enqueue failed while Redis was
 // down, or the task ended without the run ending): queued for a minute, or with a lease expired
 // for a minute. Task ids are per run and minute, so schedulers running it together queue one.
-// It also moves out of the live ones the runs that ended but were not moved (their worker
-// stopped first).
+// It also moves out of the live ones the runs that ended but were not moved.
 func (s *Service) Requeue(ctx context.Context, now time.Time) (int, error) {
 	ended, err := s.repo.Ended(ctx, 500)
 	if err != nil {
 		return 0, err
 	}
-	if len(ended) > 0 {
-		if err := s.repo.FinishAll(ctx, ended); err != nil {
+	for _, id := range ended {
+		if err := s.repo.Finish(ctx, id); err != nil {
 			return 0, err
 		}
 	}

@@ -56,43 +56,30 @@ func (r Executions) Get(ctx context.Context, projectID, botID, id string) (agent
 	return e.Execution, wrap(err, agentruns.Resource)
 }
 
-// FinishAll moves the ended executions among ids to the finished collection, in three commands
-// however many: read, copied (an execution copied already is left as it is), then removed from
-// the live ones. Reads find an execution in either place meanwhile; ids not live, or not ended,
-// are left alone.
-func (r Executions) FinishAll(ctx context.Context, ids []string) error {
-	ended := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}},
-		{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}}
-	cur, err := r.coll().Find(ctx, ended)
+// Finish moves an ended execution to the finished collection: copied (once), then removed from
+// the live one. Reads find it in either place meanwhile.
+func (r Executions) Finish(ctx context.Context, id string) error {
+	var e bson.Raw
+	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&e)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
 	if err != nil {
 		return wrap(err, agentruns.Resource)
 	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
-		return wrap(err, agentruns.Resource)
-	}
-	if len(docs) == 0 {
-		return nil
-	}
-	if _, err := r.db.Collection(finishedColl).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil && !onlyDuplicates(err) {
-		return wrap(err, agentruns.Resource)
-	}
-	_, err = r.coll().DeleteMany(ctx, ended)
-	return wrap(err, agentruns.Resource)
+	return r.finish(ctx, id, e)
 }
 
-// onlyDuplicates reports whether err is an unordered insert's of documents that all exist.
-func onlyDuplicates(err error) bool {
-	var bulk mongo.BulkWriteException
-	if !errors.As(err, &bulk) || bulk.WriteConcernError != nil {
-		return false
+// finish moves e, the live execution id as read, to the finished ones if it ended.
+func (r Executions) finish(ctx context.Context, id string, e bson.Raw) error {
+	if status, _ := e.Lookup("status").StringValueOK(); status != agentruns.StatusDone && status != agentruns.StatusFailed {
+		return nil
 	}
-	for _, e := range bulk.WriteErrors {
-		if !mongo.IsDuplicateKeyError(e) {
-			return false
-		}
+	if _, err := r.db.Collection(finishedColl).InsertOne(ctx, e); err != nil && !mongo.IsDuplicateKeyError(err) {
+		return wrap(err, agentruns.Resource)
 	}
-	return true
+	_, err := r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	return wrap(err, agentruns.Resource)
 }
 
 // Ended lists executions that ended but are still in the live collection (a worker stopped
@@ -153,6 +140,19 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}
 	filter := bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}, {Key: "logged", Value: logged}}
+	if c.End {
+		// The change and the read of what it made are one command; a crash before the move
+		// leaves an ended execution among the live ones, which Ended lists.
+		var e bson.Raw
+		err := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&e)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		if err != nil {
+			return false, wrap(err, agentruns.Resource)
+		}
+		return true, r.finish(ctx, id, e)
+	}
 	res, err := r.coll().UpdateOne(ctx, filter, update)
 	if err != nil {
 		return false, wrap(err, agentruns.Resource)

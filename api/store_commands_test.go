@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,10 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		return c["chat_id"].(string)
 	}
 	chatID := chat(map[string]any{"message": "When does the shop open?"})
+	subdomain := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"]
+	session := b.client.Do(apitest.Request{Method: "POST", Path: "/public/v1/session", Body: map[string]any{"subdomain": subdomain}})
+	expect(t, session, http.StatusOK, "")
+	pageToken := session.JSON(t)["token"].(string)
 	deal := b.deal(t, "POST", "/v1/bot/crm/deals", map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "title": "Pilot", "value": 100})
 
 	for _, c := range []struct {
@@ -79,6 +84,15 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 			chat(map[string]any{"message": "And when does it open?", "chat_id": chatID})
 		}, 3},
 		{"a chat's history", "GET", "/v1/bot/chat/read", func(int) { a.history(t, chatID, "") }, 1},
+		{"an OpenAI chat completion (a new chat of the agent)", "POST", "/v1/chat/completions", func(int) {
+			expect(t, b.client.Do(apitest.Request{Method: "POST", Path: "/v1/chat/completions", Key: b.key, Body: map[string]any{
+				"model": "agent:" + a.botID, "messages": []any{map[string]any{"role": "user", "content": "When does the shop open?"}}}}), http.StatusOK, "")
+		}, 2},
+		{"a chat on the agent's hosted page (an end user's new chat, streamed)", "POST", "/public/v1/chat", func(int) {
+			if status, body := publicChat(t, b, pageToken, `{"message":"When does the shop open?"}`); status != http.StatusOK || !strings.Contains(body, "event: done") {
+				t.Fatalf("a page chat: %d %s", status, body)
+			}
+		}, 4},
 		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func(i int) {
 			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200 + i})
 		}, 2},

@@ -167,9 +167,14 @@ func TestEndUserSessions(t *testing.T) {
 	if h := history(first["token"].(string), chatID); h.Status != http.StatusOK || !strings.Contains(string(h.Body), "Hi there") {
 		t.Fatalf("the user's own history: %d %s", h.Status, h.Body)
 	}
-	// The chat is the agent's like any other, written by the end user.
+	// The chat is the agent's like any other, written by the end user, under the name their
+	// session carries.
 	if conv := conversation(t, a, chatID); len(conv) != 2 || conv[0] != "user: Hi there" {
 		t.Fatalf("the chat as the account reads it: %q", conv)
+	}
+	author := a.history(t, chatID, "")["conversation"].([]any)[0].(map[string]any)["user"].(map[string]any)
+	if author["uuid"] != first["subscriber_id"] || author["name"] != "Visitor" {
+		t.Fatalf("the end user's message is written by %v", author)
 	}
 
 	stranger := open(subdomain(a.botID), "")

@@ -194,7 +194,9 @@ func (s *server) openSession(c *gin.Context) (any, error) {
 	return s.subscribers.Open(c, bot, req.SubscriberID, req.SSOToken)
 }
 
-// endUser is the agent and subscriber a session token speaks for.
+// endUser is the agent and subscriber a session token speaks for: the subscriber as the token
+// has it (its id and name), with no store read. Subscribers are never deleted, and an agent
+// deleted or paused refuses its sessions.
 func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, error) {
 	token, err := bearer(c)
 	if err != nil {
@@ -211,8 +213,7 @@ func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, er
 	if err != nil {
 		return agents.Bot{}, subscribers.Subscriber{}, err
 	}
-	sub, err := s.subscribers.Get(c, bot.ID, claims.SubscriberID)
-	return bot, sub, err
+	return bot, subscribers.Subscriber{ID: claims.SubscriberID, ProjectID: bot.ProjectID, BotID: bot.ID, Name: claims.Name}, nil
 }
 
 // asker is the end user as the author of chat messages.

@@ -92,7 +92,7 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 			if status, body := publicChat(t, b, pageToken, `{"message":"When does the shop open?"}`); status != http.StatusOK || !strings.Contains(body, "event: done") {
 				t.Fatalf("a page chat: %d %s", status, body)
 			}
-		}, 4},
+		}, 3},
 		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func(i int) {
 			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200 + i})
 		}, 2},

@@ -61,6 +61,15 @@ type Session struct {
 type Claims struct {
 	BotID        string
 	SubscriberID string
+	// Name is the end user's name when the session was opened.
+	Name string
+}
+
+// sessionClaims are what a session token says: the registered claims, and the end user's name,
+// which their messages carry (so that a turn need not read the end user).
+type sessionClaims struct {
+	jwt.RegisteredClaims
+	Name string `json:"name,omitempty"`
 }
 
 func (s *Service) ready() error {
@@ -104,8 +113,8 @@ func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken strin
 // session is a session for sub with bot, from now.
 func (s *Service) session(bot agents.Bot, sub Subscriber, now time.Time) (Session, error) {
 	expires := now.Add(SessionTTL)
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: issuer, Subject: sub.ID,
-		Audience: jwt.ClaimStrings{bot.ID}, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(expires)}).SignedString(s.key)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{Name: sub.Name, RegisteredClaims: jwt.RegisteredClaims{Issuer: issuer,
+		Subject: sub.ID, Audience: jwt.ClaimStrings{bot.ID}, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(expires)}}).SignedString(s.key)
 	if err != nil {
 		return Session{}, err
 	}
@@ -117,7 +126,7 @@ func (s *Service) Verify(token string) (Claims, error) {
 	if err := s.ready(); err != nil {
 		return Claims{}, err
 	}
-	var c jwt.RegisteredClaims
+	var c sessionClaims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return s.key, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithIssuer(issuer), jwt.WithTimeFunc(s.now), jwt.WithExpirationRequired())
 	if err != nil || len(c.Audience) != 1 || c.Subject == "" {
@@ -127,7 +136,7 @@ func (s *Service) Verify(token string) (Claims, error) {
 		}
 		return Claims{}, apperr.New(apperr.Unauthorized, "invalid_session", msg)
 	}
-	return Claims{BotID: c.Audience[0], SubscriberID: c.Subject}, nil
+	return Claims{BotID: c.Audience[0], SubscriberID: c.Subject, Name: c.Name}, nil
 }
 
 // Get returns the agent's subscriber id.

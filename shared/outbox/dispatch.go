@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/kit/batch"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 )
 
@@ -78,20 +78,17 @@ type Dispatcher struct {
 	setAside func(typ string)
 
 	// acks are events published inline, to be removed from their documents off the caller's
-	// path, in batches.
-	acks *batch.Queue[Pending]
+	// path, in batches; acking is set while a goroutine (counted in ackers) removes them.
+	mu     sync.Mutex
+	acks   []Pending
+	acking bool
+	ackers sync.WaitGroup
 }
 
 // NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
 // aside because it cannot be published.
 func NewDispatcher(pub Publisher, store Store, log *slog.Logger, setAside func(typ string)) *Dispatcher {
-	d := &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
-	d.acks = batch.New(func(ps []Pending) {
-		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-		defer cancel()
-		d.ack(ctx, ps)
-	})
-	return d
+	return &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
 }
 
 // publishTimeout bounds the inline publish of a request: past it the relay takes over.
@@ -136,8 +133,33 @@ func (d *Dispatcher) ack(ctx context.Context, ps []Pending) {
 	}
 }
 
-// ackLater queues p for removal from its document, with the events published meanwhile.
-func (d *Dispatcher) ackLater(p Pending) { d.acks.Add(p) }
+// ackLater queues p for removal from its document, and starts a goroutine removing the queue's
+// events unless one is at it.
+func (d *Dispatcher) ackLater(p Pending) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acks = append(d.acks, p)
+	if d.acking {
+		return
+	}
+	d.acking = true
+	d.ackers.Go(func() {
+		for {
+			d.mu.Lock()
+			batch := d.acks
+			d.acks = nil
+			if len(batch) == 0 {
+				d.acking = false
+				d.mu.Unlock()
+				return
+			}
+			d.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+			d.ack(ctx, batch)
+			cancel()
+		}
+	})
+}
 
 func (d *Dispatcher) mark(ctx context.Context, p Pending) {
 	if p.Marked {
@@ -241,7 +263,7 @@ func (d *Dispatcher) Beat(ctx context.Context) {
 // Leave removes this process from the writers of events; a process that could not mark a failed
 // publish asks for a scan instead.
 func (d *Dispatcher) Leave(ctx context.Context) error {
-	d.acks.Wait()
+	d.ackers.Wait()
 	if d.unmarked.Load() {
 		return d.store.Beat(ctx, d.writer, true)
 	}

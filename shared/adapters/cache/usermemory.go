@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/usermemory"
@@ -11,17 +10,11 @@ import (
 // userKey is one user of one agent.
 type userKey struct{ project, bot, user string }
 
-// userMemories is a user's memories as cached, with whose they are (an empty list names no one).
-type userMemories struct {
-	key  userKey
-	list []usermemory.Memory
-}
-
 // userMemoryRepo caches each user's memories: every chat turn of an agent with memory reads
 // its user's, and most users have none.
 type userMemoryRepo struct {
 	usermemory.Repo
-	users   *Cache[userKey, userMemories]
+	users   lists[userKey, usermemory.Memory]
 	notices *Notices
 }
 
@@ -33,25 +26,16 @@ func UserMemories(repo usermemory.Repo, notices *Notices, size int, ttl time.Dur
 	if size <= 0 {
 		return repo
 	}
-	r := &userMemoryRepo{Repo: repo, users: New[userKey, userMemories](size, ttl), notices: notices}
-	notices.onChange("usermemory", func(id string) {
-		r.users.Drop(func(m userMemories) bool { return noticeOf(m.key) == id })
-	})
-	notices.onReconnect(r.users.Purge)
-	return r
+	return &userMemoryRepo{Repo: repo, users: newLists[userKey, usermemory.Memory](notices, "usermemory", noticeOf, size, ttl), notices: notices}
 }
 
 // noticeOf is the id a notice gives of a user of an agent.
 func noticeOf(k userKey) string { return k.project + "/" + k.bot + "/" + k.user }
 
-// ForUser returns a copy of the cached list (callers change what they are given).
 func (r *userMemoryRepo) ForUser(ctx context.Context, projectID, botID, userUUID string) ([]usermemory.Memory, error) {
-	k := userKey{projectID, botID, userUUID}
-	got, err := r.users.Load(ctx, k, func(ctx context.Context) (userMemories, error) {
-		list, err := r.Repo.ForUser(ctx, projectID, botID, userUUID)
-		return userMemories{key: k, list: list}, err
+	return r.users.load(ctx, userKey{projectID, botID, userUUID}, func(ctx context.Context) ([]usermemory.Memory, error) {
+		return r.Repo.ForUser(ctx, projectID, botID, userUUID)
 	})
-	return slices.Clone(got.list), err
 }
 
 // Put drops the user's memories whether or not the write landed.

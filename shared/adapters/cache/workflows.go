@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -16,17 +15,14 @@ const workflowsKind = "workflows"
 // triggerKey is the event type an agent's workflows are looked up for.
 type triggerKey struct{ project, bot, event string }
 
-// triggered is the list of an agent's active workflows an event type triggers, as cached.
-type triggered struct {
-	key  triggerKey
-	list []workflows.Workflow
-}
+// agentOf is the id a notice gives of an agent's workflows.
+func agentOf(k triggerKey) string { return k.project + "/" + k.bot }
 
 // workflowsRepo caches which workflows each event type triggers: every event of every agent
 // (each chat message, each deal update) asks, and workflows change seldom.
 type workflowsRepo struct {
 	workflows.Repo
-	triggered *Cache[triggerKey, triggered]
+	triggered lists[triggerKey, workflows.Workflow]
 	notices   *Notices
 }
 
@@ -37,27 +33,18 @@ func Workflows(repo workflows.Repo, notices *Notices, size int, ttl time.Duratio
 	if size <= 0 {
 		return repo
 	}
-	r := &workflowsRepo{Repo: repo, triggered: New[triggerKey, triggered](size, ttl), notices: notices}
-	notices.onChange(workflowsKind, func(id string) {
-		r.triggered.Drop(func(t triggered) bool { return t.key.project+"/"+t.key.bot == id })
-	})
-	notices.onReconnect(r.triggered.Purge)
-	return r
+	return &workflowsRepo{Repo: repo, triggered: newLists[triggerKey, workflows.Workflow](notices, workflowsKind, agentOf, size, ttl), notices: notices}
 }
 
-// Triggered returns a copy of the cached list.
 func (r *workflowsRepo) Triggered(ctx context.Context, projectID, botID, eventType string) ([]workflows.Workflow, error) {
-	k := triggerKey{projectID, botID, eventType}
-	got, err := r.triggered.Load(ctx, k, func(ctx context.Context) (triggered, error) {
-		list, err := r.Repo.Triggered(ctx, projectID, botID, eventType)
-		return triggered{key: k, list: list}, err
+	return r.triggered.load(ctx, triggerKey{projectID, botID, eventType}, func(ctx context.Context) ([]workflows.Workflow, error) {
+		return r.Repo.Triggered(ctx, projectID, botID, eventType)
 	})
-	return slices.Clone(got.list), err
 }
 
 // changed tells every process the agent's workflows changed, whether or not the write landed.
 func (r *workflowsRepo) changed(w workflows.Workflow, err error) error {
-	r.notices.Changed(workflowsKind, w.ProjectID+"/"+w.BotID)
+	r.notices.Changed(workflowsKind, agentOf(triggerKey{project: w.ProjectID, bot: w.BotID}))
 	return err
 }
 

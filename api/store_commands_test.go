@@ -107,9 +107,10 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		}
 	}
 
-	// A workflow run of one webhook action (a `workflow:run` task in the worker), started by a deal
-	// update: the worker's list of the agent's workflows for deal.updated, cached empty by the
-	// updates above, is dropped by the workflow's creation.
+	// A workflow run of one webhook action, started by a deal update and run at once by the worker
+	// whose triggers stored it, held (counted as a `workflow:run` task): the worker's list of the
+	// agent's workflows for deal.updated, cached empty by the updates above, is dropped by the
+	// workflow's creation. The run's insert is the trigger's, not the run's.
 	delivered := make(chan struct{}, 8)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { delivered <- struct{}{} }))
 	t.Cleanup(receiver.Close)
@@ -135,7 +136,7 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		fewest = min(fewest, int(b.metric(t, flows)-before))
 	}
 	t.Logf("a workflow run of one webhook: %d", fewest)
-	if most := 2; fewest > most {
+	if most := 1; fewest > most {
 		t.Errorf("a workflow run of one webhook made %d store commands, want at most %d", fewest, most)
 	}
 

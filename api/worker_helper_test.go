@@ -38,6 +38,8 @@ type workerOptions struct {
 	fetchTimeout time.Duration
 	maxBytes     int64
 	maxPages     int
+	// lease is how long the worker holds a run without renewing it.
+	lease time.Duration
 }
 
 // startWorker runs a real worker, built by the composition root as a worker process is, on the
@@ -54,6 +56,9 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 		cfg.CrawlMaxPages = o.maxPages
 	}
 	cfg.FetchMaxBytes = o.maxBytes
+	if o.lease != 0 {
+		cfg.RunLease = o.lease
+	}
 	w := app.New(cfg, b.log, b.app.Conns)
 	t.Cleanup(w.Close)
 	// The API's /metrics shows the worker's too, as one `dev` process's does.

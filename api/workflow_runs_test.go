@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -470,7 +472,7 @@ func TestWorkflowEventTriggers(t *testing.T) {
 			}
 		}
 		for range 2 {
-			if err := b.flows.OnEvent(context.Background(), won); err != nil {
+			if _, err := b.flows.OnEvent(context.Background(), won, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -584,7 +586,7 @@ func TestWorkflowEventRedelivered(t *testing.T) {
 			if ev.Type != "deal.created" {
 				return nil
 			}
-			err := b.flows.OnEvent(ctx, ev)
+			_, err := b.flows.OnEvent(ctx, ev, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			deliveries++
@@ -614,6 +616,83 @@ func TestWorkflowEventRedelivered(t *testing.T) {
 	a.wait(t, runs[0]["uuid"].(string))
 	if n := len(hook.got()); n != 1 {
 		t.Fatalf("%d deliveries of the webhook", n)
+	}
+}
+
+// The worker whose triggers start a run runs it at once, holding it under a lease it renews
+// while the run goes on: the run's task, held back until the lease would have ended, finds the
+// run held and is tried again later rather than run it a second time, and is removed once the
+// run has ended.
+func TestWorkflowEventRunByItsTrigger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := workflowAPI{b.chatBot(t, nil)}
+	b.startWorker(t, workerOptions{lease: 600 * time.Millisecond})
+	arrived, release := make(chan string, 4), make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.Header.Get(workflows.DeliveryHeader)
+		<-release
+	}))
+	t.Cleanup(hook.Close)
+	id := a.create(t, map[string]any{"trigger_type": "event", "trigger_event": "deal.created",
+		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": hook.URL, "timeout_seconds": 30}}}})
+	const failed, ok = `agentplane_tasks_total{outcome="error",type="workflow:run"}`, `agentplane_tasks_total{outcome="ok",type="workflow:run"}`
+	tried, ended := b.metric(t, failed), b.metric(t, ok)
+	b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Held"}))
+	var first string
+	select {
+	case first = <-arrived:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("the webhook was not delivered")
+	}
+	// The webhook hangs for five of the lease's lengths: the task comes and goes meanwhile.
+	for deadline := time.Now().Add(3 * time.Second); b.metric(t, failed) < tried+2; waitABit() {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the run's task never found the run held")
+		}
+	}
+	close(release)
+	runs := a.runsOf(t, id)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	if run := a.wait(t, runs[0]["uuid"].(string)); run["status"] != "succeeded" {
+		t.Fatalf("the run %v", run)
+	}
+	insp := asynqInspector(t)
+	for deadline := time.Now().Add(10 * time.Second); ; waitABit() {
+		info, err := insp.GetTaskInfo(b.queue, "workflow:run:"+runs[0]["uuid"].(string))
+		if b.metric(t, ok) > ended && (errors.Is(err, asynq.ErrTaskNotFound) || err == nil && info.State == asynq.TaskStateCompleted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's task is still there: %v %v", info, err)
+		}
+	}
+	select {
+	case again := <-arrived:
+		t.Fatalf("the webhook was delivered again (%s, first %s)", again, first)
+	default:
+	}
+
+	// A run that ends before its lease does removes its task, still held back, with it.
+	ended = b.metric(t, ok)
+	b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Quick"}))
+	<-arrived
+	for deadline := time.Now().Add(10 * time.Second); b.metric(t, ok) == ended; waitABit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the second run never ended")
+		}
+	}
+	runs = a.runsOf(t, id)
+	quick := runs[0]["uuid"].(string)
+	if quick == first[:strings.IndexByte(first, ':')] {
+		quick = runs[1]["uuid"].(string)
+	}
+	if info, err := insp.GetTaskInfo(b.queue, "workflow:run:"+quick); !errors.Is(err, asynq.ErrTaskNotFound) {
+		t.Fatalf("the task of a run that ended is still there: %v %v", info, err)
 	}
 }
 

@@ -109,11 +109,13 @@ func Serve(ctx context.Context, d Deps) error {
 		defer close(recording)
 		d.Stats.Run(ctx)
 	}()
+	h := &here{x: d.Workflows, runs: d.Triggers.Runs, base: base, slots: make(chan struct{}, max(d.Concurrency, 1)),
+		inflight: &inflight, metrics: d.Metrics, log: d.Logger.With("component", "triggers")}
 	triggers := make(chan struct{})
 	consuming := make(chan struct{})
 	go func() {
 		defer close(triggers)
-		d.Triggers.serve(ctx, d.Metrics, d.Logger, func() { close(consuming) })
+		d.Triggers.serve(ctx, h, d.Metrics, d.Logger, func() { close(consuming) })
 	}()
 	select {
 	case <-consuming:

@@ -301,6 +301,70 @@ func TestWorkerKilledDuringAgentRun(t *testing.T) {
 	s.finish(seen, exec)
 }
 
+// A worker killed (SIGKILL) in the middle of a workflow run it started itself (the run of an
+// event, held under its lease rather than queued) loses nothing: the run's task, held back until
+// the lease ends, has the next worker deliver the webhook again, with the same delivery id, and
+// end the run.
+func TestWorkerKilledDuringWorkflowRun(t *testing.T) {
+	t.Parallel()
+	env := serviceEnv(t)
+	env["AGENTPLANE_RUN_LEASE"] = "3s"
+	env["AGENTPLANE_ALLOW_PRIVATE_NETWORKS"] = "true"
+	var calls atomic.Int32
+	arrived, ended := make(chan string, 4), make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // a request read to its end ends its context when its client goes
+		arrived <- r.Header.Get("X-Agentplane-Delivery")
+		if calls.Add(1) == 1 {
+			select { // the first delivery hangs until its worker dies
+			case <-r.Context().Done():
+			case <-ended:
+			}
+		}
+	}))
+	t.Cleanup(hook.Close)
+	t.Cleanup(func() { close(ended) })
+	if err := run(context.Background(), []string{"migrate"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	s := newAgentService(t, providertest.New(t), env)
+	victim := spawn(t, env, "worker")
+	waitForConsumer(t, "workflows-"+env["AGENTPLANE_QUEUE"])
+	wf := s.do("POST", "/v1/bot/workflow/create", map[string]any{"project_id": s.project, "bot_id": s.bot, "name": "hook",
+		"trigger_type": "event", "trigger_event": "deal.created",
+		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": hook.URL}}}})["workflow"].(map[string]any)["uuid"].(string)
+	s.do("POST", "/v1/bot/crm/deals", map[string]any{"project_id": s.project, "bot_id": s.bot, "title": "Crashproof"})
+	delivery := func() string {
+		select {
+		case id := <-arrived:
+			return id
+		case <-time.After(time.Minute):
+			t.Fatal("the webhook was not delivered")
+			return ""
+		}
+	}
+	first := delivery()
+	if err := victim.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	start(t, env, "worker")
+	if again := delivery(); again != first {
+		t.Fatalf("delivered again as %q, first as %q", again, first)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		runs := s.do("GET", "/v1/bot/workflow/runs?project_id="+s.project+"&bot_id="+s.bot+"&workflow_id="+wf, nil)["runs"].([]any)
+		if len(runs) != 1 {
+			t.Fatalf("%d runs", len(runs))
+		}
+		if status := runs[0].(map[string]any)["status"]; status == "succeeded" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the run is still %v", status)
+		}
+	}
+}
+
 // A worker stopped (SIGTERM) in the middle of an agent run gives the run back: the next worker
 // takes it over at once, without waiting for a lease to expire.
 func TestWorkerStoppedDuringAgentRun(t *testing.T) {

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 type queue struct{}
 
 func (queue) Enqueue(context.Context, tasks.Task) error { return nil }
+func (queue) Forget(context.Context, tasks.Task) error  { return nil }
 
 // BenchmarkIngest turns text into searchable chunks: a text source of the Go specification's
 // text (about 200 KB) is created, chunked, counted and stored. Baseline: chunking the same text

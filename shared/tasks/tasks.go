@@ -37,6 +37,8 @@ type Task struct {
 	Type    string
 	ID      string
 	Payload any
+	// After, when set, holds the task back from the workers until that long after it is queued.
+	After time.Duration
 }
 
 // Queue is where tasks wait for a worker.
@@ -44,6 +46,9 @@ type Queue interface {
 	// Enqueue adds t, unless a task of its type and id is still queued, running or retrying.
 	// A queue that is down is an Unavailable error.
 	Enqueue(ctx context.Context, t Task) error
+	// Forget removes the task of t's type and id while it waits (held back, queued or waiting
+	// for a retry); one running or gone is left as it is. A queue that is down is Unavailable.
+	Forget(ctx context.Context, t Task) error
 }
 
 // Tracker is a queue that also tells whether a task is under way.

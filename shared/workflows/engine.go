@@ -23,6 +23,9 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/every"
+	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -81,13 +84,29 @@ type Executor struct {
 	events *outbox.Dispatcher
 	actors Actors
 	log    *slog.Logger
+	lease  time.Duration
 	now    func() time.Time
 	sleep  func(ctx context.Context, d time.Duration) error
 }
 
-// NewExecutor returns the worker side of workflow runs.
-func NewExecutor(repo RunRepo, events *outbox.Dispatcher, actors Actors, log *slog.Logger) *Executor {
-	return &Executor{repo: repo, events: events, actors: actors, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }, sleep: sleep}
+// NewExecutor returns the worker side of workflow runs. lease is how long an attempt holds a
+// run without renewing its lease (it renews it every third of that): a worker that dies
+// holding a run leaves it to the next attempt that long after.
+func NewExecutor(repo RunRepo, events *outbox.Dispatcher, actors Actors, log *slog.Logger, lease time.Duration) *Executor {
+	return &Executor{repo: repo, events: events, actors: actors, log: log, lease: lease,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }, sleep: sleep}
+}
+
+// ErrLost ends an attempt whose lease on its run another attempt took.
+var ErrLost = errors.New("workflows: the run's lease was lost")
+
+// errHeld fails a task whose run another attempt holds, so that the task is tried again: if
+// that attempt dies, the run's lease expires and a later try takes the run over.
+var errHeld = errors.New("workflows: the run is held by another attempt")
+
+// Lease returns a new lease, for a run this process holds from now.
+func (x *Executor) Lease() Lease {
+	return Lease{Owner: ids.New(), Until: x.now().Add(x.lease)}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -101,25 +120,67 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Execute runs the actions of the run of t that have not run yet, in order, saving the run
-// after each (the last with the run's end: a crash before that write runs the last action
-// again, as it would have before its own). An action that fails ends the run unless it continues on error. A failure of the
-// platform (the store down) returns an error, so the task is retried and the run resumes after
-// the last saved action, unless this is the last attempt (final): the run then fails.
+// Execute claims the run of t and runs its actions that have not run yet, in order, saving the
+// run after each (the last with the run's end: a crash before that write runs the last action
+// again, as it would have before its own). An action that fails ends the run unless it
+// continues on error. A failure of the platform (the store down) returns an error, so the task
+// is retried and the run resumes after the last saved action, unless this is the last attempt
+// (final): the run then fails. A run another attempt holds is an error too, tried again later.
 func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, final bool) error {
-	r, err := x.repo.LoadRun(ctx, t.RunID)
-	if err != nil {
-		if apperr.As(err).Kind == apperr.NotFound {
-			return nil
-		}
+	r, ok, err := x.repo.Claim(ctx, t.RunID, x.Lease(), x.now())
+	switch {
+	case apperr.As(err).Kind == apperr.NotFound:
+		return nil
+	case err != nil:
 		return err
+	case r.Status == RunSucceeded || r.Status == RunFailed:
+		return nil
+	case !ok && final:
+		x.log.Warn("workflow run left to the attempt that holds it", "run_id", r.UUID)
+		return nil
+	case !ok:
+		return errHeld
 	}
-	if r.Status == RunSucceeded || r.Status == RunFailed {
+	return x.Run(ctx, r, final)
+}
+
+// Run runs r, which the lease in r holds (Execute claimed it, or OnEvent stored it so), renewing
+// the lease as it goes; an attempt that returns an error gives the run up for the next one.
+func (x *Executor) Run(parent context.Context, r Run, final bool) error {
+	owner := r.Owner
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		every.Tick(ctx, x.lease/3, func() bool {
+			ok, err := x.repo.Renew(opcount.Without(ctx), r.UUID, owner, x.now().Add(x.lease))
+			if err == nil && !ok {
+				cancel(ErrLost)
+				return false
+			}
+			return true
+		})
+	}()
+	err := x.execute(ctx, r, owner, final)
+	cancel(nil)
+	<-renewed
+	if err == nil || errors.Is(err, ErrLost) || errors.Is(context.Cause(ctx), ErrLost) {
 		return nil
 	}
+	rctx, done := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	defer done()
+	if rerr := x.repo.Release(rctx, r.UUID, owner); rerr != nil {
+		x.log.Warn("workflow run not released", "run_id", r.UUID, "error", rerr)
+	}
+	return err
+}
+
+// execute runs the actions of r, held by owner, that have not run yet.
+func (x *Executor) execute(ctx context.Context, r Run, owner string, final bool) error {
 	var envelope map[string]any
 	if err := json.Unmarshal([]byte(r.Envelope), &envelope); err != nil {
-		return x.end(ctx, &r, fmt.Sprintf("the run's trigger data is unreadable: %v", err))
+		return x.end(ctx, &r, owner, fmt.Sprintf("the run's trigger data is unreadable: %v", err))
 	}
 	now := x.now()
 	r.Status = RunRunning
@@ -144,7 +205,7 @@ func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, fina
 		ar.Attempts += attempts
 		ar.ResponseCode = code
 		if err != nil && !refused(err) && !final && ctx.Err() == nil {
-			if serr := x.repo.SaveRun(context.WithoutCancel(ctx), r, nil); serr != nil {
+			if serr := x.repo.SaveRun(context.WithoutCancel(ctx), r, owner, nil); serr != nil {
 				x.log.Warn("workflow run not saved", "run_id", r.UUID, "error", serr)
 			}
 			return err
@@ -157,7 +218,7 @@ func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, fina
 				for j := i + 1; j < len(r.Actions); j++ {
 					r.Actions[j].Status = ActionSkipped
 				}
-				return x.end(ctx, &r, fmt.Sprintf("action %d (%s) failed: %s", i, step.Type, ar.Error))
+				return x.end(ctx, &r, owner, fmt.Sprintf("action %d (%s) failed: %s", i, step.Type, ar.Error))
 			}
 		} else {
 			ar.Status, ar.Output = RunSucceeded, clip(out)
@@ -165,15 +226,15 @@ func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, fina
 		if i == len(r.Actions)-1 {
 			break // the end's write saves the last action with it
 		}
-		if err := x.repo.SaveRun(ctx, r, nil); err != nil {
+		if err := x.repo.SaveRun(ctx, r, owner, nil); err != nil {
 			return err
 		}
 	}
-	return x.end(ctx, &r, "")
+	return x.end(ctx, &r, owner, "")
 }
 
 // end saves the run as ended (failed with reason, else succeeded) with its event.
-func (x *Executor) end(ctx context.Context, r *Run, reason string) error {
+func (x *Executor) end(ctx context.Context, r *Run, owner, reason string) error {
 	now := x.now()
 	r.Status, r.Error, r.EndedAt = RunSucceeded, reason, &now
 	if reason != "" {
@@ -181,7 +242,7 @@ func (x *Executor) end(ctx context.Context, r *Run, reason string) error {
 	}
 	ev := runEvent(ctx, *r)
 	ctx = context.WithoutCancel(ctx)
-	if err := x.repo.SaveRun(ctx, *r, &ev); err != nil {
+	if err := x.repo.SaveRun(ctx, *r, owner, &ev); err != nil {
 		return err
 	}
 	x.events.Dispatch(ctx, outbox.Ref{Resource: RunResource, ID: r.UUID}, ev)

@@ -85,6 +85,17 @@ type Run struct {
 	CreatedAt time.Time  `json:"created_at" bson:"created_at"`
 	StartedAt *time.Time `json:"started_at" bson:"started_at"`
 	EndedAt   *time.Time `json:"ended_at" bson:"ended_at"`
+	// Owner is the attempt that holds the run, until LeaseUntil: a run is run by one attempt
+	// at a time. Empty when none holds it.
+	Owner      string     `json:"-" bson:"owner"`
+	LeaseUntil *time.Time `json:"-" bson:"lease_until"`
+}
+
+// A Lease is held on a run by one attempt to run it (Owner) until Until, and renewed while the
+// attempt goes on.
+type Lease struct {
+	Owner string
+	Until time.Time
 }
 
 // RunFilter narrows a list of runs.
@@ -101,8 +112,16 @@ type RunRepo interface {
 	// LoadRun returns a run by id alone (workers).
 	LoadRun(ctx context.Context, id string) (Run, error)
 	Runs(ctx context.Context, f RunFilter, page paging.Page) ([]Run, int, error)
-	// SaveRun writes r over the stored run, with ev in its outbox when ev is not nil.
-	SaveRun(ctx context.Context, r Run, ev *outbox.Event) error
+	// Claim gives the run a lease when it has not ended and no lease holds it at now, and
+	// returns it; false with the run as it is when it cannot (NotFound when there is none).
+	Claim(ctx context.Context, id string, l Lease, now time.Time) (Run, bool, error)
+	// Renew extends owner's lease to until; false when owner no longer holds the run.
+	Renew(ctx context.Context, id, owner string, until time.Time) (bool, error)
+	// Release gives owner's lease up.
+	Release(ctx context.Context, id, owner string) error
+	// SaveRun writes r over the stored run while owner holds it, with ev in its outbox when ev
+	// is not nil: ErrLost when owner does not.
+	SaveRun(ctx context.Context, r Run, owner string, ev *outbox.Event) error
 	// Secret returns the project's webhook signing secret, storing fresh when it has none.
 	Secret(ctx context.Context, projectID, fresh string) (string, error)
 }
@@ -151,26 +170,40 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	if err != nil || len(envelope) > MaxInputBytes {
 		return Run{}, apperr.Invalidf("input", "must be a JSON object of at most %d bytes", MaxInputBytes)
 	}
-	return s.start(ctx, w, Trigger{Type: TriggerTypeManual, By: by}, id, string(envelope), nil)
+	r, _, err := s.start(ctx, w, Trigger{Type: TriggerTypeManual, By: by}, id, string(envelope), nil, nil)
+	return r, err
 }
 
 // start stores the run of w (queued, one pending entry per action), caused by the runs of the
 // workflows cause, and queues it; a run of that id stored already is queued again and returned.
-func (s *Runs) start(ctx context.Context, w Workflow, t Trigger, id, envelope string, cause []string) (Run, error) {
+// With hold, a new run is stored held by that lease and its task held back until the lease
+// ends; it reports whether the run is new and so held.
+func (s *Runs) start(ctx context.Context, w Workflow, t Trigger, id, envelope string, cause []string, hold *Lease) (Run, bool, error) {
 	r := Run{UUID: id, ProjectID: w.ProjectID, BotID: w.BotID, WorkflowID: w.UUID, Trigger: t, Status: RunQueued, Cause: cause,
 		Envelope: envelope, CreatedAt: s.now(), Actions: make([]ActionRun, len(w.Actions)), Steps: w.Actions}
 	for i, a := range w.Actions {
 		r.Actions[i] = ActionRun{Index: i, Type: a.Type, Status: ActionPending}
 	}
+	task := tasks.NewWorkflowRunTask(r.UUID)
+	if hold != nil {
+		r.Owner, r.LeaseUntil = hold.Owner, &hold.Until
+		task.After = hold.Until.Sub(r.CreatedAt)
+	}
 	if err := s.repo.InsertRun(ctx, r); err != nil {
 		if apperr.As(err).Kind != apperr.Conflict {
-			return Run{}, err
+			return Run{}, false, err
 		}
 		if r, err = s.repo.LoadRun(ctx, id); err != nil {
-			return Run{}, err
+			return Run{}, false, err
 		}
+		hold, task.After = nil, 0
 	}
-	return r, s.queue.Enqueue(ctx, tasks.NewWorkflowRunTask(r.UUID))
+	return r, hold != nil, s.queue.Enqueue(ctx, task)
+}
+
+// Forget removes the task of the run, which its holder ended: nothing is left for it to do.
+func (s *Runs) Forget(ctx context.Context, r Run) error {
+	return s.queue.Forget(ctx, tasks.NewWorkflowRunTask(r.UUID))
 }
 
 // Run returns a run of the agent.

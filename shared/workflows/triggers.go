@@ -22,19 +22,25 @@ const MaxChain = 5
 // starts one run of each workflow. A workflow never runs for an event its own run caused,
 // directly or through other workflows, and a chain of workflows stops at MaxChain (the event's
 // cause lists the workflows that led to it), saying so in the log.
-func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event) error {
+//
+// With hold, the runs it starts are stored held by that lease and returned, for the caller to
+// run at once (Executor.Run) rather than leave them to a worker that looks for tasks; their
+// tasks are held back until the lease ends, to take them over if the caller does not end
+// them. A run stored already (the event delivered again) is queued as any other.
+func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event, hold *Lease) ([]Run, error) {
 	list, err := s.workflows.repo.Triggered(ctx, ev.ProjectID, ev.BotID, ev.Type)
 	if err != nil || len(list) == 0 {
-		return err
+		return nil, err
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var envelope map[string]any
 	if err := json.Unmarshal(raw, &envelope); err != nil {
-		return err
+		return nil, err
 	}
+	var held []Run
 	for _, w := range list {
 		if slices.Contains(ev.Cause, w.UUID) || !Matches(w.Conditions, envelope) {
 			continue
@@ -46,11 +52,15 @@ func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event) error {
 		}
 		id := uuid.NewSHA1(runNamespace, []byte(w.UUID+"/event/"+ev.ID)).String()
 		t := Trigger{Type: TriggerTypeEvent, EventID: ev.ID, EventType: ev.Type}
-		if _, err := s.start(ctx, w, t, id, string(raw), ev.Cause); err != nil {
-			return err
+		r, ours, err := s.start(ctx, w, t, id, string(raw), ev.Cause, hold)
+		if err != nil {
+			return held, err
+		}
+		if ours {
+			held = append(held, r)
 		}
 	}
-	return nil
+	return held, nil
 }
 
 // OnTick starts the run of the schedule workflow w for its tick at: one per workflow and tick,
@@ -63,6 +73,6 @@ func (s *Runs) OnTick(ctx context.Context, w Workflow, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.start(ctx, w, Trigger{Type: TriggerTypeSchedule, Tick: &at}, id, string(envelope), nil)
+	_, _, err = s.start(ctx, w, Trigger{Type: TriggerTypeSchedule, Tick: &at}, id, string(envelope), nil, nil)
 	return err
 }

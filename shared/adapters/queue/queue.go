@@ -69,8 +69,28 @@ func (q *Queue) Enqueue(ctx context.Context, t tasks.Task) error {
 	headers := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, headers)
 	opts := append([]asynq.Option{asynq.Queue(q.name), asynq.TaskID(t.Type + ":" + t.ID)}, options[t.Type]...)
+	if t.After > 0 {
+		opts = append(opts, asynq.ProcessIn(t.After))
+	}
 	_, err = q.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(t.Type, raw, headers), opts...)
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return apperr.Unavailablef("redis", err)
+}
+
+// Forget deletes the task of t's type and id unless it is running (asynq refuses that) or gone.
+func (q *Queue) Forget(ctx context.Context, t tasks.Task) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := t.Type + ":" + t.ID
+	err := q.insp.DeleteTask(q.name, id)
+	if err == nil || errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	}
+	// asynq refuses to delete a running task with an error of no exported kind.
+	if info, ierr := q.insp.GetTaskInfo(q.name, id); ierr == nil && info.State == asynq.TaskStateActive {
 		return nil
 	}
 	return apperr.Unavailablef("redis", err)

@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -62,7 +65,41 @@ func (r WorkflowRuns) Runs(ctx context.Context, f workflows.RunFilter, page pagi
 	return list, total, wrap(err, workflows.RunResource)
 }
 
-func (r WorkflowRuns) SaveRun(ctx context.Context, run workflows.Run, ev *outbox.Event) error {
+func (r WorkflowRuns) Claim(ctx context.Context, id string, l workflows.Lease, now time.Time) (workflows.Run, bool, error) {
+	filter := bson.D{{Key: "_id", Value: id},
+		{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{workflows.RunQueued, workflows.RunRunning}}}},
+		{Key: "$or", Value: bson.A{
+			bson.D{{Key: "owner", Value: ""}},
+			// Runs stored before leases have no owner.
+			bson.D{{Key: "owner", Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: "lease_until", Value: bson.D{{Key: "$lt", Value: now}}}}}}}
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "owner", Value: l.Owner}, {Key: "lease_until", Value: l.Until}}}}
+	var run workflows.Run
+	err := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&run)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		// Not claimable: ended, held, or gone.
+		run, err = r.LoadRun(ctx, id)
+		return run, false, err
+	}
+	return run, err == nil, wrap(err, workflows.RunResource)
+}
+
+func (r WorkflowRuns) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
+	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_until", Value: until}}}})
+	if err != nil {
+		return false, wrap(err, workflows.RunResource)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+func (r WorkflowRuns) Release(ctx context.Context, id, owner string) error {
+	_, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "owner", Value: ""}, {Key: "lease_until", Value: nil}}}})
+	return wrap(err, workflows.RunResource)
+}
+
+func (r WorkflowRuns) SaveRun(ctx context.Context, run workflows.Run, owner string, ev *outbox.Event) error {
 	var evs []outbox.Event
 	if ev != nil {
 		evs = append(evs, *ev)
@@ -71,8 +108,15 @@ func (r WorkflowRuns) SaveRun(ctx context.Context, run workflows.Run, ev *outbox
 	if err != nil {
 		return err
 	}
-	if _, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: run.UUID}}, update); err != nil {
+	// The lease is the holder's and its renewal's to write, not the run's.
+	set := update[0].Value.(bson.D)
+	update[0].Value = slices.DeleteFunc(set, func(e bson.E) bool { return e.Key == "owner" || e.Key == "lease_until" })
+	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: run.UUID}, {Key: "owner", Value: owner}}, update)
+	switch {
+	case err != nil:
 		return wrap(err, workflows.RunResource)
+	case res.MatchedCount == 0:
+		return workflows.ErrLost
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ import (
 // whether the document of that _id matches the whole filter (an aggregation whose first stage,
 // {$match: {_id}}, is pushed down, and whose second applies the filter to that one document),
 // then sends the write narrowed to {_id} when it does, and answers "none matched" itself when it
-// does not. Upserts and writes of many documents pass through as they are.
+// does not. Upserts and writes of many documents pass through as they are. A find of that kind
+// (a deal of the project and agent, not deleted) goes as that aggregation, whose reply has the
+// find's own shape (a cursor and its first batch); one with options the aggregation would not
+// keep as they are passes through.
 
 // byIDWrite is a write narrowed to its _id: the check to run first and the narrowed request.
 type byIDWrite struct {
@@ -263,4 +266,98 @@ func (w byIDWrite) unmatched(req []byte) []byte {
 	}
 	body, _ := bson.Marshal(reply)
 	return buildMessage(0, binary.LittleEndian.Uint32(req[4:]), []section{{kind: 0, docs: []bson.Raw{body}}})
+}
+
+// findKeys are the fields of a find that byIDFind carries over to the aggregation; a find with any
+// other (hint, collation, a tailable cursor, ...) passes through.
+var findKeys = map[string]bool{"find": true, "filter": true, "limit": true, "singleBatch": true, "batchSize": true,
+	"skip": true, "sort": true, "projection": true, "lsid": true, "$db": true, "$readPreference": true,
+	"$clusterTime": true, "maxTimeMS": true, "comment": true}
+
+// byIDFind returns req, a find of the document of a string _id under a filter of more than that,
+// as the aggregation of {$match: {_id}}, {$match: filter} and the find's skip, limit and
+// projection (a sort orders one document at most); false when req is not such a find.
+func byIDFind(req []byte) ([]byte, bool) {
+	sections, ok := parseSections(req)
+	if !ok || len(sections) != 1 {
+		return nil, false
+	}
+	body := sections[0].docs[0]
+	elems, err := body.Elements()
+	if err != nil || len(elems) == 0 || elems[0].Key() != "find" {
+		return nil, false
+	}
+	filter, ok := body.Lookup("filter").DocumentOK()
+	if !ok {
+		return nil, false
+	}
+	if fields, err := filter.Elements(); err != nil || len(fields) < 2 {
+		return nil, false
+	}
+	id, ok := filter.Lookup("_id").StringValueOK()
+	if !ok {
+		return nil, false
+	}
+	pipeline := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: id}}}}, bson.D{{Key: "$match", Value: filter}}}
+	cmd := bson.D{{Key: "aggregate", Value: elems[0].Value()}}
+	cursor := bson.D{}
+	var skip, limit, project bson.D
+	for _, e := range elems[1:] {
+		if !findKeys[e.Key()] {
+			return nil, false
+		}
+		switch e.Key() {
+		case "filter", "singleBatch", "sort":
+		case "skip":
+			if n, ok := e.Value().AsInt64OK(); ok && n > 0 {
+				skip = bson.D{{Key: "$skip", Value: n}}
+			}
+		case "limit":
+			if n, ok := e.Value().AsInt64OK(); ok && n > 0 {
+				limit = bson.D{{Key: "$limit", Value: n}}
+			}
+		case "batchSize":
+			cursor = bson.D{{Key: "batchSize", Value: e.Value()}}
+		case "projection":
+			p, ok := e.Value().DocumentOK()
+			if !ok || !plainProjection(p) {
+				return nil, false
+			}
+			if n, _ := p.Elements(); len(n) > 0 {
+				project = bson.D{{Key: "$project", Value: p}}
+			}
+		default:
+			cmd = append(cmd, bson.E{Key: e.Key(), Value: e.Value()})
+		}
+	}
+	for _, stage := range []bson.D{skip, limit, project} {
+		if stage != nil {
+			pipeline = append(pipeline, stage)
+		}
+	}
+	cmd = append(cmd[:1], append(bson.D{{Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: cursor}}, cmd[1:]...)...)
+	raw, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, false
+	}
+	return buildMessage(binary.LittleEndian.Uint32(req[4:]), binary.LittleEndian.Uint32(req[8:]), []section{{kind: 0, docs: []bson.Raw{raw}}}), true
+}
+
+// plainProjection reports whether p only includes or excludes fields (no $slice, $elemMatch or
+// positional operators), which $project reads as find does.
+func plainProjection(p bson.Raw) bool {
+	elems, err := p.Elements()
+	if err != nil {
+		return false
+	}
+	for _, e := range elems {
+		if _, ok := e.Value().AsInt64OK(); ok {
+			continue
+		}
+		if _, ok := e.Value().BooleanOK(); ok {
+			continue
+		}
+		return false
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,130 @@ func TestConditionalWritesByID(t *testing.T) {
 	}
 }
 
+// A find of one document by its _id and more (the project, "not deleted") answers through the
+// proxy, which sends it as an aggregation pushed down to the _id, what FerretDB answers to the find
+// itself when it decodes the whole collection: matched or not, with a projection, a skip, a sort,
+// and in batches.
+func TestConditionalReadsByID(t *testing.T) {
+	ctx := context.Background()
+	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	var colls []*mongo.Collection
+	for _, uri := range []string{"mongodb://" + m.proxy.backend + "/", m.URI} {
+		client, err := mongo.Connect(options.Client().ApplyURI(uri))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = client.Disconnect(ctx) })
+		colls = append(colls, client.Database("byid").Collection("reads"))
+	}
+	if _, err := colls[0].InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}, {Key: "rev", Value: 1}, {Key: "tags", Value: bson.A{"x", "y"}}},
+		bson.D{{Key: "_id", Value: "b"}, {Key: "project_id", Value: "p"}, {Key: "rev", Value: 1}, {Key: "deleted_at", Value: "yesterday"}},
+		bson.D{{Key: "_id", Value: "c"}, {Key: "project_id", Value: "q"}, {Key: "rev", Value: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	live := bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}
+	for _, c := range []struct {
+		name   string
+		filter bson.D
+		opts   *options.FindOptionsBuilder
+	}{
+		{"of the project and live", bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}, live}, nil},
+		{"of another project", bson.D{{Key: "_id", Value: "c"}, {Key: "project_id", Value: "p"}}, nil},
+		{"deleted", bson.D{{Key: "_id", Value: "b"}, {Key: "project_id", Value: "p"}, live}, nil},
+		{"missing", bson.D{{Key: "_id", Value: "z"}, {Key: "project_id", Value: "p"}}, nil},
+		{"with an operator", bson.D{{Key: "_id", Value: "a"}, {Key: "rev", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}, {Key: "tags", Value: "y"}}, nil},
+		{"with $or", bson.D{{Key: "_id", Value: "c"}, {Key: "$or", Value: bson.A{bson.D{{Key: "rev", Value: 2}}, bson.D{{Key: "rev", Value: 3}}}}}, nil},
+		{"with a projection", bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}}, options.Find().SetProjection(bson.D{{Key: "rev", Value: 1}})},
+		{"with an exclusion", bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "tags", Value: 0}})},
+		{"skipped", bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}}, options.Find().SetSkip(1)},
+		{"sorted, limited, in batches of one", bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}},
+			options.Find().SetSort(bson.D{{Key: "rev", Value: -1}}).SetLimit(5).SetBatchSize(1)},
+	} {
+		var got [2]string
+		for i, coll := range colls {
+			opts := c.opts
+			if opts == nil {
+				opts = options.Find()
+			}
+			cur, err := coll.Find(ctx, c.filter, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			var docs []bson.D
+			if err := cur.All(ctx, &docs); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			got[i] = fmt.Sprint(docs)
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s: %s through the proxy, %s from FerretDB", c.name, got[1], got[0])
+		}
+	}
+	var one struct{ Rev int }
+	if err := colls[1].FindOne(ctx, bson.D{{Key: "_id", Value: "a"}, live}).Decode(&one); err != nil || one.Rev != 1 {
+		t.Fatalf("FindOne through the proxy: %+v %v", one, err)
+	}
+}
+
+// byIDFind sends a find by _id and more as the aggregation pushed down to the _id, and leaves any
+// other find as it is.
+func TestByIDFind(t *testing.T) {
+	msg := func(body bson.D) []byte {
+		raw, err := bson.Marshal(append(body, bson.E{Key: "$db", Value: "crm"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buildMessage(7, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
+	}
+	byIDAnd := bson.D{{Key: "_id", Value: "d1"}, {Key: "project_id", Value: "p"}}
+	for _, c := range []struct {
+		name string
+		body bson.D
+		want string // the pipeline, or "" when the find passes as it is
+	}{
+		{"by _id and more", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: byIDAnd}, {Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}},
+			`[{"$match": {"_id": "d1"}},{"$match": {"_id": "d1","project_id": "p"}},{"$limit": {"$numberLong":"1"}}]`},
+		{"with skip and projection", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: byIDAnd}, {Key: "skip", Value: int64(2)}, {Key: "projection", Value: bson.D{{Key: "title", Value: 1}}}},
+			`[{"$match": {"_id": "d1"}},{"$match": {"_id": "d1","project_id": "p"}},{"$skip": {"$numberLong":"2"}},{"$project": {"title": {"$numberInt":"1"}}}]`},
+		{"by _id alone", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: "d1"}}}}, ""},
+		{"by an _id that is not a string", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}, {Key: "project_id", Value: "p"}}}}, ""},
+		{"without an _id", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: bson.D{{Key: "project_id", Value: "p"}, {Key: "status", Value: "won"}}}}, ""},
+		{"with a hint", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: byIDAnd}, {Key: "hint", Value: "_id_"}}, ""},
+		{"projecting a slice", bson.D{{Key: "find", Value: "deals"}, {Key: "filter", Value: byIDAnd}, {Key: "projection", Value: bson.D{{Key: "log", Value: bson.D{{Key: "$slice", Value: 2}}}}}}, ""},
+		{"an update", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: byIDAnd}, {Key: "u", Value: bson.D{}}}}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			narrowed, ok := byIDFind(msg(c.body))
+			if !ok {
+				if c.want != "" {
+					t.Fatal("passed as it is")
+				}
+				return
+			}
+			if c.want == "" {
+				t.Fatal("narrowed")
+			}
+			sections, _ := parseSections(narrowed)
+			body := sections[0].docs[0]
+			if coll, _ := body.Lookup("aggregate").StringValueOK(); coll != "deals" {
+				t.Fatalf("sent %s", body)
+			}
+			if db, _ := body.Lookup("$db").StringValueOK(); db != "crm" {
+				t.Fatalf("sent %s", body)
+			}
+			if got := strings.ReplaceAll(body.Lookup("pipeline").String(), " ", ""); got != strings.ReplaceAll(c.want, " ", "") {
+				t.Fatalf("pipeline %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
 func TestCommand(t *testing.T) {
 	body, err := bson.Marshal(bson.D{{Key: "findAndModify", Value: "deals"}, {Key: "$db", Value: "crm"}})
 	if err != nil {
@@ -212,11 +337,11 @@ func BenchmarkEmbeddedStore(b *testing.B) {
 	}
 }
 
-// BenchmarkConditionalWrite measures a write of one document conditional on more than its _id (a
-// revision) in a collection of 10,000 documents, straight to FerretDB (the baseline: it decodes the
-// whole collection) and through the proxy (which narrows it to the _id), with the _id index the
-// service makes (IndexIDs).
-func BenchmarkConditionalWrite(b *testing.B) {
+// BenchmarkConditional measures a write and a read of one document conditional on more than its
+// _id (a revision; a project) in a collection of 10,000 documents, straight to FerretDB (the
+// baseline: it decodes the whole collection) and through the proxy (which narrows them to the
+// _id), with the _id index the service makes (IndexIDs).
+func BenchmarkConditional(b *testing.B) {
 	ctx := context.Background()
 	m, err := StartMongo(ctx, b.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -232,7 +357,7 @@ func BenchmarkConditionalWrite(b *testing.B) {
 		coll := client.Database("bench").Collection("conditional_" + target.name)
 		batch := make([]any, 0, docs)
 		for i := range docs {
-			batch = append(batch, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i)}, {Key: "rev", Value: 0}})
+			batch = append(batch, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i)}, {Key: "project_id", Value: "p"}, {Key: "rev", Value: 0}})
 		}
 		if _, err := coll.InsertMany(ctx, batch); err != nil {
 			b.Fatal(err)
@@ -240,12 +365,21 @@ func BenchmarkConditionalWrite(b *testing.B) {
 		if err := m.IndexIDs(ctx, "bench"); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(target.name, func(b *testing.B) {
+		b.Run("update/"+target.name, func(b *testing.B) {
 			for i := range b.N {
 				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i%docs)}, {Key: "rev", Value: bson.D{{Key: "$gte", Value: 0}}}},
 					bson.D{{Key: "$inc", Value: bson.D{{Key: "rev", Value: 1}}}})
 				if err != nil || res.ModifiedCount != 1 {
 					b.Fatal(err, res)
+				}
+			}
+		})
+		b.Run("find/"+target.name, func(b *testing.B) {
+			for i := range b.N {
+				var doc struct{ Rev int }
+				if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i%docs)}, {Key: "project_id", Value: "p"},
+					{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}}).Decode(&doc); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -110,6 +110,10 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 			}
 			req = w.narrowed
 		}
+	} else if cmd == "find" {
+		if narrowed, ok := byIDFind(req); ok {
+			req = narrowed
+		}
 	}
 	if _, err := server.Write(req); err != nil {
 		return err

@@ -108,10 +108,16 @@ func (r Executions) Claim(ctx context.Context, id, owner string, until, now time
 }
 
 func (r Executions) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
-	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
+	return renew(ctx, r.coll(), id, owner, until, agentruns.Resource)
+}
+
+// renew extends owner's lease (owner, lease_until) of the document id to until; false when owner
+// no longer holds it.
+func renew(ctx context.Context, coll *mongo.Collection, id, owner string, until time.Time, resource string) (bool, error) {
+	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_until", Value: until}}}})
 	if err != nil {
-		return false, wrap(err, agentruns.Resource)
+		return false, wrap(err, resource)
 	}
 	return res.MatchedCount == 1, nil
 }

@@ -85,12 +85,7 @@ func (r WorkflowRuns) Claim(ctx context.Context, id string, l workflows.Lease, n
 }
 
 func (r WorkflowRuns) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
-	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_until", Value: until}}}})
-	if err != nil {
-		return false, wrap(err, workflows.RunResource)
-	}
-	return res.MatchedCount == 1, nil
+	return renew(ctx, r.coll(), id, owner, until, workflows.RunResource)
 }
 
 func (r WorkflowRuns) Release(ctx context.Context, id, owner string) error {

@@ -133,7 +133,8 @@ type Store interface {
 	// whose version is "" until its list's first write).
 	Live(ctx context.Context, projectID, botID string) ([]Listed, string, error)
 	// Generations returns the chunks of several source generations in one read, by
-	// "<source id>/<generation>" (a generation removed meanwhile has fewer or none).
+	// "<source id>/<generation>", up to the count of each (a generation removed meanwhile has
+	// fewer or none).
 	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
 }
 

@@ -345,18 +345,24 @@ var _ memory.Store = Memory{}
 // NewMemory returns the retrieval store of db.
 func NewMemory(db *mongo.Database) Memory { return Memory{db: db} }
 
+// Generations reads the documents of the generations' chunks by their _ids, which their chunk
+// counts give.
 func (m Memory) Generations(ctx context.Context, gens []memory.Live) (map[string][]memory.Chunk, error) {
-	ids, names := make([]string, len(gens)), make([]string, len(gens))
-	for i, g := range gens {
-		ids[i], names[i] = g.Ref.SourceID, g.Gen
+	var ids []string
+	for _, g := range gens {
+		for p := 0; p < g.Chunks; p += chunksPerDoc {
+			ids = append(ids, chunkDocID(g.Ref.SourceID, g.Gen, p))
+		}
 	}
-	cur, err := m.db.Collection(chunksColl).Find(ctx, bson.D{{Key: "source_id", Value: bson.D{{Key: "$in", Value: ids}}},
-		{Key: "gen", Value: bson.D{{Key: "$in", Value: names}}}})
+	out := map[string][]memory.Chunk{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cur, err := m.db.Collection(chunksColl).Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	if err != nil {
 		return nil, wrap(err, sources.Resource)
 	}
 	defer cur.Close(ctx)
-	out := map[string][]memory.Chunk{}
 	for cur.Next(ctx) {
 		var d chunkDoc
 		if err := cur.Decode(&d); err != nil {

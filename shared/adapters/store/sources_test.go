@@ -47,7 +47,8 @@ func chunksOf(s sources.Source, gen, prefix string, n int) []memory.Chunk {
 // storedTexts are the texts of the stored chunks of generation gen of s, in order.
 func storedTexts(t *testing.T, db store.Memory, s sources.Source, gen string) []string {
 	t.Helper()
-	got, err := db.Generations(context.Background(), []memory.Live{{Ref: memory.Ref{SourceID: s.ID}, Gen: gen}})
+	// A count well above what any attempt stores, so that documents an attempt left are read too.
+	got, err := db.Generations(context.Background(), []memory.Live{{Ref: memory.Ref{SourceID: s.ID}, Gen: gen, Chunks: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -361,3 +361,136 @@ func plainProjection(p bson.Raw) bool {
 	}
 	return true
 }
+
+// maxIDs bounds the documents of a find by a list of _ids that the proxy reads one by one.
+const maxIDs = 1000
+
+// maxReply bounds the reply the proxy builds of the documents it read one by one (a reply is at
+// most 16 MB); a find whose documents would not fit goes as it is.
+const maxReply = 15 << 20
+
+// byIDs returns the _ids of req when it is a find by a list of string _ids ({_id: {$in: [...]}},
+// nothing else, at most maxIDs), with the find's body for each of them, narrowed to its _id;
+// false otherwise. FerretDB reads the whole collection for such a find: the proxy asks for each
+// document by its _id instead (pushed down), and answers with all of them (expand).
+func byIDs(req []byte) ([]string, func(id string) []byte, bool) {
+	sections, ok := parseSections(req)
+	if !ok || len(sections) != 1 {
+		return nil, nil, false
+	}
+	body := sections[0].docs[0]
+	elems, err := body.Elements()
+	if err != nil || len(elems) == 0 || elems[0].Key() != "find" {
+		return nil, nil, false
+	}
+	filter, ok := body.Lookup("filter").DocumentOK()
+	if !ok {
+		return nil, nil, false
+	}
+	if fields, err := filter.Elements(); err != nil || len(fields) != 1 {
+		return nil, nil, false
+	}
+	in, ok := filter.Lookup("_id").DocumentOK()
+	if !ok {
+		return nil, nil, false
+	}
+	if ops, err := in.Elements(); err != nil || len(ops) != 1 || ops[0].Key() != "$in" {
+		return nil, nil, false
+	}
+	list, ok := in.Lookup("$in").ArrayOK()
+	if !ok {
+		return nil, nil, false
+	}
+	vals, err := list.Values()
+	if err != nil || len(vals) > maxIDs {
+		return nil, nil, false
+	}
+	ids := make([]string, 0, len(vals))
+	for _, v := range vals {
+		id, ok := v.StringValueOK()
+		if !ok {
+			return nil, nil, false
+		}
+		ids = append(ids, id)
+	}
+	keep := bson.D{}
+	for _, e := range elems {
+		switch e.Key() {
+		case "find", "lsid", "$db", "$readPreference", "$clusterTime", "maxTimeMS", "comment", "batchSize":
+			keep = append(keep, bson.E{Key: e.Key(), Value: e.Value()})
+		case "filter":
+		case "projection":
+			p, ok := e.Value().DocumentOK()
+			if !ok || !plainProjection(p) {
+				return nil, nil, false
+			}
+			keep = append(keep, bson.E{Key: e.Key(), Value: p})
+		default:
+			return nil, nil, false
+		}
+	}
+	one := func(id string) []byte {
+		raw, err := bson.Marshal(append(bson.D{keep[0], {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}}, keep[1:]...))
+		if err != nil {
+			return nil
+		}
+		return buildMessage(0, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
+	}
+	return ids, one, true
+}
+
+// expand reads the documents of ids from server one by one, each with the request one makes,
+// and returns the reply to req holding them all; false when a read fails on the backend's side
+// or the documents would not fit in one reply (req then goes as it is).
+func expand(server net.Conn, req []byte, ids []string, one func(string) []byte, limit int) ([]byte, bool, error) {
+	var docs bson.A
+	size := 0
+	_, ns := command(req)
+	for _, id := range ids {
+		msg := one(id)
+		if msg == nil {
+			return nil, false, nil
+		}
+		if _, err := server.Write(msg); err != nil {
+			return nil, false, err
+		}
+		res, err := readMessage(server)
+		if err != nil {
+			return nil, false, err
+		}
+		sections, ok := parseSections(res)
+		if !ok {
+			return nil, false, nil
+		}
+		reply := sections[0].docs[0]
+		if okv, _ := reply.Lookup("ok").AsFloat64OK(); okv != 1 {
+			return nil, false, nil
+		}
+		if cursor, _ := reply.Lookup("cursor", "id").AsInt64OK(); cursor != 0 {
+			return nil, false, nil
+		}
+		batch, ok := reply.Lookup("cursor", "firstBatch").ArrayOK()
+		if !ok {
+			return nil, false, nil
+		}
+		vals, err := batch.Values()
+		if err != nil {
+			return nil, false, nil
+		}
+		for _, v := range vals {
+			if size += len(v.Value); size > limit {
+				return nil, false, nil
+			}
+			docs = append(docs, v)
+		}
+	}
+	if docs == nil {
+		docs = bson.A{}
+	}
+	body, err := bson.Marshal(bson.D{{Key: "cursor", Value: bson.D{{Key: "firstBatch", Value: docs}, {Key: "id", Value: int64(0)}, {Key: "ns", Value: ns}}},
+		{Key: "ok", Value: 1.0}})
+	if err != nil {
+		return nil, false, nil
+	}
+	return buildMessage(0, binary.LittleEndian.Uint32(req[4:]), []section{{kind: 0, docs: []bson.Raw{body}}}), true, nil
+}

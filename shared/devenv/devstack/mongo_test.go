@@ -2,10 +2,13 @@ package devstack
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,6 +212,141 @@ func TestConditionalReadsByID(t *testing.T) {
 	}
 }
 
+// A find by a list of _ids answers through the proxy, which reads each document by its _id, what
+// FerretDB answers to the find itself when it decodes the whole collection: the documents found,
+// none when none is, with a projection; a reply that would be too large goes as the find itself.
+func TestFindByIDs(t *testing.T) {
+	ctx := context.Background()
+	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	var colls []*mongo.Collection
+	for _, uri := range []string{"mongodb://" + m.proxy.backend + "/", m.URI} {
+		client, err := mongo.Connect(options.Client().ApplyURI(uri))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = client.Disconnect(ctx) })
+		colls = append(colls, client.Database("byid").Collection("list"))
+	}
+	var docs []any
+	for i := range 30 {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("d%02d", i)}, {Key: "n", Value: i}, {Key: "text", Value: strings.Repeat("x", 100)}})
+	}
+	if _, err := colls[0].InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	in := func(ids ...string) bson.D {
+		return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: append([]string{}, ids...)}}}}
+	}
+	for _, c := range []struct {
+		name   string
+		filter bson.D
+		opts   *options.FindOptionsBuilder
+	}{
+		{"some found, one missing", in("d03", "d17", "zz", "d29"), nil},
+		{"none found", in("zz", "yy"), nil},
+		{"an empty list", in(), nil},
+		{"with a projection", in("d01", "d02"), options.Find().SetProjection(bson.D{{Key: "n", Value: 1}})},
+	} {
+		var got [2][]string
+		for i, coll := range colls {
+			opts := c.opts
+			if opts == nil {
+				opts = options.Find()
+			}
+			cur, err := coll.Find(ctx, c.filter, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			var found []bson.D
+			if err := cur.All(ctx, &found); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			for _, d := range found {
+				got[i] = append(got[i], fmt.Sprint(d))
+			}
+			slices.Sort(got[i])
+		}
+		if !slices.Equal(got[0], got[1]) {
+			t.Errorf("%s: %v through the proxy, %v from FerretDB", c.name, got[1], got[0])
+		}
+	}
+
+	// The reply's bound: 3 documents of 100 bytes and more do not fit in 250 bytes.
+	server, err := net.Dial("tcp", m.proxy.backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	body, _ := bson.Marshal(bson.D{{Key: "find", Value: "list"}, {Key: "filter", Value: in("d01", "d02", "d03")}, {Key: "$db", Value: "byid"}})
+	req := buildMessage(9, 0, []section{{kind: 0, docs: []bson.Raw{body}}})
+	ids, one, ok := byIDs(req)
+	if !ok {
+		t.Fatal("a find by a list of _ids is not read one by one")
+	}
+	if _, ok, err := expand(server, req, ids, one, 250); ok || err != nil {
+		t.Fatalf("a reply over the bound was built (%v)", err)
+	}
+	reply, ok, err := expand(server, req, ids, one, maxReply)
+	if !ok || err != nil {
+		t.Fatalf("no reply within the bound (%v)", err)
+	}
+	sections, _ := parseSections(reply)
+	if n, _ := sections[0].docs[0].Lookup("cursor", "firstBatch").Array().Values(); len(n) != 3 || binary.LittleEndian.Uint32(reply[8:]) != 9 {
+		t.Fatalf("reply %s", sections[0].docs[0])
+	}
+}
+
+// byIDs reads a find by a list of string _ids, and nothing else, one document at a time.
+func TestByIDs(t *testing.T) {
+	msg := func(body bson.D) []byte {
+		raw, err := bson.Marshal(append(body, bson.E{Key: "$db", Value: "crm"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buildMessage(7, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
+	}
+	in := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"a", "b"}}}}}
+	for _, c := range []struct {
+		name string
+		body bson.D
+		ok   bool
+	}{
+		{"by a list of _ids", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: in}}, true},
+		{"with a batch size and projection", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: in}, {Key: "batchSize", Value: int32(5)}, {Key: "projection", Value: bson.D{{Key: "text", Value: 1}}}}, true},
+		{"and more", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: append(slices.Clone(in), bson.E{Key: "gen", Value: "g"})}}, false},
+		{"of _ids not strings", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}}}}, false},
+		{"by a range of _ids", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: "a"}}}}}}, false},
+		{"sorted", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: in}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}}, false},
+		{"limited", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: in}, {Key: "limit", Value: int64(1)}}, false},
+		{"of too many", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: make(bson.A, maxIDs+1)}}}}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ids, one, ok := byIDs(msg(c.body))
+			if ok != c.ok {
+				t.Fatalf("read one by one: %v, want %v", ok, c.ok)
+			}
+			if !ok {
+				return
+			}
+			if !slices.Equal(ids, []string{"a", "b"}) {
+				t.Fatalf("ids %v", ids)
+			}
+			sections, _ := parseSections(one("b"))
+			body := sections[0].docs[0]
+			if f := body.Lookup("filter").String(); f != `{"_id": "b"}` {
+				t.Fatalf("one asks for %s", body)
+			}
+			if first, _ := body.IndexErr(0); first.Key() != "find" {
+				t.Fatalf("one asks %s", body)
+			}
+		})
+	}
+}
+
 // byIDFind sends a find by _id and more as the aggregation pushed down to the _id, and leaves any
 // other find as it is.
 func TestByIDFind(t *testing.T) {
@@ -338,9 +476,10 @@ func BenchmarkEmbeddedStore(b *testing.B) {
 }
 
 // BenchmarkConditional measures a write and a read of one document conditional on more than its
-// _id (a revision; a project) in a collection of 10,000 documents, straight to FerretDB (the
-// baseline: it decodes the whole collection) and through the proxy (which narrows them to the
-// _id), with the _id index the service makes (IndexIDs).
+// _id (a revision; a project), and a read of 20 documents by a list of _ids, in a collection of
+// 10,000 documents, straight to FerretDB (the baseline: it decodes the whole collection) and
+// through the proxy (which narrows them to the _id, or reads the 20 one by one), with the _id
+// index the service makes (IndexIDs).
 func BenchmarkConditional(b *testing.B) {
 	ctx := context.Background()
 	m, err := StartMongo(ctx, b.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -380,6 +519,22 @@ func BenchmarkConditional(b *testing.B) {
 				if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("d%05d", i%docs)}, {Key: "project_id", Value: "p"},
 					{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}}}).Decode(&doc); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("find20/"+target.name, func(b *testing.B) {
+			for i := range b.N {
+				ids := make([]string, 20)
+				for j := range ids {
+					ids[j] = fmt.Sprintf("d%05d", (i*20+j)%docs)
+				}
+				cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var found []bson.Raw
+				if err := cur.All(ctx, &found); err != nil || len(found) != 20 {
+					b.Fatal(len(found), err)
 				}
 			}
 		})

@@ -113,6 +113,15 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 	} else if cmd == "find" {
 		if narrowed, ok := byIDFind(req); ok {
 			req = narrowed
+		} else if ids, one, ok := byIDs(req); ok {
+			reply, ok, err := expand(server, req, ids, one, maxReply)
+			if err != nil {
+				return err
+			}
+			if ok {
+				_, err := client.Write(reply)
+				return err
+			}
 		}
 	}
 	if _, err := server.Write(req); err != nil {

@@ -96,8 +96,13 @@ func (h *here) take() (*workflows.Lease, bool) {
 }
 
 // run runs the held runs of one event, one after the other, in the background, in a span of
-// the event's trace, and gives the room take reserved back once they are done.
+// the event's trace, and gives the room take reserved back once they are done (at once when
+// the event started none).
 func (h *here) run(evctx context.Context, held []workflows.Run) {
+	if len(held) == 0 {
+		<-h.slots
+		return
+	}
 	h.inflight.Add(1)
 	go func() {
 		defer h.inflight.Done()

@@ -237,7 +237,7 @@ func (a *App) Domain() (Domain, error) {
 		MaxBytes: 16 << 20}).HTTPClient()
 	openapi := openapiclient.New(guarded)
 	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi}
-	d.Tools = tools.NewService(store.NewTools(db), connectors, box, a.Log.With("component", "tools"))
+	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)

@@ -19,8 +19,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// embedded starts the embedded store for the test and returns a client of it through the proxy.
-func embedded(t *testing.T) *mongo.Client {
+// startStore starts the embedded store for the test.
+func startStore(t *testing.T) *Mongo {
 	t.Helper()
 	ctx := context.Background()
 	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -28,12 +28,24 @@ func embedded(t *testing.T) *mongo.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(ctx) })
-	client, err := mongo.Connect(options.Client().ApplyURI(m.URI).SetMaxPoolSize(16))
+	return m
+}
+
+// connect returns a client of uri for the test.
+func connect(t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMaxPoolSize(16))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = client.Disconnect(ctx) })
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
 	return client
+}
+
+// embedded starts the embedded store for the test and returns a client of it through the proxy.
+func embedded(t *testing.T) *mongo.Client {
+	t.Helper()
+	return connect(t, startStore(t).URI)
 }
 
 // The embedded store applies concurrent updates of one document atomically, as MongoDB does:
@@ -141,26 +153,56 @@ func TestConditionalWritesByID(t *testing.T) {
 	}
 }
 
+// sideBySide starts the embedded store for the test and returns it with its collection name of
+// database byid, straight to FerretDB (first) and through the proxy (second).
+func sideBySide(t *testing.T, name string) (*Mongo, [2]*mongo.Collection) {
+	t.Helper()
+	m := startStore(t)
+	var colls [2]*mongo.Collection
+	for i, uri := range []string{"mongodb://" + m.proxy.backend + "/", m.URI} {
+		colls[i] = connect(t, uri).Database("byid").Collection(name)
+	}
+	return m, colls
+}
+
+// findAll is what a find of filter in coll with opts (nil: none) answers, each document printed.
+func findAll(t *testing.T, coll *mongo.Collection, filter bson.D, opts *options.FindOptionsBuilder) []string {
+	t.Helper()
+	if opts == nil {
+		opts = options.Find()
+	}
+	cur, err := coll.Find(context.Background(), filter, opts)
+	if err != nil {
+		t.Fatalf("%v: %v", filter, err)
+	}
+	var docs []bson.D
+	if err := cur.All(context.Background(), &docs); err != nil {
+		t.Fatalf("%v: %v", filter, err)
+	}
+	var out []string
+	for _, d := range docs {
+		out = append(out, fmt.Sprint(d))
+	}
+	return out
+}
+
+// request is an OP_MSG of the command body on database crm.
+func request(t *testing.T, body bson.D) []byte {
+	t.Helper()
+	raw, err := bson.Marshal(append(body, bson.E{Key: "$db", Value: "crm"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildMessage(7, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
+}
+
 // A find of one document by its _id and more (the project, "not deleted") answers through the
 // proxy, which sends it as an aggregation pushed down to the _id, what FerretDB answers to the find
 // itself when it decodes the whole collection: matched or not, with a projection, a skip, a sort,
 // and in batches.
 func TestConditionalReadsByID(t *testing.T) {
 	ctx := context.Background()
-	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close(ctx) })
-	var colls []*mongo.Collection
-	for _, uri := range []string{"mongodb://" + m.proxy.backend + "/", m.URI} {
-		client, err := mongo.Connect(options.Client().ApplyURI(uri))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = client.Disconnect(ctx) })
-		colls = append(colls, client.Database("byid").Collection("reads"))
-	}
+	_, colls := sideBySide(t, "reads")
 	if _, err := colls[0].InsertMany(ctx, []any{
 		bson.D{{Key: "_id", Value: "a"}, {Key: "project_id", Value: "p"}, {Key: "rev", Value: 1}, {Key: "tags", Value: bson.A{"x", "y"}}},
 		bson.D{{Key: "_id", Value: "b"}, {Key: "project_id", Value: "p"}, {Key: "rev", Value: 1}, {Key: "deleted_at", Value: "yesterday"}},
@@ -188,19 +230,7 @@ func TestConditionalReadsByID(t *testing.T) {
 	} {
 		var got [2]string
 		for i, coll := range colls {
-			opts := c.opts
-			if opts == nil {
-				opts = options.Find()
-			}
-			cur, err := coll.Find(ctx, c.filter, opts)
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			var docs []bson.D
-			if err := cur.All(ctx, &docs); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			got[i] = fmt.Sprint(docs)
+			got[i] = fmt.Sprint(findAll(t, coll, c.filter, c.opts))
 		}
 		if got[0] != got[1] {
 			t.Errorf("%s: %s through the proxy, %s from FerretDB", c.name, got[1], got[0])
@@ -217,20 +247,7 @@ func TestConditionalReadsByID(t *testing.T) {
 // none when none is, with a projection; a reply that would be too large goes as the find itself.
 func TestFindByIDs(t *testing.T) {
 	ctx := context.Background()
-	m, err := StartMongo(ctx, t.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close(ctx) })
-	var colls []*mongo.Collection
-	for _, uri := range []string{"mongodb://" + m.proxy.backend + "/", m.URI} {
-		client, err := mongo.Connect(options.Client().ApplyURI(uri))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = client.Disconnect(ctx) })
-		colls = append(colls, client.Database("byid").Collection("list"))
-	}
+	m, colls := sideBySide(t, "list")
 	var docs []any
 	for i := range 30 {
 		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("d%02d", i)}, {Key: "n", Value: i}, {Key: "text", Value: strings.Repeat("x", 100)}})
@@ -253,21 +270,7 @@ func TestFindByIDs(t *testing.T) {
 	} {
 		var got [2][]string
 		for i, coll := range colls {
-			opts := c.opts
-			if opts == nil {
-				opts = options.Find()
-			}
-			cur, err := coll.Find(ctx, c.filter, opts)
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			var found []bson.D
-			if err := cur.All(ctx, &found); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			for _, d := range found {
-				got[i] = append(got[i], fmt.Sprint(d))
-			}
+			got[i] = findAll(t, coll, c.filter, c.opts)
 			slices.Sort(got[i])
 		}
 		if !slices.Equal(got[0], got[1]) {
@@ -302,13 +305,6 @@ func TestFindByIDs(t *testing.T) {
 
 // byIDs reads a find by a list of string _ids, and nothing else, one document at a time.
 func TestByIDs(t *testing.T) {
-	msg := func(body bson.D) []byte {
-		raw, err := bson.Marshal(append(body, bson.E{Key: "$db", Value: "crm"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buildMessage(7, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
-	}
 	in := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"a", "b"}}}}}
 	for _, c := range []struct {
 		name string
@@ -325,7 +321,7 @@ func TestByIDs(t *testing.T) {
 		{"of too many", bson.D{{Key: "find", Value: "chunks"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: make(bson.A, maxIDs+1)}}}}}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ids, one, ok := byIDs(msg(c.body))
+			ids, one, ok := byIDs(request(t, c.body))
 			if ok != c.ok {
 				t.Fatalf("read one by one: %v, want %v", ok, c.ok)
 			}
@@ -350,13 +346,6 @@ func TestByIDs(t *testing.T) {
 // byIDFind sends a find by _id and more as the aggregation pushed down to the _id, and leaves any
 // other find as it is.
 func TestByIDFind(t *testing.T) {
-	msg := func(body bson.D) []byte {
-		raw, err := bson.Marshal(append(body, bson.E{Key: "$db", Value: "crm"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buildMessage(7, 0, []section{{kind: 0, docs: []bson.Raw{raw}}})
-	}
 	byIDAnd := bson.D{{Key: "_id", Value: "d1"}, {Key: "project_id", Value: "p"}}
 	for _, c := range []struct {
 		name string
@@ -375,7 +364,7 @@ func TestByIDFind(t *testing.T) {
 		{"an update", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: byIDAnd}, {Key: "u", Value: bson.D{}}}}}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			narrowed, ok := byIDFind(msg(c.body))
+			narrowed, ok := byIDFind(request(t, c.body))
 			if !ok {
 				if c.want != "" {
 					t.Fatal("passed as it is")

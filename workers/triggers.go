@@ -14,7 +14,6 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
-	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tasks"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -117,19 +116,17 @@ func (h *here) run(evctx context.Context, held []workflows.Run) {
 func (h *here) one(ctx context.Context, r workflows.Run) {
 	ctx, span := otel.Tracer(scope).Start(ctx, tasks.TypeWorkflowRun, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("workflow.run.id", r.UUID)))
-	start := time.Now()
-	ctx, commands := opcount.With(ctx)
-	err := h.x.Run(ctx, r, false)
-	tracing.End(span, err)
-	switch {
-	case err != nil:
-		h.log.Warn("workflow run left to its task", "run_id", r.UUID, "error", err)
-	default:
-		if ferr := h.runs.Forget(context.WithoutCancel(ctx), r); ferr != nil {
-			h.log.Warn("the task of a workflow run that ended was not removed; it will find the run ended", "run_id", r.UUID, "error", ferr)
+	err := measured(ctx, h.metrics, tasks.TypeWorkflowRun, func(ctx context.Context) error {
+		err := h.x.Run(ctx, r, false)
+		if err == nil {
+			if ferr := h.runs.Forget(context.WithoutCancel(ctx), r); ferr != nil {
+				h.log.Warn("the task of a workflow run that ended was not removed; it will find the run ended", "run_id", r.UUID, "error", ferr)
+			}
 		}
-	}
-	if h.metrics != nil {
-		h.metrics.Task(tasks.TypeWorkflowRun, time.Since(start), err, commands.Load())
+		return err
+	})
+	tracing.End(span, err)
+	if err != nil {
+		h.log.Warn("workflow run left to its task", "run_id", r.UUID, "error", err)
 	}
 }

@@ -79,13 +79,7 @@ func Serve(ctx context.Context, d Deps) error {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 			inflight.Add(1)
 			defer inflight.Done()
-			start := time.Now()
-			ctx, commands := opcount.With(ctx)
-			err := h.ProcessTask(ctx, t)
-			if d.Metrics != nil {
-				d.Metrics.Task(t.Type(), time.Since(start), err, commands.Load())
-			}
-			return err
+			return measured(ctx, d.Metrics, t.Type(), func(ctx context.Context) error { return h.ProcessTask(ctx, t) })
 		})
 	})
 	m.Use(traced)
@@ -143,6 +137,18 @@ func Serve(ctx context.Context, d Deps) error {
 	}
 	d.Logger.Info("worker stopped")
 	return nil
+}
+
+// measured runs do as a task of type typ, counted in m (when not nil) with its duration, outcome
+// and store commands.
+func measured(ctx context.Context, m *metrics.Metrics, typ string, do func(context.Context) error) error {
+	start := time.Now()
+	ctx, commands := opcount.With(ctx)
+	err := do(ctx)
+	if m != nil {
+		m.Task(typ, time.Since(start), err, commands.Load())
+	}
+	return err
 }
 
 // mux routes each task type to its handler.

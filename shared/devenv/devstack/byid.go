@@ -268,6 +268,29 @@ func (w byIDWrite) unmatched(req []byte) []byte {
 	return buildMessage(0, binary.LittleEndian.Uint32(req[4:]), []section{{kind: 0, docs: []bson.Raw{body}}})
 }
 
+// findOf returns the fields of req's body, its filter and the filter's number of fields when req
+// is a find of one section with a filter document; false otherwise.
+func findOf(req []byte) ([]bson.RawElement, bson.Raw, int, bool) {
+	sections, ok := parseSections(req)
+	if !ok || len(sections) != 1 {
+		return nil, nil, 0, false
+	}
+	body := sections[0].docs[0]
+	elems, err := body.Elements()
+	if err != nil || len(elems) == 0 || elems[0].Key() != "find" {
+		return nil, nil, 0, false
+	}
+	filter, ok := body.Lookup("filter").DocumentOK()
+	if !ok {
+		return nil, nil, 0, false
+	}
+	fields, err := filter.Elements()
+	if err != nil {
+		return nil, nil, 0, false
+	}
+	return elems, filter, len(fields), true
+}
+
 // findKeys are the fields of a find that byIDFind carries over to the aggregation; a find with any
 // other (hint, collation, a tailable cursor, ...) passes through.
 var findKeys = map[string]bool{"find": true, "filter": true, "limit": true, "singleBatch": true, "batchSize": true,
@@ -278,20 +301,8 @@ var findKeys = map[string]bool{"find": true, "filter": true, "limit": true, "sin
 // as the aggregation of {$match: {_id}}, {$match: filter} and the find's skip, limit and
 // projection (a sort orders one document at most); false when req is not such a find.
 func byIDFind(req []byte) ([]byte, bool) {
-	sections, ok := parseSections(req)
-	if !ok || len(sections) != 1 {
-		return nil, false
-	}
-	body := sections[0].docs[0]
-	elems, err := body.Elements()
-	if err != nil || len(elems) == 0 || elems[0].Key() != "find" {
-		return nil, false
-	}
-	filter, ok := body.Lookup("filter").DocumentOK()
-	if !ok {
-		return nil, false
-	}
-	if fields, err := filter.Elements(); err != nil || len(fields) < 2 {
+	elems, filter, fields, ok := findOf(req)
+	if !ok || fields < 2 {
 		return nil, false
 	}
 	id, ok := filter.Lookup("_id").StringValueOK()
@@ -374,20 +385,8 @@ const maxReply = 15 << 20
 // false otherwise. FerretDB reads the whole collection for such a find: the proxy asks for each
 // document by its _id instead (pushed down), and answers with all of them (expand).
 func byIDs(req []byte) ([]string, func(id string) []byte, bool) {
-	sections, ok := parseSections(req)
-	if !ok || len(sections) != 1 {
-		return nil, nil, false
-	}
-	body := sections[0].docs[0]
-	elems, err := body.Elements()
-	if err != nil || len(elems) == 0 || elems[0].Key() != "find" {
-		return nil, nil, false
-	}
-	filter, ok := body.Lookup("filter").DocumentOK()
-	if !ok {
-		return nil, nil, false
-	}
-	if fields, err := filter.Elements(); err != nil || len(fields) != 1 {
+	elems, filter, fields, ok := findOf(req)
+	if !ok || fields != 1 {
 		return nil, nil, false
 	}
 	in, ok := filter.Lookup("_id").DocumentOK()

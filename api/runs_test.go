@@ -23,7 +23,10 @@ import (
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
+	"github.com/agentplane/agentplane/shared/memory"
 )
 
 // agentSetup is an agent answering through a scripted fake provider, with a worker running
@@ -561,6 +564,50 @@ func TestAgentRunRetriedAfterAFailedStep(t *testing.T) {
 	_, chat := a.chat(t, map[string]any{"message": "How are things?", "reasoning_mode": "agent"})
 	if chat["isComplete"] != true || !strings.Contains(chat["reply"].(string), "All fine now.") {
 		t.Fatalf("reply %v", chat)
+	}
+}
+
+// A worker that stops between adding a run's answer to the chat and ending the run leaves the
+// answer there: the run's next attempt ends the run with it, without asking the model again or
+// adding the answer twice.
+func TestAgentRunEndedWithTheAnswerInTheChat(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	b := setup(t, withProvider(fake.URL), withRunWait(100*time.Millisecond))
+	a := b.chatBot(t, map[string]any{"provider_key": "k"})
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{{Reply: "An answer the model gave twice."}}})
+	_, chat := a.chat(t, map[string]any{"message": "How are things?", "reasoning_mode": "agent"})
+	exec, chatID := chat["executionId"].(string), chat["chat_id"].(string)
+
+	ctx := context.Background()
+	bot, err := b.agents.Get(ctx, b.project.ID, a.botID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.chats.Get(ctx, b.project.ID, bot.ID, chatID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := chats.Turn{Bot: bot, Chat: c, User: c.Recent[len(c.Recent)-1]}
+	m := b.chats.AgentMessage(turn, "All fine, said before the crash.", "gpt-4o-mini", time.Second, provider.Usage{}, []memory.Ref{})
+	m.Reasoning = freeform.Object{"executionId": exec}
+	if err := b.chats.Append(ctx, b.project.ID, bot, &c, &m); err != nil {
+		t.Fatal(err)
+	}
+
+	b.startWorker(t, workerOptions{})
+	var raw bytes.Buffer
+	_, _ = raw.ReadFrom(a.followRun(t, exec, "").Body)
+	if !strings.Contains(raw.String(), "event: done") || !strings.Contains(raw.String(), m.UUID) {
+		t.Fatalf("the run did not end with the answer in the chat: %s", raw.String())
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d times, want 0", n)
+	}
+	hist := a.history(t, chatID, "")
+	conv := hist["conversation"].([]any)
+	if hist["total"] != float64(2) || len(conv) != 2 || conv[1].(map[string]any)["uuid"] != m.UUID {
+		t.Fatalf("history %v", hist)
 	}
 }
 

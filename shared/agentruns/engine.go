@@ -171,8 +171,12 @@ func (h *holder) run(ctx context.Context) error {
 	h.model = h.chats.Model(h.in, h.bot)
 	h.turn = chats.Turn{ProjectID: h.e.ProjectID, Bot: h.bot, Chat: h.chat, User: h.e.User, Earlier: earlier, Input: h.in, Started: h.e.Started,
 		EndUser: h.e.EndUser}
-	if h.e.Answer != nil {
-		return h.finish(ctx, *h.e.Answer)
+	answered, err := h.answered(ctx)
+	if err != nil {
+		return err
+	}
+	if answered != nil {
+		return h.end(ctx, *answered)
 	}
 	h.known = h.chats.Recall(ctx, h.turn)
 	if p := h.e.Pending; p != nil && p.Decided {
@@ -381,8 +385,10 @@ func (h *holder) cycleData(c Cycle) map[string]any {
 	return data
 }
 
-// answer keeps the run's answer, then adds it to the chat. Its time is the run's: from the
-// user's message to the answer, waits for approval included.
+// answer adds the run's answer to the chat, then ends the run. Its time is the run's: from the
+// user's message to the answer, waits for approval included. A worker that stops between the two
+// writes leaves the answer in the chat, where the run's next attempt finds it (answered) and ends
+// the run with it; one that stops before the first calls the model again.
 func (h *holder) answer(ctx context.Context, text, model string) error {
 	if text == "" {
 		text, h.e.Capped = capAnswer(h.e), true
@@ -396,27 +402,33 @@ func (h *holder) answer(ctx context.Context, text, model string) error {
 	msg.Confidence, msg.ConfidenceScore = chats.ConfidenceOf(all, cited)
 	msg.CreditUsed = strconv.Itoa(max(h.e.Calls, 1))
 	msg.Reasoning = map[string]any{"executionId": h.e.ID, "cycles": len(h.e.Cycles), "calls": h.e.Calls}
-	if err := h.advance(ctx, Change{Set: map[string]any{"answer": msg, "calls": h.e.Calls, "usage": h.e.Usage, "capped": h.e.Capped}}); err != nil {
+	if err := h.chats.Append(ctx, h.e.ProjectID, h.bot, &h.chat, &msg); err != nil {
 		return err
 	}
-	return h.finish(ctx, msg)
+	return h.end(ctx, msg)
 }
 
-// finish adds the kept answer to the chat, unless a worker before did, ends the run, and queues
-// the extraction of what the user's message says about them.
-func (h *holder) finish(ctx context.Context, msg chats.Message) error {
+// answered is the answer an earlier attempt of the run added to the chat, if one did: the
+// chat's agent message after the user's whose reasoning names the execution.
+func (h *holder) answered(ctx context.Context) (*chats.Message, error) {
 	added, err := h.chats.Messages(ctx, h.chat, h.e.User.Seq+1, h.chat.Messages)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if i := slices.IndexFunc(added, func(m chats.Message) bool { return m.UUID == msg.UUID }); i >= 0 {
-		msg = added[i]
-	} else if err := h.chats.Append(ctx, h.e.ProjectID, h.bot, &h.chat, &msg); err != nil {
-		return err
+	for _, m := range added {
+		if m.Role == chats.RoleAgent && m.Reasoning["executionId"] == h.e.ID {
+			return &m, nil
+		}
 	}
+	return nil, nil
+}
+
+// end ends the run with its answer, msg, in the chat, and queues the extraction of what the
+// user's message says about them.
+func (h *holder) end(ctx context.Context, msg chats.Message) error {
 	h.e.Answer, h.e.Status = &msg, StatusDone
 	if err := h.advance(ctx, Change{
-		Set: map[string]any{"status": StatusDone, "answer": msg, "owner": ""},
+		Set: map[string]any{"status": StatusDone, "answer": msg, "calls": h.e.Calls, "usage": h.e.Usage, "capped": h.e.Capped, "owner": ""},
 		Log: []Entry{h.entry(EventDone, map[string]any{"chat": h.reply(&msg)})},
 		End: true,
 	}); err != nil {

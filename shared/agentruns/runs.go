@@ -151,8 +151,7 @@ type Execution struct {
 	Usage   Usage    `bson:"usage"`
 	Pending *Pending `bson:"pending,omitempty"`
 	Log     []Entry  `bson:"log"`
-	// Answer is the agent's message, kept before it is added to the chat so that a worker
-	// taking over after a crash adds the same message once.
+	// Answer is the agent's message in the chat, kept when the run ends.
 	Answer *chats.Message `bson:"answer,omitempty"`
 	// TextProtocol is set once the provider refused tool calling: tools are then described in
 	// the prompt and called in text.

@@ -141,7 +141,9 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	}
 
 	// Agent runs of one cycle, in the worker: the first with the worker's caches cold, then two
-	// with them warm (the fewer of those two counts, as above).
+	// with them warm (the fewer of those two counts, as above). The move of an ended run to the
+	// finished ones (two commands for all the runs that ended together) follows the task, off its
+	// path, and is not counted.
 	const runs, runTasks, cycles = `agentplane_task_store_commands_sum{type="agent:run"}`,
 		`agentplane_task_store_commands_count{type="agent:run"}`, `agentplane_run_cycles_total`
 	agentRun := func() float64 {
@@ -162,7 +164,7 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	cold := agentRun()
 	warm := min(agentRun(), agentRun())
 	t.Logf("an agent run of one cycle: %.1f store commands cold, %.1f warm", cold, warm)
-	if most := 7.0; warm > most {
+	if most := 5.0; warm > most {
 		t.Errorf("an agent run made %.1f store commands a cycle with the worker's caches warm, want at most %v", warm, most)
 	}
 }

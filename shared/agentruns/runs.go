@@ -183,7 +183,7 @@ type Change struct {
 	Cycle *Cycle
 	Log   []Entry
 	// End says the change ends the run (done or failed): the execution, once changed, moves out
-	// of the live ones (Finish) in the same call.
+	// of the live ones, soon after the call.
 	End bool
 }
 
@@ -202,10 +202,9 @@ type Repo interface {
 	Advance(ctx context.Context, id, owner string, logged int, c Change) (bool, error)
 	// Release gives up the owner's lease of a run it stops before its end, queueing it again.
 	Release(ctx context.Context, id, owner string, now time.Time) error
-	// Finish moves an ended execution out of the live ones (idempotent).
-	Finish(ctx context.Context, id string) error
-	// Ended lists ended executions still among the live ones.
-	Ended(ctx context.Context, limit int) ([]string, error)
+	// MoveEnded moves up to limit ended executions still among the live ones out of them,
+	// and says how many it moved.
+	MoveEnded(ctx context.Context, limit int) (int, error)
 	// Stale lists the ids of executions queued since before queuedBefore, or running with a
 	// lease that expired before leaseBefore: runs whose task may be lost.
 	Stale(ctx context.Context, queuedBefore, leaseBefore time.Time, limit int) ([]string, error)

@@ -282,14 +282,8 @@ const staleAfter = time.Minute
 // for a minute. Task ids are per run and minute, so schedulers running it together queue one.
 // It also moves out of the live ones the runs that ended but were not moved.
 func (s *Service) Requeue(ctx context.Context, now time.Time) (int, error) {
-	ended, err := s.repo.Ended(ctx, 500)
-	if err != nil {
+	if _, err := s.repo.MoveEnded(ctx, 500); err != nil {
 		return 0, err
-	}
-	for _, id := range ended {
-		if err := s.repo.Finish(ctx, id); err != nil {
-			return 0, err
-		}
 	}
 	ids, err := s.repo.Stale(ctx, now.Add(-staleAfter), now.Add(-staleAfter), 500)
 	if err != nil {

@@ -239,7 +239,7 @@ func (a *App) Domain() (Domain, error) {
 	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
-	d.AgentRuns = agentruns.NewService(store.NewExecutions(db), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
+	d.AgentRuns = agentruns.NewService(store.NewExecutions(db, a.Log.With("component", "runs")), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
@@ -351,7 +351,7 @@ func (a *App) Worker() (workers.Deps, error) {
 	fetch := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: a.Cfg.FetchTimeout, MaxBytes: a.Cfg.FetchMaxBytes})
 	// Webhooks go through the SSRF guard and follow no redirect.
 	hooks := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: time.Minute, MaxBytes: 1 << 20, MaxRedirects: -1})
-	runs := agentruns.NewRunner(store.NewExecutions(a.Conns.DB), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
+	runs := agentruns.NewRunner(store.NewExecutions(a.Conns.DB, a.Log.With("component", "runs")), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle)
 	runs.OnStop(d.Heartbeats.Settle)
 	return workers.Deps{

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,12 +25,18 @@ const (
 // Executions stores agent runs, one document per execution: in the live collection while they
 // run or wait, then in the finished one. Its log is numbered by the field logged, so that a
 // worker's write applies only on top of what it read.
-type Executions struct{ db *mongo.Database }
+type Executions struct {
+	db    *mongo.Database
+	moves *mover
+}
 
 var _ agentruns.Repo = Executions{}
 
-// NewExecutions returns the execution repository of db.
-func NewExecutions(db *mongo.Database) Executions { return Executions{db: db} }
+// NewExecutions returns the execution repository of db; log is told of moves to the finished
+// ones that failed (the scheduler's sweep makes them later).
+func NewExecutions(db *mongo.Database, log *slog.Logger) Executions {
+	return Executions{db: db, moves: &mover{db: db, log: log}}
+}
 
 func (r Executions) coll() *mongo.Collection { return r.db.Collection(executionsColl) }
 
@@ -56,36 +64,99 @@ func (r Executions) Get(ctx context.Context, projectID, botID, id string) (agent
 	return e.Execution, wrap(err, agentruns.Resource)
 }
 
-// Finish moves an ended execution to the finished collection: copied (once), then removed from
-// the live one. Reads find it in either place meanwhile.
-func (r Executions) Finish(ctx context.Context, id string) error {
-	var e bson.Raw
-	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&e)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil
-	}
+// MoveEnded moves up to limit executions that ended but are still among the live ones (a worker
+// stopped before it moved them) to the finished ones, in one batch.
+func (r Executions) MoveEnded(ctx context.Context, limit int) (int, error) {
+	cur, err := r.coll().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}},
+		options.Find().SetLimit(int64(limit)))
 	if err != nil {
-		return wrap(err, agentruns.Resource)
+		return 0, wrap(err, agentruns.Resource)
 	}
-	return r.finish(ctx, id, e)
+	var ended []bson.Raw
+	if err := cur.All(ctx, &ended); err != nil {
+		return 0, wrap(err, agentruns.Resource)
+	}
+	return len(ended), move(ctx, r.db, ended)
 }
 
-// finish moves e, the live execution id as read, to the finished ones if it ended.
-func (r Executions) finish(ctx context.Context, id string, e bson.Raw) error {
-	if status, _ := e.Lookup("status").StringValueOK(); status != agentruns.StatusDone && status != agentruns.StatusFailed {
+// move copies ended, executions as they ended, to the finished ones (once: a copy there already
+// is left as it is), then removes them from the live ones: two store commands for any number.
+// Reads find each in one place or the other meanwhile.
+func move(ctx context.Context, db *mongo.Database, ended []bson.Raw) error {
+	if len(ended) == 0 {
 		return nil
 	}
-	if _, err := r.db.Collection(finishedColl).InsertOne(ctx, e); err != nil && !mongo.IsDuplicateKeyError(err) {
+	ids := make(bson.A, len(ended))
+	for i, e := range ended {
+		ids[i] = e.Lookup("_id")
+	}
+	_, err := db.Collection(finishedColl).InsertMany(ctx, ended, options.InsertMany().SetOrdered(false))
+	if err != nil && !duplicates(err) {
 		return wrap(err, agentruns.Resource)
 	}
-	_, err := r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	_, err = db.Collection(executionsColl).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}},
+		{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}})
 	return wrap(err, agentruns.Resource)
 }
 
-// Ended lists executions that ended but are still in the live collection (a worker stopped
-// between the two writes of Finish).
-func (r Executions) Ended(ctx context.Context, limit int) ([]string, error) {
-	return r.ids(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}}, limit)
+// duplicates reports whether err is an insert's refusal of documents that were all there already.
+func duplicates(err error) bool {
+	var bulk mongo.BulkWriteException
+	if !errors.As(err, &bulk) || bulk.WriteConcernError != nil || len(bulk.WriteErrors) == 0 {
+		return false
+	}
+	for _, e := range bulk.WriteErrors {
+		if e.Code != 11000 {
+			return false
+		}
+	}
+	return true
+}
+
+// moveTimeout bounds a batch of moves to the finished ones.
+const moveTimeout = 10 * time.Second
+
+// mover moves the executions that ended in this process to the finished ones off their runs'
+// path, in batches of whatever ended meanwhile. A process that stops with moves left leaves
+// them to the scheduler's sweep (MoveEnded); reads find the executions among the live ones
+// until then.
+type mover struct {
+	db  *mongo.Database
+	log *slog.Logger
+
+	mu     sync.Mutex
+	ended  []bson.Raw
+	moving bool
+}
+
+// add queues e, an execution as it ended, for the move, and starts a goroutine moving the
+// queue's executions unless one is at it.
+func (m *mover) add(e bson.Raw) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended = append(m.ended, e)
+	if m.moving {
+		return
+	}
+	m.moving = true
+	go func() {
+		for {
+			m.mu.Lock()
+			batch := m.ended
+			m.ended = nil
+			if len(batch) == 0 {
+				m.moving = false
+				m.mu.Unlock()
+				return
+			}
+			m.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+			if err := move(ctx, m.db, batch); err != nil {
+				m.log.Warn("ended agent runs not moved to the finished ones yet; the scheduler's sweep will", "runs", len(batch), "error", err)
+			}
+			cancel()
+		}
+	}()
 }
 
 func (r Executions) Claim(ctx context.Context, id, owner string, until, now time.Time) (agentruns.Execution, bool, error) {
@@ -147,8 +218,9 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 	}
 	filter := bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}, {Key: "logged", Value: logged}}
 	if c.End {
-		// The change and the read of what it made are one command; a crash before the move
-		// leaves an ended execution among the live ones, which Ended lists.
+		// The change and the read of what it made are one command; the move to the finished
+		// ones follows off the run's path. A crash before it leaves an ended execution among
+		// the live ones, which the scheduler's sweep moves (MoveEnded).
 		var e bson.Raw
 		err := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&e)
 		if errors.Is(err, mongo.ErrNoDocuments) {
@@ -157,7 +229,8 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		if err != nil {
 			return false, wrap(err, agentruns.Resource)
 		}
-		return true, r.finish(ctx, id, e)
+		r.moves.add(e)
+		return true, nil
 	}
 	res, err := r.coll().UpdateOne(ctx, filter, update)
 	if err != nil {

@@ -86,16 +86,18 @@ func move(ctx context.Context, db *mongo.Database, ended []bson.Raw) error {
 	if len(ended) == 0 {
 		return nil
 	}
-	ids := make(bson.A, len(ended))
-	for i, e := range ended {
-		ids[i] = e.Lookup("_id")
-	}
 	_, err := db.Collection(finishedColl).InsertMany(ctx, ended, options.InsertMany().SetOrdered(false))
 	if err != nil && !duplicates(err) {
 		return wrap(err, agentruns.Resource)
 	}
-	_, err = db.Collection(executionsColl).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}},
-		{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}})
+	// One delete command of a statement by _id for each (an ended execution changes no more):
+	// the embedded store reads a filter of _id alone by its index, and any other by reading
+	// the whole collection.
+	deletes := make([]mongo.WriteModel, len(ended))
+	for i, e := range ended {
+		deletes[i] = mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: e.Lookup("_id")}})
+	}
+	_, err = db.Collection(executionsColl).BulkWrite(ctx, deletes, options.BulkWrite().SetOrdered(false))
 	return wrap(err, agentruns.Resource)
 }
 

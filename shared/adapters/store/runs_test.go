@@ -13,15 +13,20 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 )
 
 // Runs that end leave the live executions for the finished ones just after, moved in batches off
 // their runs' path; the scheduler's sweep moves those a stopped worker left, including one whose
-// copy was made before the stop.
+// copy was made before the stop, in one command of each kind.
 func TestEndedRunsMoveToTheFinishedOnes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testenv.Mongo(t)
+	db, err := store.Open(testenv.MongoURI(), testenv.NewName(), store.NewCommands("worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop(context.Background()); _ = db.Client().Disconnect(context.Background()) })
 	repo := store.NewExecutions(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, id := range []string{"r1", "r2", "r3", "r4"} {
@@ -81,8 +86,9 @@ func TestEndedRunsMoveToTheFinishedOnes(t *testing.T) {
 	if _, err := db.Collection("executions_finished").InsertOne(ctx, bson.D{{Key: "_id", Value: "s2"}, {Key: "status", Value: agentruns.StatusDone}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := repo.MoveEnded(ctx, 500); err != nil || n != 2 {
-		t.Fatalf("the sweep moved %d: %v", n, err)
+	swept, commands := opcount.With(ctx)
+	if n, err := repo.MoveEnded(swept, 500); err != nil || n != 2 || commands.Load() != 3 {
+		t.Fatalf("the sweep moved %d in %d store commands, want 2 in 3 (find, insert, delete): %v", n, commands.Load(), err)
 	}
 	if finished, live := ids("executions_finished"), ids("executions"); !slices.Equal(finished, []string{"r1", "r2", "r3", "s1", "s2"}) || !slices.Equal(live, []string{"r4"}) {
 		t.Fatalf("after the sweep, finished %v and live %v", finished, live)

@@ -482,7 +482,7 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 	}
 	h.e.Log = append(h.e.Log, c.Log...)
 	for _, en := range c.Log {
-		h.relay.Notify(ctx, h.e.ID, Progress{Seq: en.Seq})
+		h.relay.Notify(ctx, h.e.ID, noticeOf(en))
 	}
 	if _, stops := h.e.stop(); stops && h.e.Origin != "" && h.stopped != nil {
 		if err := h.stopped(ctx, h.e); err != nil {

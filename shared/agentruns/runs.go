@@ -220,6 +220,23 @@ type Repo interface {
 type Progress struct {
 	Seq   int    `json:"seq,omitempty"`
 	Delta string `json:"delta,omitempty"`
+	// Entry is the kept entry Seq itself, when it moves the run on (a cycle, a step) and is at
+	// most noticeEntryMax bytes of data: followers emit it without reading the run back.
+	Entry *Entry `json:"entry,omitempty"`
+}
+
+// noticeEntryMax bounds the data of an entry a notice carries.
+const noticeEntryMax = 32 << 10
+
+// noticeOf is the notice of en, kept: with en itself when it moves the run on and is small. The
+// entries that stop a follower go by number alone, so that the follower reads the run as it
+// then is.
+func noticeOf(en Entry) Progress {
+	p := Progress{Seq: en.Seq}
+	if (en.Event == EventCycle || en.Event == EventStep) && len(en.Data) <= noticeEntryMax {
+		p.Entry = &en
+	}
+	return p
 }
 
 // Relay carries progress notices between workers and API replicas (core NATS in production).

@@ -2,8 +2,10 @@ package agentruns_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/flex"
+	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -51,6 +54,8 @@ func newEngine(t *testing.T, autoApprove bool) engine {
 		WorkerPoll: 10 * time.Millisecond, ShutdownTimeout: time.Second, FetchTimeout: time.Second, MaxBodyBytes: 1 << 20}
 	a := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), app.Conns{DB: testenv.Mongo(t), Redis: testenv.Redis(t), RedisOpt: opt, NATS: testenv.NATS(t)})
 	t.Cleanup(a.Close)
+	// Followers read runs on their notices alone, never on a poll tick.
+	a.RunPoll = time.Minute
 	if err := a.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -200,4 +205,83 @@ func TestRunRules(t *testing.T) {
 			t.Fatalf("the run asked for more than %d calls: %d calls, %d cycles, last tool_choice %q", agentruns.MaxCalls, x.Calls, len(x.Cycles), reqs[len(reqs)-1].ToolChoice)
 		}
 	})
+}
+
+// A follower reads the run once when it starts and once when the run stops: the cycles in
+// between come with their notices, in order, without reading the run back.
+func TestFollowReadsTheRunOncePerStop(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, false)
+	id := e.start(t, "Look three times", call("list_deals", `{}`), call("list_deals", `{"status":"open"}`), call("list_deals", `{"status":"won"}`),
+		providertest.Turn{Reply: "Nothing anywhere."})
+	x, err := e.d.AgentRuns.Get(context.Background(), e.project, e.bot.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, commands := opcount.With(context.Background())
+	following := make(chan struct{})
+	var events []string
+	followed := make(chan error, 1)
+	go func() {
+		_, err := e.d.AgentRuns.Follow(ctx, x, 0, func(en agentruns.Entry) error {
+			if en.Seq != len(events)+1 {
+				return fmt.Errorf("entry %d after %d", en.Seq, len(events))
+			}
+			if events = append(events, en.Event); len(events) == 1 {
+				close(following)
+			}
+			return nil
+		}, nil)
+		followed <- err
+	}()
+	<-following
+	e.run(t, id)
+	if err := <-followed; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{agentruns.EventStored, agentruns.EventCycle, agentruns.EventCycle, agentruns.EventCycle, agentruns.EventDone}
+	// Two reads: the second makes two commands when the run has just moved to the finished ones.
+	if !slices.Equal(events, want) || commands.Load() > 3 {
+		t.Fatalf("the follower emitted %v in %d store commands, want %v in at most 3", events, commands.Load(), want)
+	}
+}
+
+// A follower that stops before the run does (its wait is over) answers with the run as it is,
+// with the cycles whose entries came with their notices.
+func TestFollowOutOfTimeAnswersTheRunAsItIs(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, false)
+	id := e.start(t, "Look twice", call("list_deals", `{}`), call("list_deals", `{"status":"open"}`), providertest.Turn{Reply: "Nothing."})
+	x, err := e.d.AgentRuns.Get(context.Background(), e.project, e.bot.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	following := make(chan struct{})
+	cycles := 0
+	type result struct {
+		x   agentruns.Execution
+		err error
+	}
+	followed := make(chan result, 1)
+	go func() {
+		x, err := e.d.AgentRuns.Follow(ctx, x, 0, func(en agentruns.Entry) error {
+			switch en.Event {
+			case agentruns.EventStored:
+				close(following)
+			case agentruns.EventCycle:
+				cycles++
+				cancel() // the wait is over
+			}
+			return nil
+		}, nil)
+		followed <- result{x, err}
+	}()
+	<-following
+	e.run(t, id)
+	got := <-followed
+	if got.err == nil || cycles == 0 || len(got.x.Cycles) < cycles {
+		t.Fatalf("the follower emitted %d cycles and answered a run of %d cycles (%v)", cycles, len(got.x.Cycles), got.err)
+	}
 }

@@ -86,7 +86,9 @@ func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Executi
 // Follow emits the execution's log entries after the one numbered after, as they are kept, and
 // passes the deltas of the answer to delta while it is made (nil ignores them). It returns when
 // an entry that ends what a client follows is the last one (an approval, the answer, an error),
-// or with ctx's error.
+// or with ctx's error. The execution is read when the follow starts, on each poll tick, and on
+// each notice but those that carry the next entry (a cycle or a step): the run is read back once
+// per follow and once per stop, not once per entry.
 func (s *Service) Follow(ctx context.Context, e Execution, after int, emit func(Entry) error, delta func(string) error) (Execution, error) {
 	notices, stop, err := s.relay.Watch(e.ID)
 	if err != nil {
@@ -96,45 +98,76 @@ func (s *Service) Follow(ctx context.Context, e Execution, after int, emit func(
 	}
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
+	// noticed counts the entries added to e from notices since it was read.
+	read, noticed := true, 0
 	for {
-		got, err := s.repo.Get(ctx, e.ProjectID, e.BotID, e.ID)
-		if err != nil {
-			return e, err // the execution as last read: a follower out of time answers with it
+		if read {
+			got, err := s.repo.Get(ctx, e.ProjectID, e.BotID, e.ID)
+			if err != nil {
+				return e, err // the execution as last read: a follower out of time answers with it
+			}
+			e, noticed = got, 0
 		}
-		e = got
 		for _, en := range e.Log {
 			if en.Seq <= after {
 				continue
 			}
 			if err := emit(en); err != nil {
-				return e, err
+				return s.current(ctx, e, noticed), err
 			}
 			after = en.Seq
 		}
 		if last, ok := e.stop(); ok && after >= last.Seq {
 			return e, nil
 		}
-		if err := await(ctx, notices, tick.C, delta); err != nil {
-			return e, err
+		p, err := await(ctx, notices, tick.C, delta)
+		if err != nil {
+			return s.current(ctx, e, noticed), err
+		}
+		switch read = false; {
+		case p.Entry != nil && p.Entry.Seq == after+1:
+			e.Log, noticed = append(e.Log, *p.Entry), noticed+1
+		case p.Seq == 0 || p.Seq > after:
+			// The tick, an entry that stops the follower, or one after an entry missed.
+			read = true
 		}
 	}
 }
 
-// await waits for a notice of a kept entry or the poll tick, passing deltas on meanwhile.
-func await(ctx context.Context, notices <-chan Progress, tick <-chan time.Time, delta func(string) error) error {
+// current is e, read again when entries came from notices since it was read: a follow that
+// stops before the run does answers with the run's cycles as they are, which notices do not
+// carry.
+func (s *Service) current(ctx context.Context, e Execution, noticed int) Execution {
+	if noticed == 0 {
+		return e
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if got, err := s.repo.Get(ctx, e.ProjectID, e.BotID, e.ID); err == nil {
+		return got
+	}
+	return e
+}
+
+// await waits for a notice of a kept entry or the poll tick, passing deltas on meanwhile: it
+// returns the notice, or no notice at the tick.
+func await(ctx context.Context, notices <-chan Progress, tick <-chan time.Time, delta func(string) error) (Progress, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return Progress{}, ctx.Err()
 		case <-tick:
-			return nil
+			return Progress{}, nil
 		case p := <-notices:
 			if p.Delta == "" {
-				return nil
+				if p.Seq == 0 {
+					continue // an empty delta
+				}
+				return p, nil
 			}
 			if delta != nil {
 				if err := delta(p.Delta); err != nil {
-					return err
+					return Progress{}, err
 				}
 			}
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kit/batch"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 )
 
@@ -77,18 +77,21 @@ type Dispatcher struct {
 	// setAside counts the events set aside by type.
 	setAside func(typ string)
 
-	// acks are events published inline, to be removed from their documents off the caller's
-	// path, in batches; acking is set while a goroutine (counted in ackers) removes them.
-	mu     sync.Mutex
-	acks   []Pending
-	acking bool
-	ackers sync.WaitGroup
+	// acks removes the events published inline from their documents, off the caller's path, in
+	// batches.
+	acks *batch.Batcher[Pending]
 }
 
 // NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
 // aside because it cannot be published.
 func NewDispatcher(pub Publisher, store Store, log *slog.Logger, setAside func(typ string)) *Dispatcher {
-	return &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
+	d := &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
+	d.acks = batch.New(func(ps []Pending) {
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		defer cancel()
+		d.ack(ctx, ps)
+	})
+	return d
 }
 
 // publishTimeout bounds the inline publish of a request: past it the relay takes over.
@@ -106,7 +109,7 @@ const (
 func (d *Dispatcher) Dispatch(ctx context.Context, ref Ref, ev Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	d.deliver(ctx, Pending{Ref: ref, Event: ev}, d.ackLater)
+	d.deliver(ctx, Pending{Ref: ref, Event: ev}, d.acks.Add)
 }
 
 // deliver publishes p and hands it to published, which removes it from its document. An event
@@ -131,34 +134,6 @@ func (d *Dispatcher) ack(ctx context.Context, ps []Pending) {
 	if err := d.store.Ack(ctx, ps); err != nil {
 		d.log.Warn("published events not yet removed from their documents; they will be published again and deduplicated", "events", len(ps), "error", err)
 	}
-}
-
-// ackLater queues p for removal from its document, and starts a goroutine removing the queue's
-// events unless one is at it.
-func (d *Dispatcher) ackLater(p Pending) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.acks = append(d.acks, p)
-	if d.acking {
-		return
-	}
-	d.acking = true
-	d.ackers.Go(func() {
-		for {
-			d.mu.Lock()
-			batch := d.acks
-			d.acks = nil
-			if len(batch) == 0 {
-				d.acking = false
-				d.mu.Unlock()
-				return
-			}
-			d.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-			d.ack(ctx, batch)
-			cancel()
-		}
-	})
 }
 
 func (d *Dispatcher) mark(ctx context.Context, p Pending) {
@@ -263,7 +238,7 @@ func (d *Dispatcher) Beat(ctx context.Context) {
 // Leave removes this process from the writers of events; a process that could not mark a failed
 // publish asks for a scan instead.
 func (d *Dispatcher) Leave(ctx context.Context) error {
-	d.ackers.Wait()
+	d.acks.Wait()
 	if d.unmarked.Load() {
 		return d.store.Beat(ctx, d.writer, true)
 	}

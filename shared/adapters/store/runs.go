@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -12,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/kit/batch"
 )
 
 const (
@@ -27,7 +27,7 @@ const (
 // worker's write applies only on top of what it read.
 type Executions struct {
 	db    *mongo.Database
-	moves *mover
+	moves *batch.Batcher[bson.Raw]
 }
 
 var _ agentruns.Repo = Executions{}
@@ -35,7 +35,7 @@ var _ agentruns.Repo = Executions{}
 // NewExecutions returns the execution repository of db; log is told of moves to the finished
 // ones that failed (the scheduler's sweep makes them later).
 func NewExecutions(db *mongo.Database, log *slog.Logger) Executions {
-	return Executions{db: db, moves: &mover{db: db, log: log}}
+	return Executions{db: db, moves: moves(db, log)}
 }
 
 func (r Executions) coll() *mongo.Collection { return r.db.Collection(executionsColl) }
@@ -118,47 +118,18 @@ func duplicates(err error) bool {
 // moveTimeout bounds a batch of moves to the finished ones.
 const moveTimeout = 10 * time.Second
 
-// mover moves the executions that ended in this process to the finished ones off their runs'
-// path, in batches of whatever ended meanwhile. A process that stops with moves left leaves
-// them to the scheduler's sweep (MoveEnded); reads find the executions among the live ones
-// until then.
-type mover struct {
-	db  *mongo.Database
-	log *slog.Logger
-
-	mu     sync.Mutex
-	ended  []bson.Raw
-	moving bool
-}
-
-// add queues e, an execution as it ended, for the move, and starts a goroutine moving the
-// queue's executions unless one is at it.
-func (m *mover) add(e bson.Raw) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ended = append(m.ended, e)
-	if m.moving {
-		return
-	}
-	m.moving = true
-	go func() {
-		for {
-			m.mu.Lock()
-			batch := m.ended
-			m.ended = nil
-			if len(batch) == 0 {
-				m.moving = false
-				m.mu.Unlock()
-				return
-			}
-			m.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
-			if err := move(ctx, m.db, batch); err != nil {
-				m.log.Warn("ended agent runs not moved to the finished ones yet; the scheduler's sweep will", "runs", len(batch), "error", err)
-			}
-			cancel()
+// moves moves the executions that ended in this process (as they ended) to the finished ones
+// off their runs' path, in batches of whatever ended meanwhile. A process that stops with moves
+// left leaves them to the scheduler's sweep (MoveEnded); reads find the executions among the
+// live ones until then.
+func moves(db *mongo.Database, log *slog.Logger) *batch.Batcher[bson.Raw] {
+	return batch.New(func(ended []bson.Raw) {
+		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+		defer cancel()
+		if err := move(ctx, db, ended); err != nil {
+			log.Warn("ended agent runs not moved to the finished ones yet; the scheduler's sweep will", "runs", len(ended), "error", err)
 		}
-	}()
+	})
 }
 
 func (r Executions) Claim(ctx context.Context, id, owner string, until, now time.Time) (agentruns.Execution, bool, error) {
@@ -231,7 +202,7 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		if err != nil {
 			return false, wrap(err, agentruns.Resource)
 		}
-		r.moves.add(e)
+		r.moves.Add(e)
 		return true, nil
 	}
 	res, err := r.coll().UpdateOne(ctx, filter, update)

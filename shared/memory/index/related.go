@@ -19,9 +19,10 @@ const relatedWeight = 0.5
 // questions about software and systems (files, archives, networks,
 // processes, concurrency, version control, databases, licensing), not from
 // any corpus or evaluation set. WordNet, the openly licensed English
-// thesaurus, was considered and not used: its synonyms are of general
-// English, mostly wrong in a technical text ("directory" as a phone book),
-// and it misses the computing senses users reach for. Members are analysed
+// thesaurus, is not used: its synonyms are of general English, mostly wrong in
+// a technical text ("directory" as a phone book), it misses the computing
+// senses users reach for, and added to these groups it lowered the evaluation
+// set's numbers in every variant tried (docs/QUALITY.md). Members are analysed
 // like queries (stopwords dropped, stemmed), so a phrase must keep a
 // distinctive word after analysis: TestRelatedGroups checks that a phrase
 // keeps at least two terms ("set up" would be "set" alone).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/usermemory"
@@ -43,11 +45,22 @@ func (a Agents) Insert(ctx context.Context, b agents.Bot, ev outbox.Event) error
 
 // byIDOrUUID matches a live document of the project by its id or its uuid.
 func byIDOrUUID(projectID, idOrUUID string) bson.D {
-	return bson.D{
-		{Key: "project_id", Value: projectID},
-		notDeleted,
-		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}},
+	return bson.D{named(idOrUUID), {Key: "project_id", Value: projectID}, notDeleted}
+}
+
+// named matches a document by its id or its uuid: by _id alone when idOrUUID has the form of
+// the ids minted for it (ids.ObjectID: 24 hex digits), by uuid alone when it has a UUID's, else
+// by either. MongoDB answers each from an index; the embedded store reads a filter holding _id
+// by its index (its proxy narrows the read to the one document) and any other by reading the
+// whole collection.
+func named(idOrUUID string) bson.E {
+	switch {
+	case ids.IsObjectID(idOrUUID):
+		return bson.E{Key: "_id", Value: idOrUUID}
+	case len(idOrUUID) == 36 && uuid.Validate(idOrUUID) == nil:
+		return bson.E{Key: "uuid", Value: idOrUUID}
 	}
+	return bson.E{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}
 }
 
 func (a Agents) Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error) {
@@ -58,8 +71,7 @@ func (a Agents) Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot
 
 func (a Agents) Find(ctx context.Context, idOrUUID string) (agents.Bot, error) {
 	var b agents.Bot
-	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{notDeleted,
-		{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: idOrUUID}}, bson.D{{Key: "uuid", Value: idOrUUID}}}}}).Decode(&b)
+	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{named(idOrUUID), notDeleted}).Decode(&b)
 	return b, wrap(err, "bot")
 }
 

@@ -43,3 +43,16 @@ func ObjectID() string {
 	b[9], b[10], b[11] = byte(n>>16), byte(n>>8), byte(n)
 	return hex.EncodeToString(b[:])
 }
+
+// IsObjectID reports whether s has the form ObjectID mints: 24 lowercase hex digits.
+func IsObjectID(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -54,3 +54,23 @@ func TestNewIsOrderedAndUnique(t *testing.T) {
 		t.Fatal("an id was minted twice")
 	}
 }
+
+func TestIsObjectID(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{
+		{ids.ObjectID(), true},
+		{"0123456789abcdef01234567", true},
+		{"0123456789ABCDEF01234567", false},
+		{"0123456789abcdef0123456", false},
+		{"0123456789abcdef012345678", false},
+		{"0123456789abcdefg1234567", false},
+		{ids.New(), false},
+		{"", false},
+	} {
+		if got := ids.IsObjectID(tt.s); got != tt.want {
+			t.Errorf("IsObjectID(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func TestLoad(t *testing.T) {
 	report := out.String()
 	for _, want := range []string{"| chat | ", "| agent_run | ", "| deal_update | ", "error rate: 0.000%", "settled in",
 		"| abuse_slow_body | ", "| abuse_concurrent_updates | ", "unexpected abusive answers: 0 map[]",
-		"| RSS | ", "| Go heap in use | ", "memory in the second half: heap "} {
+		"| RSS | ", "| Go heap live after the last collection | ", "memory in the second half: heap "} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}

@@ -13,7 +13,8 @@ import (
 )
 
 // memSample is the service's memory at a moment of the load, from its /metrics: the resident
-// set (process_resident_memory_bytes) and the Go heap in use (go_memstats_heap_inuse_bytes).
+// set (process_resident_memory_bytes) and the Go heap live as of the last collection
+// (go_gc_heap_live_bytes), which garbage not yet collected does not inflate.
 type memSample struct {
 	at        time.Duration
 	rss, heap float64
@@ -53,7 +54,7 @@ func (m *memWatch) sample(ctx context.Context) (memSample, bool) {
 		switch name {
 		case "process_resident_memory_bytes":
 			s.rss, seen = v, seen+1
-		case "go_memstats_heap_inuse_bytes":
+		case "go_gc_heap_live_bytes":
 			s.heap, seen = v, seen+1
 		}
 	}
@@ -88,7 +89,7 @@ func (m *memWatch) add(s memSample, at time.Duration) {
 // minJudged is the number of samples below which the report does not judge the heap's growth.
 const minJudged = 8
 
-// leakSlope is the growth of the heap in use, in the load's second half, above which the report
+// leakSlope is the growth of the live heap, in the load's second half, above which the report
 // calls the footprint growing: caches are bounded, so a steady load reaches a plateau.
 const leakSlope = 1 << 20 // bytes a minute
 
@@ -106,7 +107,7 @@ func (m *memWatch) report(w io.Writer, idle memSample, idleOK bool) {
 	half := samples[len(samples)/2:]
 	mid, end := half[0], samples[len(samples)-1]
 	fmt.Fprintf(w, "\n| memory | idle | middle of the load | end of the load |\n|---|---|---|---|\n")
-	fmt.Fprintf(w, "| RSS | %s | %s | %s |\n| Go heap in use | %s | %s | %s |\n", mb(idle.rss), mb(mid.rss), mb(end.rss), mb(idle.heap), mb(mid.heap), mb(end.heap))
+	fmt.Fprintf(w, "| RSS | %s | %s | %s |\n| Go heap live after the last collection | %s | %s | %s |\n", mb(idle.rss), mb(mid.rss), mb(end.rss), mb(idle.heap), mb(mid.heap), mb(end.heap))
 	if len(samples) < minJudged {
 		fmt.Fprintf(w, "memory in the second half: heap not judged, %d samples are too few (hold the load longer)\n", len(samples))
 		return
@@ -116,8 +117,9 @@ func (m *memWatch) report(w io.Writer, idle memSample, idleOK bool) {
 }
 
 // growth is how fast the heap's floor rises through samples, in bytes a minute, and what that
-// says. The heap in use is a sawtooth (it grows until the collector runs), so the floor is the
-// least of each quarter of the samples: a floor that rises is memory kept, not garbage.
+// says. The floor is the least of each quarter of the samples: the live heap is measured at each
+// collection, so between them it stands still, and the floor is what the process kept through
+// each quarter, whatever a burst of work held for a moment.
 func growth(samples []memSample) (float64, string) {
 	var floors []memSample
 	for q := range 4 {

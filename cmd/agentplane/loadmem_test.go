@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The load's report calls a heap steady when its floor stays put, however high the collector lets
-// it climb between collections, and growing when the floor rises.
+// The load's report calls a heap steady when its floor stays put, however high a burst of work
+// holds it for a moment, and growing when the floor rises.
 func TestHeapGrowthIsJudgedByItsFloor(t *testing.T) {
 	t.Parallel()
 	const mb = 1 << 20

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -76,7 +77,11 @@ func New() *Metrics {
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
 	}
 	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.taskCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// The Go collector adds, to its default metrics, the heap live as of the last collection
+		// (go_gc_heap_live_bytes): what the process keeps, which garbage not yet collected does
+		// not inflate, for the load's leak check.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 	return m
 }

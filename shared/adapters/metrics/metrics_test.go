@@ -69,3 +69,14 @@ func TestRunCyclesEventsAndOutbox(t *testing.T) {
 		}
 	}
 }
+
+// The metrics show the heap live as of the last collection beside the process's resident set:
+// the load's leak check reads both.
+func TestLiveHeapShown(t *testing.T) {
+	body := scrape(t, metrics.New())
+	for _, want := range []string{"\ngo_gc_heap_live_bytes ", "\nprocess_resident_memory_bytes "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %q in the metrics", strings.TrimSpace(want))
+		}
+	}
+}

@@ -16,10 +16,9 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
-	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/ids"
-	"github.com/agentplane/agentplane/shared/kit/opcount"
+	"github.com/agentplane/agentplane/shared/kit/lease"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -61,7 +60,7 @@ func NewRunner(repo Repo, cs *chats.Service, bots Bots, tools *Toolbox, relay Re
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
-// errLost ends a run whose lease another worker took.
+// errLost ends a run whose lease another worker took, found by one of its writes.
 var errLost = errors.New("runs: the execution's lease was lost")
 
 // Run runs the execution of t until it answers, fails or waits for an approval. final says
@@ -83,19 +82,12 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 	// The run's context ends when its lease is lost; the renewal stops once the run returns,
 	// before what follows it: a run that ends gives its lease up, which the renewal would take
 	// for a lost one.
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		r.renew(ctx, e.ID, owner, cancel)
-	}()
 	h := &holder{Runner: r, e: e, owner: owner, key: t.ProviderKey}
-	err = h.run(ctx)
-	cancel(nil)
-	<-renewed
+	lost, err := lease.Hold(parent, r.lease/3, func(ctx context.Context) (bool, error) {
+		return r.repo.Renew(ctx, e.ID, owner, r.now().Add(r.lease))
+	}, h.run)
 	switch {
-	case err == nil, errors.Is(context.Cause(ctx), errLost):
+	case err == nil, lost:
 		// A run that ended moved its execution out of the live ones with its last change.
 		return nil
 	case parent.Err() != nil:
@@ -121,18 +113,6 @@ func (r *Runner) release(ctx context.Context, id, owner string) {
 	if err := r.repo.Release(ctx, id, owner, r.now()); err != nil {
 		r.log.Warn("agent run not released", "execution_id", id, "error", err)
 	}
-}
-
-// renew extends the lease until ctx ends; a lost lease cancels the run.
-func (r *Runner) renew(ctx context.Context, id, owner string, cancel context.CancelCauseFunc) {
-	every.Tick(ctx, r.lease/3, func() bool {
-		ok, err := r.repo.Renew(opcount.Without(ctx), id, owner, r.now().Add(r.lease))
-		if err == nil && !ok {
-			cancel(errLost)
-			return false
-		}
-		return true
-	})
 }
 
 // holder is a run in progress, holding the execution's lease.

@@ -23,9 +23,8 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
-	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/kit/ids"
-	"github.com/agentplane/agentplane/shared/kit/opcount"
+	"github.com/agentplane/agentplane/shared/kit/lease"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/tasks"
@@ -97,7 +96,8 @@ func NewExecutor(repo RunRepo, events *outbox.Dispatcher, actors Actors, log *sl
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }, sleep: sleep}
 }
 
-// ErrLost ends an attempt whose lease on its run another attempt took.
+// ErrLost ends an attempt whose lease on its run another attempt took, found by one of its
+// writes (SaveRun).
 var ErrLost = errors.New("workflows: the run's lease was lost")
 
 // errHeld fails a task whose run another attempt holds, so that the task is tried again: if
@@ -148,24 +148,10 @@ func (x *Executor) Execute(ctx context.Context, t tasks.WorkflowRunPayload, fina
 // the lease as it goes; an attempt that returns an error gives the run up for the next one.
 func (x *Executor) Run(parent context.Context, r Run, final bool) error {
 	owner := r.Owner
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		every.Tick(ctx, x.lease/3, func() bool {
-			ok, err := x.repo.Renew(opcount.Without(ctx), r.UUID, owner, x.now().Add(x.lease))
-			if err == nil && !ok {
-				cancel(ErrLost)
-				return false
-			}
-			return true
-		})
-	}()
-	err := x.execute(ctx, r, owner, final)
-	cancel(nil)
-	<-renewed
-	if err == nil || errors.Is(err, ErrLost) || errors.Is(context.Cause(ctx), ErrLost) {
+	lost, err := lease.Hold(parent, x.lease/3, func(ctx context.Context) (bool, error) {
+		return x.repo.Renew(ctx, r.UUID, owner, x.now().Add(x.lease))
+	}, func(ctx context.Context) error { return x.execute(ctx, r, owner, final) })
+	if err == nil || lost || errors.Is(err, ErrLost) {
 		return nil
 	}
 	rctx, done := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)

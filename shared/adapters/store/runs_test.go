@@ -68,13 +68,14 @@ func TestEndedRunsMoveToTheFinishedOnes(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(ids("executions_finished"), []string{"r1", "r2", "r3"}); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("finished %v, live %v: the ended runs were not moved", ids("executions_finished"), ids("executions"))
-		}
+	// A batch copies its runs and then deletes them: the move is over when both are seen.
+	moved := func() bool {
+		return slices.Equal(ids("executions_finished"), []string{"r1", "r2", "r3"}) && slices.Equal(ids("executions"), []string{"r4"})
 	}
-	if live := ids("executions"); !slices.Equal(live, []string{"r4"}) {
-		t.Fatalf("live %v, want the run under way alone", live)
+	for deadline := time.Now().Add(10 * time.Second); !moved(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("finished %v, live %v: want the ended runs moved and the run under way alone left", ids("executions_finished"), ids("executions"))
+		}
 	}
 
 	// A worker stopped before moving s1 and s2, the latter after copying it.

@@ -19,9 +19,12 @@ FUZZ = ./api:FuzzDecode ./api:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./
 run:
 	$(GO) run ./cmd/agentplane dev
 
-## test: every test, with the race detector, plus vet, gofmt and a short run of every fuzz target
+## test: every test, with the race detector, plus vet, gofmt and a short run of every fuzz target.
+## The tests share one embedded store that cmd/teststore runs built without the race detector
+## (the store is most of the tests' CPU, and runs 5-8 times slower under it).
 test: fmt-check vet
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) build -o bin/teststore ./cmd/teststore
+	bin/teststore $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz
 
 ## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a real search)

@@ -78,7 +78,17 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 // `_ferretdb_sjson->'$._id'`, so without this index every query, even by _id, reads the whole
 // table. Call it after the collections exist (after store.Migrate); it is idempotent.
 func (m *Mongo) IndexIDs(ctx context.Context, database string) error {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(m.dir, database+".sqlite")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
+	return IndexIDs(ctx, m.dir, database)
+}
+
+// TestStoreDirEnv names the variable that gives tests the data directory of an embedded store
+// started for them in another process (cmd/teststore), for IndexIDs.
+const TestStoreDirEnv = "AGENTPLANE_TEST_STORE_DIR"
+
+// IndexIDs is Mongo.IndexIDs for the embedded store keeping its data under dir, which may run in
+// another process.
+func IndexIDs(ctx context.Context, dir, database string) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, database+".sqlite")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ var servers struct {
 	mongoURI, redisURL, natsURL string
 	// mongo is the embedded store, nil when AGENTPLANE_MONGO_URI names one.
 	mongo *devstack.Mongo
+	// storeDir is the data directory of the embedded store AGENTPLANE_MONGO_URI names when
+	// cmd/teststore started it for the tests, else "".
+	storeDir string
 }
 
 // Main starts the servers, runs the package's tests and stops the servers. Call it from TestMain.
@@ -44,6 +47,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 
 	servers.mongoURI = os.Getenv("AGENTPLANE_MONGO_URI")
+	servers.storeDir = os.Getenv(devstack.TestStoreDirEnv)
 	if servers.mongoURI == "" {
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		mg, err := devstack.StartMongo(ctx, dir+"/mongo", "127.0.0.1:0", quiet)
@@ -113,10 +117,13 @@ func Prepare(ctx context.Context, db *mongo.Database) error {
 	if err := store.Migrate(ctx, db); err != nil {
 		return err
 	}
-	if servers.mongo == nil {
-		return nil
+	switch {
+	case servers.mongo != nil:
+		return servers.mongo.IndexIDs(ctx, db.Name())
+	case servers.storeDir != "":
+		return devstack.IndexIDs(ctx, servers.storeDir, db.Name())
 	}
-	return servers.mongo.IndexIDs(ctx, db.Name())
+	return nil
 }
 
 // Redis returns a client of the Redis server, closed when t ends. Tests share the server: use

@@ -27,7 +27,8 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+// run runs args beside the store, with the environment and env, and returns its exit code.
+func run(args []string, env ...string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "usage: teststore command [args...]")
 		return 2
@@ -52,7 +53,7 @@ func run(args []string) int {
 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "AGENTPLANE_MONGO_URI="+store.URI, devstack.TestStoreDirEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), env...), "AGENTPLANE_MONGO_URI="+store.URI, devstack.TestStoreDirEnv+"="+dir)
 	// An interrupt reaches the command (the terminal sends it to both); a termination is passed
 	// on. Either way the store stops after the command has.
 	signals := make(chan os.Signal, 1)

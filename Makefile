@@ -1,7 +1,8 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
-# TEST_TIMEOUT bounds each package's test binary: the api package takes 4-9 minutes under -race on
-# 2 cores (over 12 on a machine busy with other work), the whole `make test` about 8-10 on a quiet one.
+# TEST_TIMEOUT bounds each package's test binary: the api and cmd/agentplane packages take about 5
+# minutes each under -race on 2 cores (more on a machine busy with other work), the whole `make test`
+# about 12 with a warm build cache.
 TEST_TIMEOUT ?= 20m
 FUZZTIME ?= 5000x
 

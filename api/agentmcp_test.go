@@ -22,12 +22,13 @@ func (k bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// connectMCP connects the official MCP client to the API's MCP server at path with key.
+// connectMCP connects the official MCP client to the API's MCP server at path with key; every
+// answer it gets is held to the OpenAPI document.
 func connectMCP(t *testing.T, b *bundle, path, key string) (*mcp.ClientSession, error) {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "an-ide", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: b.client.URL + path,
-		HTTPClient: &http.Client{Transport: bearer(key)}, MaxRetries: -1}, nil)
+		HTTPClient: b.client.HTTP(bearer(key)), MaxRetries: -1}, nil)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
 	}

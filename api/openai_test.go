@@ -19,10 +19,11 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
-// openAIClient is OpenAI's official Go client, unchanged, pointed at the API with key.
+// openAIClient is OpenAI's official Go client, unchanged, pointed at the API with key; every
+// answer it gets is held to the OpenAPI document.
 func openAIClient(b *bundle, key string, opts ...oaoption.RequestOption) openai.Client {
 	return openai.NewClient(append([]oaoption.RequestOption{oaoption.WithBaseURL(b.client.URL + "/v1/"), oaoption.WithAPIKey(key),
-		oaoption.WithMaxRetries(0)}, opts...)...)
+		oaoption.WithMaxRetries(0), oaoption.WithHTTPClient(b.client.HTTP(nil))}, opts...)...)
 }
 
 // agentplaneOf is what only agentplane answers with a completion.

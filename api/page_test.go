@@ -523,7 +523,7 @@ func publicChat(t *testing.T, b *bundle, token, body string) (int, string) {
 	req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := b.client.HTTP(nil).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

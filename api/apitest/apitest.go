@@ -135,6 +135,60 @@ func (c *Client) Try(r Request) (*Response, error) {
 	return out, nil
 }
 
+// HTTP is an HTTP client whose every answer is held to the document as Do's are, for the
+// clients of others (OpenAI's, MCP's) that tests drive the API with; next sends the requests
+// (http.DefaultTransport when nil). An answer is checked once its body is read to its end, so
+// a stream reaches its reader as it comes; a body closed before its end is read to its end
+// first, and one cut short (its request cancelled) is not checked.
+func (c *Client) HTTP(next http.RoundTripper) *http.Client {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &http.Client{Transport: checking{c: c, next: next}}
+}
+
+// checking is the transport of HTTP.
+type checking struct {
+	c    *Client
+	next http.RoundTripper
+}
+
+func (k checking) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := k.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = &checkedBody{c: k.c, req: r, res: res, body: res.Body}
+	return res, nil
+}
+
+// checkedBody keeps what its reader read and checks the answer at its end.
+type checkedBody struct {
+	c    *Client
+	req  *http.Request
+	res  *http.Response
+	body io.ReadCloser
+	read bytes.Buffer
+	done bool
+}
+
+func (b *checkedBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	b.read.Write(p[:n])
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.c.check(b.req, &Response{Status: b.res.StatusCode, Header: b.res.Header, Body: b.read.Bytes()})
+	}
+	return n, err
+}
+
+func (b *checkedBody) Close() error {
+	if !b.done {
+		_, _ = io.Copy(io.Discard, b)
+	}
+	return b.body.Close()
+}
+
 // check holds the response to the document: a documented route must answer a documented status
 // with a body of its schema; any error, on any route, must have the error shape.
 func (c *Client) check(req *http.Request, res *Response) {
@@ -164,7 +218,83 @@ func (c *Client) check(req *http.Request, res *Response) {
 	in.SetBodyBytes(res.Body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		c.t.Errorf("%s %s answered %d, which breaks the OpenAPI document: %v\nbody: %s", req.Method, req.URL.Path, res.Status, err, res.Body)
+		return
 	}
+	c.checkEvents(req, res, route)
+}
+
+// The document's event streams are text (text/event-stream, checked as a string); each event's
+// data is then held to the schema the stream's x-events names for the event's name ("message"
+// for events of no name): its JSON, or its text when it is not JSON.
+func init() {
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+}
+
+// checkEvents holds each event of an event stream to the schema x-events names for it.
+func (c *Client) checkEvents(req *http.Request, res *Response, route *routers.Route) {
+	c.t.Helper()
+	ct := res.Header.Get("Content-Type")
+	if !strings.HasPrefix(ct, "text/event-stream") {
+		return
+	}
+	response := route.Operation.Responses.Status(res.Status)
+	if response == nil || response.Value == nil {
+		return
+	}
+	media := response.Value.Content.Get(ct)
+	if media == nil {
+		return
+	}
+	names, ok := media.Extensions["x-events"].(map[string]any)
+	if !ok {
+		c.t.Errorf("%s %s: the document's event stream has no x-events naming its events' schemas", req.Method, req.URL.Path)
+		return
+	}
+	for i, ev := range Events(res.Body) {
+		name, _ := names[ev.Name].(string)
+		schema := c.doc.Components.Schemas[name]
+		if schema == nil {
+			c.t.Errorf("%s %s: event %d is %q, which the document's x-events does not name", req.Method, req.URL.Path, i, ev.Name)
+			continue
+		}
+		var v any = ev.Data
+		if json.Unmarshal([]byte(ev.Data), &v) != nil {
+			v = ev.Data
+		}
+		if err := schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse()); err != nil {
+			c.t.Errorf("%s %s: event %d (%s) breaks the schema %s: %v\ndata: %s", req.Method, req.URL.Path, i, ev.Name, name, err, ev.Data)
+		}
+	}
+}
+
+// Event is one event of an event stream: its name ("message" when it has none) and its data.
+type Event struct {
+	ID, Name, Data string
+}
+
+// Events are the events of an event stream's text, in order; comments are left out.
+func Events(stream []byte) []Event {
+	var out []Event
+	for block := range strings.SplitSeq(strings.ReplaceAll(string(stream), "\r\n", "\n"), "\n\n") {
+		ev, data, seen := Event{Name: "message"}, []string{}, false
+		for line := range strings.SplitSeq(block, "\n") {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "id":
+				ev.ID, seen = value, true
+			case "event":
+				ev.Name, seen = value, true
+			case "data":
+				data, seen = append(data, value), true
+			}
+		}
+		if seen {
+			ev.Data = strings.Join(data, "\n")
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // openAIDoor reports whether path is a route of the OpenAI-compatible door, whose errors have

@@ -58,6 +58,7 @@ func (s *server) agentMCP(c *gin.Context) {
 type mcpChatArgs struct {
 	Message string `json:"message" jsonschema:"what to ask or tell the agent"`
 	ChatID  string `json:"chat_id,omitempty" jsonschema:"the chat to go on with, from an earlier answer; a new chat when left out"`
+	User    string `json:"user,omitempty" jsonschema:"the end user you ask for, as you name them: the agent remembers what each states about themselves and recalls it for them only; nothing is remembered when left out"`
 }
 
 type mcpChatOut struct {
@@ -112,13 +113,15 @@ func (s *server) agentServer(a agentAt) *mcp.Server {
 
 // mcpChat is one chat turn of the agent, waited for as a non-streamed chat is: an agent run
 // answers within the run wait, or says what it waits for. It counts against the agent's rate
-// limit for the caller's key as a chat request does.
+// limit for the caller's key as a chat request does. The turn remembers the end user the
+// caller names (user), and no one when it names none: one key may serve many people.
 func (s *server) mcpChat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpChatOut, error) {
 	if _, err := s.botAllow(ctx, a.bot, a.keyID); err != nil {
 		return mcpChatOut{}, err
 	}
 	in := chats.Input{Message: &args.Message, ChatID: args.ChatID}
-	out, err := s.chats.Chat(ctx, a.projectID, a.bot, chats.Asker{AccountID: a.accountID}, in, nil)
+	asker := chats.Asker{AccountID: a.accountID, ForEndUsers: true, EndUser: args.User}
+	out, err := s.chats.Chat(ctx, a.projectID, a.bot, asker, in, nil)
 	if err != nil {
 		return mcpChatOut{}, err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,6 +168,9 @@ type completionRequest struct {
 	ReasoningEffort     string            `json:"reasoning_effort"`
 	MaxTokens           flex.OptInt       `json:"max_tokens"`
 	MaxCompletionTokens flex.OptInt       `json:"max_completion_tokens"`
+	// User (else SafetyIdentifier) names the end user the client asks for (doorAsker).
+	User             string `json:"user"`
+	SafetyIdentifier string `json:"safety_identifier"`
 }
 
 type completionMessage struct {
@@ -339,7 +343,7 @@ func (s *server) completion(c *gin.Context) {
 		defer w.st.close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, chats.Asker{AccountID: principal(c).AccountID}, t, sink)
+	reply, err := s.converse(c, bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
 	if err != nil {
 		w.fail(err)
 		return
@@ -364,6 +368,13 @@ func (s *server) doorTurn(c *gin.Context, model string, turnOf func() (turn, err
 		return agents.Bot{}, turn{}, false
 	}
 	return bot, t, true
+}
+
+// doorAsker is who asks a turn of an OpenAI door: the key's account, on behalf of the end user
+// the request names (user, else safety_identifier), whose memories the turn uses; no one's when
+// it names none, as one key may serve many people.
+func doorAsker(c *gin.Context, user, safetyIdentifier string) chats.Asker {
+	return chats.Asker{AccountID: principal(c).AccountID, ForEndUsers: true, EndUser: cmp.Or(strings.TrimSpace(user), strings.TrimSpace(safetyIdentifier))}
 }
 
 // doorSink is where an OpenAI door streams a turn's reply: the chat's sink, told first which

@@ -52,6 +52,9 @@ type responseRequest struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
 	MaxOutputTokens flex.OptInt `json:"max_output_tokens"`
+	// User (else SafetyIdentifier) names the end user the client asks for (doorAsker).
+	User             string `json:"user"`
+	SafetyIdentifier string `json:"safety_identifier"`
 }
 
 // responseInput is an item of a request's input: a message (role and content) or the output
@@ -125,7 +128,7 @@ func (s *server) response(c *gin.Context) {
 		defer w.st.close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, chats.Asker{AccountID: principal(c).AccountID}, t, sink)
+	reply, err := s.converse(c, bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
 	if err != nil {
 		if chats.IsDisconnect(err) && c.Request.Context().Err() != nil {
 			return

@@ -141,6 +141,22 @@ type Asker struct {
 	AccountID  string
 	Name       string
 	Subscriber string
+	// ForEndUsers says the account sends on behalf of end users of its own (an OpenAI or MCP
+	// client serving many people through one key): a turn remembers EndUser, the one its request
+	// names, and no one when it names none. Otherwise the sender is the user remembered.
+	ForEndUsers bool
+	EndUser     string
+}
+
+// MaxEndUser bounds the name of an end user a request names, in characters.
+const MaxEndUser = 256
+
+// Remembered is the user whose memories the asker's turns use; "" for no one.
+func (a Asker) Remembered() string {
+	if a.ForEndUsers {
+		return strings.TrimSpace(a.EndUser)
+	}
+	return a.AccountID
 }
 
 // Turn is a user's message stored in its chat, with the chat's messages before it.

@@ -3,9 +3,11 @@ package chats
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // AgentRuns carry out the turns answered by an agent run (shared/agentruns implements it).
@@ -35,13 +37,16 @@ type Outcome struct {
 // revised), by chat_mode (the request's, else the chat's default; plan: a plan is proposed; edit:
 // the text is edited), else by reasoning mode (agent: a run; standard: one retrieval and one
 // model call). Replies made at once stream to sink when there is one, after sink.Stored.
-// A standard reply's prompt, and an agent run's, gets what is known of its user, and its message
-// is then queued for the extraction of what it says about them (EndUsers), when the agent's
-// memory is on.
+// A standard reply's prompt, and an agent run's, gets what is known of its user (the asker's
+// Remembered), and its message is then queued for the extraction of what it says about them
+// (EndUsers), when the agent's memory is on and there is such a user.
 func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, sink Sink) (Outcome, error) {
 	chatMode := strings.TrimSpace(in.ChatMode) != ""
 	if err := in.Validate(); err != nil {
 		return Outcome{}, err
+	}
+	if utf8.RuneCountInString(asker.EndUser) > MaxEndUser {
+		return Outcome{}, apperr.Invalidf("user", "must be at most %d characters", MaxEndUser)
 	}
 	mode := Mode(in)
 	if in.ChatMode != "ask" {
@@ -52,7 +57,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		return Outcome{}, err
 	}
 	if s.remembers(bot, in) {
-		t.EndUser = t.User.User.UUID
+		t.EndUser = asker.Remembered()
 	}
 	if !chatMode && t.Chat.Mode != "" && t.Chat.Mode != in.ChatMode {
 		// The chat's default mode (PUT /v1/bot/chat/mode) applies to messages that name none.

@@ -256,7 +256,7 @@ func TestHostedPageApproval(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"execution_id":"`+pausedID+`","approve":true}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+stranger["token"].(string))
-	res, err := http.DefaultClient.Do(req)
+	res, err := b.client.HTTP(nil).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestEndUserRateLimit(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Origin", "http://elsewhere.example")
-		res, err := http.DefaultClient.Do(req)
+		res, err := b.client.HTTP(nil).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

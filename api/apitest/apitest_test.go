@@ -3,6 +3,7 @@ package apitest_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
@@ -54,5 +55,45 @@ func TestClientHoldsResponsesToTheDocument(t *testing.T) {
 				t.Fatalf("broken = %v, want %v: %v", broken, tt.broken, rec.errors)
 			}
 		})
+	}
+}
+
+// Event streams are held event by event to the schemas the document's x-events names, through
+// Do and through the checking transport of others' clients.
+func TestClientHoldsEventStreamsToTheDocument(t *testing.T) {
+	chunk := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`
+	tests := []struct {
+		name, body string
+		broken     bool
+	}{
+		{"Conforming", "data: " + chunk + "\n\n: ping\n\ndata: [DONE]\n\n", false},
+		{"ChunkBreaksItsSchema", `data: {"id":"c","object":"chat.completion","created":1,"model":"m","choices":[]}` + "\n\ndata: [DONE]\n\n", true},
+		{"NotJSONNorDone", "data: " + chunk + "\n\ndata: [END]\n\n", true},
+		{"UndocumentedEvent", "event: surprise\ndata: " + chunk + "\n\n", true},
+	}
+	for _, tt := range tests {
+		for _, via := range []string{"Do", "HTTP"} {
+			t.Run(tt.name+"/"+via, func(t *testing.T) {
+				h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("X-Request-ID", "r")
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = w.Write([]byte(tt.body))
+				})
+				rec := &recorder{TB: t}
+				c := apitest.New(rec, h)
+				if via == "Do" {
+					c.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/chat/completions", Body: map[string]any{}})
+				} else {
+					res, err := c.HTTP(nil).Post(c.URL+"/v1/chat/completions", "application/json", strings.NewReader("{}"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					_ = res.Body.Close()
+				}
+				if broken := len(rec.errors) > 0; broken != tt.broken {
+					t.Fatalf("broken = %v, want %v: %v", broken, tt.broken, rec.errors)
+				}
+			})
+		}
 	}
 }

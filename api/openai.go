@@ -599,7 +599,7 @@ func (w *completionWriter) finish(r chats.Reply) {
 }
 
 // fail answers err: as an error answer while nothing was streamed, else as the stream's last
-// chunk, an error object as OpenAI's streams end with one.
+// chunk, an error object as OpenAI's streams end with one, before [DONE] as every stream ends.
 func (w *completionWriter) fail(err error) {
 	if chats.IsDisconnect(err) && w.c.Request.Context().Err() != nil {
 		return
@@ -609,5 +609,7 @@ func (w *completionWriter) fail(err error) {
 		return
 	}
 	status, _, e := errorOf(w.c, err)
-	_ = w.st.data(openAIErrorOf(status, e))
+	if w.st.data(openAIErrorOf(status, e)) == nil {
+		_ = w.st.raw("[DONE]")
+	}
 }

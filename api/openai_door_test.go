@@ -49,7 +49,8 @@ func executionOf(t *testing.T, res *apitest.Response) string {
 }
 
 // A streamed completion ends with data: [DONE], once, after the chunk that ends the choice:
-// a standard reply's stream, and an agent run's that waits for approval.
+// a standard reply's stream, and an agent run's that waits for approval; a stream the
+// provider cut ends with the error, then [DONE].
 func TestOpenAIStreamEndsWithDone(t *testing.T) {
 	t.Parallel()
 	b, a, fake := agentSetup(t, nil)
@@ -59,6 +60,7 @@ func TestOpenAIStreamEndsWithDone(t *testing.T) {
 	}{
 		{"Standard", "none", "stop", providertest.Behavior{Reply: "We open at nine."}},
 		{"PausedRun", "high", "tool_calls", providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added."}}}},
+		{"CutByTheProvider", "none", "", providertest.Behavior{Reply: "We open at nine, Monday to Saturday.", BreakAfter: 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake.Set(tt.behavior)
@@ -71,6 +73,15 @@ func TestOpenAIStreamEndsWithDone(t *testing.T) {
 			}
 			if n := strings.Count(string(res.Body), "data: [DONE]"); n != 1 {
 				t.Fatalf("[DONE] %d times: %s", n, res.Body)
+			}
+			if tt.reason == "" {
+				var failed struct {
+					Error struct{ Code string } `json:"error"`
+				}
+				if err := json.Unmarshal([]byte(events[len(events)-2].Data), &failed); err != nil || failed.Error.Code == "" {
+					t.Fatalf("the event before [DONE] is %s, not the error (%v)", events[len(events)-2].Data, err)
+				}
+				return
 			}
 			var ending struct {
 				Choices []struct {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -393,6 +394,75 @@ func TestHeartbeatBudgetErrorsAndApprovals(t *testing.T) {
 		}
 		waitABit()
 	}
+}
+
+// The credit budget is a calendar month in the heartbeat's time zone: in Tokyo, a firing at 08:00
+// on the 1st of January (still the 31st of December in UTC) starts a new month, and the next one
+// in that month is refused. The scheduler's clock (Plan's now) crosses the boundary. trigger fires
+// a disabled heartbeat, which stays disabled.
+func TestHeartbeatBudgetMonthAndTrigger(t *testing.T) {
+	t.Parallel()
+	_, a, fake := heartbeatSetup(t)
+	fake.Set(providertest.Behavior{Reply: "Done."})
+	ctx := context.Background()
+
+	t.Run("month", func(t *testing.T) {
+		tokyo, err := time.LoadLocation("Asia/Tokyo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := a.create(t, map[string]any{"prompt": "Check in", "cron_pattern": "0 8 * * *", "timezone": "Asia/Tokyo", "credit_budget": 1})
+		id := h["uuid"].(string)
+		first := at(t, h["next_run_at"])
+		year := first.In(tokyo).Year() + 1
+		lastOfDecember, newYear, second := time.Date(year, time.December, 31, 8, 0, 0, 0, tokyo),
+			time.Date(year+1, time.January, 1, 8, 0, 0, 0, tokyo), time.Date(year+1, time.January, 2, 8, 0, 0, 0, tokyo)
+		if newYear.UTC().Month() != time.December {
+			t.Fatalf("%s is not in December in UTC", newYear.UTC())
+		}
+		// fire plans the heartbeat at planned, waits for the firing of slot to be want, and
+		// returns the heartbeat once it counted runs firings.
+		fire := func(planned, slot time.Time, want string, runs int) map[string]any {
+			t.Helper()
+			if n, err := a.beats.Plan(ctx, planned); err != nil || n != 1 {
+				t.Fatalf("planned %d at %s: %v", n, planned, err)
+			}
+			a.firing(t, id, heartbeats.FiringID(id, heartbeats.TriggerSchedule, slot), want)
+			return a.until(t, id, fmt.Sprintf("counting %d firings", runs), func(h map[string]any) bool {
+				return h["runs"] == float64(runs) && h["running_firing_id"] == "" && (want != "skipped" || h["status"] == "paused")
+			})
+		}
+		// The first slot, fired late, is counted in its own month; the next one is the 31st.
+		fire(lastOfDecember.Add(-time.Second), first, "succeeded", 1)
+		h = fire(lastOfDecember, lastOfDecember, "succeeded", 2)
+		if h["credit_period"] != fmt.Sprintf("%d-12", year) || h["credits_used_in_period"] != float64(1) {
+			t.Fatalf("after the 31st of December %v", h)
+		}
+		h = fire(newYear, newYear, "succeeded", 3)
+		if h["enabled"] != true || h["credit_period"] != fmt.Sprintf("%d-01", year+1) || h["credits_used_in_period"] != float64(1) {
+			t.Fatalf("after the 1st of January %v", h)
+		}
+		h = fire(second, second, "skipped", 3)
+		if h["enabled"] != false || !strings.Contains(h["status_reason"].(string), fmt.Sprintf("credit budget of 1 for %d-01", year+1)) {
+			t.Fatalf("after the 2nd of January %v", h)
+		}
+	})
+
+	t.Run("trigger", func(t *testing.T) {
+		h := a.create(t, map[string]any{"prompt": "Check in", "cron_pattern": "0 9 * * *"})
+		id := h["uuid"].(string)
+		if h = a.post(t, "disable", id)["heartbeat"].(map[string]any); h["enabled"] != false {
+			t.Fatalf("disabled %v", h)
+		}
+		f := a.firing(t, id, a.post(t, "trigger", id)["firing_id"].(string), "succeeded")
+		if f["trigger"] != "manual" || f["answer"] != "Done." {
+			t.Fatalf("the firing of a disabled heartbeat %v", f)
+		}
+		if h = a.until(t, id, "counted", func(h map[string]any) bool { return h["runs"] == float64(1) }); h["enabled"] != false ||
+			h["next_run_at"] != nil || h["running_firing_id"] != "" {
+			t.Fatalf("after the firing %v", h)
+		}
+	})
 }
 
 // What a worker that died leaves is settled by the scheduler's reconciler: an ended firing its

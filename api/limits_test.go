@@ -4,12 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -248,4 +256,180 @@ func repeatAny(v any, n int) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// requestLimit is a bounded field of a request: body(n) is the request with the field at size
+// n, answered 200 at max and 422 naming field at max+1.
+type requestLimit struct {
+	field        string
+	max          int
+	method, path string
+	body         func(n int) map[string]any
+}
+
+// Every bounded field of the README's Limits table beyond the agent's and the workflow's
+// definition, at its limit, is accepted; one over is refused naming it.
+func TestResourceLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.chatBot(t, nil)
+	wf := workflowAPI{a}
+	workflowID := wf.create(t, map[string]any{"trigger_type": "manual", "actions": []any{map[string]any{"type": "send_message", "params": map[string]any{"message": "x"}}}})
+	res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/crm/pipelines", Key: b.key, Body: a.body(map[string]any{"name": "Stages"})})
+	expect(t, res, http.StatusOK, "")
+	pipelineID := res.JSON(t)["pipeline"].(map[string]any)["uuid"].(string)
+
+	chars := func(n int) string { return strings.Repeat("é", n) }
+	// words is text of n characters in words, as people write (the chat's retrieval and prompt
+	// take a single word of thousands of characters slowly).
+	words := func(n int) string { return strings.Repeat("a", n%5) + strings.Repeat(" word", n/5) }
+	// unique names a pipeline or a stage made by a case, which must not meet another's.
+	made := 0
+	unique := func() string { made++; return "made " + strconv.Itoa(made) }
+	deal := func(extra map[string]any) map[string]any {
+		d := map[string]any{"title": "Pilot"}
+		maps.Copy(d, extra)
+		return d
+	}
+	email := func(n int) string { return strings.Repeat("a", n-len("@example.com")) + "@example.com" }
+	stages := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]any{"name": "Stage " + strconv.Itoa(i)}
+		}
+		return out
+	}
+	tags := func(count, length int) []string {
+		out := make([]string, count)
+		for i := range out {
+			out[i] = fmt.Sprintf("%0*d", length, i)
+		}
+		return out
+	}
+	source := func(extra map[string]any) map[string]any {
+		s := map[string]any{"title": "Hours", "type": "text", "source": "The shop opens at nine."}
+		maps.Copy(s, extra)
+		return s
+	}
+	const deals, contacts, pipelines, newSource = "/v1/bot/crm/deals", "/v1/bot/crm/contacts", "/v1/bot/crm/pipelines", "/v1/bot/source/create"
+	cases := []requestLimit{
+		{"title", crm.MaxTitleLength, http.MethodPost, deals, func(n int) map[string]any { return deal(map[string]any{"title": chars(n)}) }},
+		{"contact.name", crm.MaxContactLength, http.MethodPost, deals, func(n int) map[string]any { return deal(map[string]any{"contact": map[string]any{"name": chars(n)}}) }},
+		{"contact.email", crm.MaxContactLength, http.MethodPost, deals, func(n int) map[string]any { return deal(map[string]any{"contact": map[string]any{"email": email(n)}}) }},
+		{"contact.phone", crm.MaxContactLength, http.MethodPost, deals, func(n int) map[string]any { return deal(map[string]any{"contact": map[string]any{"phone": chars(n)}}) }},
+		{"contact.company", crm.MaxContactLength, http.MethodPost, deals, func(n int) map[string]any {
+			return deal(map[string]any{"contact": map[string]any{"company": chars(n)}})
+		}},
+		{"name", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"name": chars(n)} }},
+		{"email", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"email": email(n)} }},
+		{"phone", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"phone": chars(n)} }},
+		{"company", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"company": chars(n)} }},
+		{"name", crm.MaxPipelineNameLength, http.MethodPost, pipelines, func(n int) map[string]any {
+			u := unique()
+			return map[string]any{"name": u + chars(n-len(u))}
+		}},
+		{"stages[0].name", crm.MaxPipelineNameLength, http.MethodPost, pipelines, func(n int) map[string]any {
+			return map[string]any{"name": unique(), "stages": []any{map[string]any{"name": chars(n)}}}
+		}},
+		{"stages", crm.MaxStages, http.MethodPost, pipelines, func(n int) map[string]any { return map[string]any{"name": unique(), "stages": stages(n)} }},
+		{"name", crm.MaxPipelineNameLength, http.MethodPost, pipelines + "/stages", func(n int) map[string]any {
+			u := unique()
+			return map[string]any{"pipeline_id": pipelineID, "name": u + chars(n-len(u))}
+		}},
+		{"title", sources.MaxTitleLength, http.MethodPost, newSource, func(n int) map[string]any { return source(map[string]any{"title": chars(n)}) }},
+		{"description", sources.MaxDescriptionLength, http.MethodPost, newSource, func(n int) map[string]any { return source(map[string]any{"description": chars(n)}) }},
+		{"tags", sources.MaxTags, http.MethodPost, newSource, func(n int) map[string]any { return source(map[string]any{"tags": tags(n, 2)}) }},
+		{"tags", sources.MaxTagLength, http.MethodPost, newSource, func(n int) map[string]any { return source(map[string]any{"tags": tags(1, n)}) }},
+		{"source", sources.MaxURLLength, http.MethodPost, newSource, func(n int) map[string]any {
+			const site = "https://example.com/?q="
+			return source(map[string]any{"type": "url", "source": site + strings.Repeat("a", n-len(site))})
+		}},
+		{"message", chats.MaxMessageLength, http.MethodPost, "/v1/bot/chat", func(n int) map[string]any { return map[string]any{"message": words(n)} }},
+		{"instruction", chats.MaxInstructionLength, http.MethodPost, "/v1/bot/chat", func(n int) map[string]any {
+			return map[string]any{"message": "When do you open?", "instruction": words(n)}
+		}},
+		{"meeting_title", calendar.MaxMeetingTitleLength, http.MethodPut, "/v1/bot/calendar/settings", func(n int) map[string]any { return map[string]any{"meeting_title": chars(n)} }},
+		{"meeting_location", calendar.MaxMeetingLocationLength, http.MethodPut, "/v1/bot/calendar/settings", func(n int) map[string]any {
+			return map[string]any{"meeting_location": chars(n)}
+		}},
+		{"booking_instructions", calendar.MaxBookingInstructionsLength, http.MethodPut, "/v1/bot/calendar/settings", func(n int) map[string]any {
+			return map[string]any{"booking_instructions": chars(n)}
+		}},
+		{"description", workflows.MaxDescriptionLength, http.MethodPut, "/v1/bot/workflow/update", func(n int) map[string]any {
+			return map[string]any{"workflow_id": workflowID, "description": chars(n)}
+		}},
+		{"status", workflows.MaxStatusLength, http.MethodPut, "/v1/bot/workflow/update", func(n int) map[string]any {
+			return map[string]any{"workflow_id": workflowID, "status": chars(n)}
+		}},
+		{"input", workflows.MaxInputBytes, http.MethodPost, "/v1/bot/workflow/run", func(n int) map[string]any {
+			return map[string]any{"workflow_id": workflowID, "input": sizedObject(n)}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s_%s_%d", tc.path, tc.field, tc.max), func(t *testing.T) {
+			expect(t, b.client.Do(apitest.Request{Method: tc.method, Path: tc.path, Key: b.key, Body: a.body(tc.body(tc.max))}), http.StatusOK, "")
+			res := b.client.Do(apitest.Request{Method: tc.method, Path: tc.path, Key: b.key, Body: a.body(tc.body(tc.max + 1))})
+			expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+			expectField(t, res, tc.field)
+		})
+	}
+	// A pipeline grown stage by stage is bounded as one made whole.
+	t.Run("stages_added", func(t *testing.T) {
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: pipelines, Key: b.key, Body: a.body(map[string]any{"name": unique(), "stages": stages(crm.MaxStages - 1)})})
+		expect(t, res, http.StatusOK, "")
+		id := res.JSON(t)["pipeline"].(map[string]any)["uuid"].(string)
+		add := func() *apitest.Response {
+			return b.client.Do(apitest.Request{Method: http.MethodPost, Path: pipelines + "/stages", Key: b.key, Body: a.body(map[string]any{"pipeline_id": id, "name": unique()})})
+		}
+		expect(t, add(), http.StatusOK, "")
+		res = add()
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		expectField(t, res, "stages")
+	})
+}
+
+// A booking's name and notes at their limits are booked; one over, the agent's tool refuses the
+// booking naming the field, and the model is told so.
+func TestBookingLimits(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"auto_approve_tools": 1})
+	res := b.client.Do(apitest.Request{Method: "PUT", Path: "/v1/bot/calendar/settings?" + a.query(""), Key: b.key,
+		Body: map[string]any{"timezone": "UTC", "is_enabled": true}})
+	expect(t, res, http.StatusOK, "")
+	// The next Monday, a week ahead: inside the booking window and past the minimum notice.
+	day := time.Now().UTC().AddDate(0, 0, 7)
+	for day.Weekday() != time.Monday {
+		day = day.AddDate(0, 0, 1)
+	}
+	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/calendar/slots?" + a.query("&from="+day.Format(time.DateOnly)+"&to="+day.AddDate(0, 0, 1).Format(time.DateOnly)), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	var free struct{ Slots []struct{ Start time.Time } }
+	res.Decode(t, &free)
+	if len(free.Slots) == 0 {
+		t.Fatalf("no free slot on %s", day)
+	}
+	book := func(name, notes int) providertest.Turn {
+		args, _ := json.Marshal(map[string]any{"start": free.Slots[0].Start.UTC().Format(time.RFC3339), "email": "ada@example.com",
+			"name": strings.Repeat("é", name), "notes": strings.Repeat("é", notes)})
+		return call("calendar_book", string(args))
+	}
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		book(calendar.MaxBookingNameLength+1, 0),
+		book(1, calendar.MaxBookingNotesLength+1),
+		book(calendar.MaxBookingNameLength, calendar.MaxBookingNotesLength),
+		{Reply: "Booked."},
+	}})
+	_, chat := a.chat(t, map[string]any{"message": "Book me the first free slot on Monday", "reasoning_mode": "agent"})
+	cs := cycles(t, chat)
+	if len(cs) != 3 {
+		t.Fatalf("reply %v", chat)
+	}
+	for i, want := range []struct {
+		ok   bool
+		says string
+	}{{false, "name"}, {false, "notes"}, {true, `"booked"`}} {
+		if cs[i]["actionSuccess"] != want.ok || !strings.Contains(cs[i]["observation"].(string), want.says) {
+			t.Errorf("booking %d: %v", i, cs[i])
+		}
+	}
 }

@@ -17,13 +17,17 @@ const mcpSecret = "sk-shop-9f2c41d7"
 
 // mcpPeer is a real MCP server of the official Go SDK, over Streamable HTTP and HTTP+SSE: a
 // shop with a read-only lookup, a refund that changes data, an export that answers more than
-// a model is shown, and a call that answers only when the test ends. It counts what reached it.
+// a model is shown, and a call that answers only when its caller gives up, the test releases it
+// or the test ends. It counts what reached it.
 type mcpPeer struct {
 	streamable, sse string
 	// authorized counts requests that carried the bearer credential, refused those without.
 	authorized, refused atomic.Int64
-	mu                  sync.Mutex
-	refunds             []refundArgs
+	// hanging receives a value when a call of hang begins (when there is room); a value sent on
+	// unhang ends one.
+	hanging, unhang chan struct{}
+	mu              sync.Mutex
+	refunds         []refundArgs
 }
 
 type lookupArgs struct {
@@ -37,7 +41,7 @@ type refundArgs struct {
 
 func startMCP(t testing.TB) *mcpPeer {
 	t.Helper()
-	p := &mcpPeer{}
+	p := &mcpPeer{hanging: make(chan struct{}, 8), unhang: make(chan struct{})}
 	release := make(chan struct{})
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "lookup_order", Description: "Find a customer's last order.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -59,9 +63,17 @@ func startMCP(t testing.TB) *mcpPeer {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("order;", 2000)}}}, nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "hang", Description: "Waits for a warehouse that never answers.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			<-release
-			return &mcp.CallToolResult{}, nil, nil
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case p.hanging <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			case <-p.unhang:
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "The warehouse answered."}}}, nil, nil
 		})
 	get := func(*http.Request) *mcp.Server { return server }
 	guarded := func(h http.Handler) http.Handler {

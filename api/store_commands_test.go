@@ -16,38 +16,48 @@ import (
 // metric returns the value of one series of the server's /metrics (0 when it is not there yet).
 func (b *bundle) metric(t *testing.T, series string) float64 {
 	t.Helper()
+	v, _ := b.series(t, series)
+	return v
+}
+
+// series returns the value of one series of the server's /metrics and whether it is there.
+func (b *bundle) series(t *testing.T, series string) (float64, bool) {
+	t.Helper()
 	res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/metrics"})
 	expect(t, res, http.StatusOK, "")
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(res.Body)
 	if m == nil {
-		return 0
+		return 0, false
 	}
 	v, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return v, true
 }
 
-// storeCommands returns the store commands the server's requests of method to route have made so
-// far.
-func (b *bundle) storeCommands(t *testing.T, method, route string) int {
-	t.Helper()
-	return int(b.metric(t, `agentplane_http_store_commands_sum{method="`+method+`",route="`+route+`"}`))
-}
-
-// commandsOf returns the store commands one request of method to route made.
+// commandsOf returns the store commands one request of method to route made, as the server's
+// /metrics count them: do must make exactly one such request, and the series must be there after.
 func (b *bundle) commandsOf(t *testing.T, method, route string, do func()) int {
 	t.Helper()
-	before := b.storeCommands(t, method, route)
+	labels := `{method="` + method + `",route="` + route + `"}`
+	sum, count := "agentplane_http_store_commands_sum"+labels, "agentplane_http_store_commands_count"+labels
+	before, requests := b.metric(t, sum), b.metric(t, count)
 	do()
-	return b.storeCommands(t, method, route) - before
+	after, ok := b.series(t, sum)
+	if !ok {
+		t.Fatalf("/metrics has no series %s", sum)
+	}
+	if n := b.metric(t, count); n != requests+1 {
+		t.Fatalf("%s %s: /metrics counted %v requests, want 1", method, route, n-requests)
+	}
+	return int(after - before)
 }
 
 // The store commands of a request are counted by route (a count is deterministic, unlike a time):
-// the hot routes make at most the commands docs/BENCHMARKS.md lists for them with warm caches (the
+// the hot routes make exactly the commands docs/BENCHMARKS.md lists for them with warm caches (the
 // key, the project and the agent read once), so a change that adds a round trip to one of them,
-// or a cache that stops holding, fails here. Each request is made three times and the fewest
+// a cache that stops holding, or a count that stops counting, fails here. Each request is made three times and the fewest
 // commands count: on a loaded machine an event's publish may time out, and marking it for the
 // relay is one command more (the fallback, not the path measured).
 func TestStoreCommandsPerRoute(t *testing.T) {
@@ -74,7 +84,7 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		name          string
 		method, route string
 		do            func(i int)
-		most          int
+		want          int
 	}{
 		{"an agent read", "GET", "/v1/bot/read", func(int) {
 			expect(t, b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/read?" + a.query(""), Key: b.key}), http.StatusOK, "")
@@ -102,8 +112,8 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 			got = min(got, b.commandsOf(t, c.method, c.route, func() { c.do(i) }))
 		}
 		t.Logf("%s: %d", c.name, got)
-		if got > c.most {
-			t.Errorf("%s made %d store commands, want at most %d", c.name, got, c.most)
+		if got != c.want {
+			t.Errorf("%s made %d store commands, want %d", c.name, got, c.want)
 		}
 	}
 
@@ -136,8 +146,8 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		fewest = min(fewest, int(b.metric(t, flows)-before))
 	}
 	t.Logf("a workflow run of one webhook: %d", fewest)
-	if most := 1; fewest > most {
-		t.Errorf("a workflow run of one webhook made %d store commands, want at most %d", fewest, most)
+	if want := 1; fewest != want {
+		t.Errorf("a workflow run of one webhook made %d store commands, want %d", fewest, want)
 	}
 
 	// Agent runs of one cycle, in the worker: the first with the worker's caches cold, then two
@@ -164,7 +174,7 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	cold := agentRun()
 	warm := min(agentRun(), agentRun())
 	t.Logf("an agent run of one cycle: %.1f store commands cold, %.1f warm", cold, warm)
-	if most := 5.0; warm > most {
-		t.Errorf("an agent run made %.1f store commands a cycle with the worker's caches warm, want at most %v", warm, most)
+	if want := 5.0; warm != want {
+		t.Errorf("an agent run made %.1f store commands a cycle with the worker's caches warm, want %v", warm, want)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -165,6 +167,79 @@ func TestAgentTools(t *testing.T) {
 	a.do(t, http.MethodDelete, "/"+id, nil, http.StatusOK, "")
 	a.do(t, http.MethodGet, "/"+id, nil, http.StatusNotFound, "tool_not_found")
 	a.do(t, http.MethodPost, "/"+id+"/refresh", map[string]any{}, http.StatusNotFound, "tool_not_found")
+}
+
+// An operation left out of allowed_operations or toggled off is not offered to the model, and
+// the model asking for it anyway reaches no server; one toggled off while a run is under way,
+// after the run was offered it, is refused when the run calls it.
+func TestDisabledOperationsAreNeitherOfferedNorCalled(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, nil)
+	peer := startMCP(t)
+	a := toolsAPI{c}
+	id := a.create(t, shopTool("Shop", peer.streamable, ""))["id"].(string)
+	a.do(t, http.MethodPut, "/"+id+"/configure", map[string]any{"settings": map[string]any{
+		"timeout_seconds": 60, "allowed_operations": []any{"lookup_order", "refund", "hang"}}}, http.StatusOK, "")
+	a.do(t, http.MethodPost, "/"+id+"/toggle", map[string]any{"tool_name": "refund", "active": false}, http.StatusOK, "")
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("shop__export", `{}`),
+		call("shop__refund", `{"order":"42","amount":5}`),
+		call("shop__hang", `{}`),
+		call("shop__lookup_order", `{"customer":"Ada"}`),
+		{Reply: "Nothing I may do."},
+	}})
+	answered := make(chan *apitest.Response, 1)
+	go func() {
+		res, err := c.b.client.Try(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/chat", Key: c.b.key,
+			Body: c.body(map[string]any{"message": "Export the orders and refund Ada", "reasoning_mode": "agent"})})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- res
+	}()
+	// The run was offered lookup_order and now waits in hang: lookup_order is toggled off before
+	// the run calls it.
+	select {
+	case <-peer.hanging:
+	case res := <-answered:
+		if res != nil {
+			t.Fatalf("the run ended without calling hang: %d %s", res.Status, res.Body)
+		}
+		t.FailNow()
+	case <-time.After(time.Minute):
+		t.Fatal("the run never called hang")
+	}
+	a.do(t, http.MethodPost, "/"+id+"/toggle", map[string]any{"tool_name": "lookup_order", "active": false}, http.StatusOK, "")
+	peer.unhang <- struct{}{}
+	res := <-answered
+	if res == nil {
+		t.FailNow()
+	}
+	expect(t, res, http.StatusOK, "")
+	if chat := res.JSON(t)["chat"].(map[string]any); chat["isComplete"] != true || chat["reply"] != "Nothing I may do." {
+		t.Fatalf("the run answered %v", chat)
+	}
+
+	reqs := fake.Requests()
+	offered := reqs[0].Tools
+	if !slices.Contains(offered, "shop__lookup_order") || !slices.Contains(offered, "shop__hang") ||
+		slices.Contains(offered, "shop__export") || slices.Contains(offered, "shop__refund") {
+		t.Fatalf("the model was offered %v", offered)
+	}
+	var seen []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "tool" {
+			seen = append(seen, m.Content)
+		}
+	}
+	if len(seen) != 4 || !strings.Contains(seen[0], `There is no tool "shop__export"`) || !strings.Contains(seen[1], `There is no tool "shop__refund"`) ||
+		seen[2] != "The warehouse answered." || !strings.Contains(seen[3], "no longer offered") {
+		t.Fatalf("the model saw %q", seen)
+	}
+	if n := len(peer.refundsMade()); n != 0 {
+		t.Fatalf("%d refunds made", n)
+	}
 }
 
 // Bad tools are refused with the field at fault, and nothing is stored.

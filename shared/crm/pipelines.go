@@ -260,11 +260,15 @@ func (s *Service) CreateStage(ctx context.Context, projectID, botID string, in S
 	if _, dup := pipeline(pl.Stages).named(name, ""); dup {
 		return Stage{}, stageExists("name", name)
 	}
-	order := 0
+	order, open := 0, 0
 	for _, st := range pl.Stages {
 		if st.Outcome == StatusOpen {
 			order = max(order, st.SortOrder)
+			open++
 		}
+	}
+	if open >= MaxStages {
+		return Stage{}, apperr.Invalidf("stages", "the pipeline has %d open stages already, the most it may have", MaxStages)
 	}
 	st := Stage{UUID: ids.New(), ProjectID: projectID, PipelineID: pl.UUID, Name: name,
 		Probability: orInt(in.Probability, 10), SortOrder: orInt(in.SortOrder, order+1), Outcome: StatusOpen}

@@ -116,7 +116,8 @@ func (s *Service) refusal(h Heartbeat, bot agents.Bot, f Firing) (status, reason
 		return "", fmt.Sprintf("The firing %s is still under way (running or waiting for an approval).", h.Running)
 	}
 	if h.CreditBudget > 0 {
-		period, used := periodOf(h, s.now()), 0
+		// The month the firing is counted in (count), not the one it happens to start in.
+		period, used := periodOf(h, f.ScheduledAt), 0
 		if h.Period == period {
 			used = h.PeriodCredits
 		}

@@ -71,16 +71,21 @@ func (s *stack) said(t *testing.T, user, text string, viaProvider bool) error {
 	return s.mem.Extract(context.Background(), p)
 }
 
-// contents are the user's memories as "type: content", sorted.
+// contents are all the user's memories, page after page, as "type: content", sorted.
 func (s *stack) contents(t *testing.T, user string) []string {
 	t.Helper()
-	ms, _, err := s.mem.List(context.Background(), usermemory.Query{ProjectID: s.bot.ProjectID, BotID: s.bot.ID, UserUUID: user}, paging.Page{Page: 1, PerPage: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, m := range ms {
-		out = append(out, m.Type+": "+m.Content)
+	for page := 1; ; page++ {
+		ms, _, err := s.mem.List(context.Background(), usermemory.Query{ProjectID: s.bot.ProjectID, BotID: s.bot.ID, UserUUID: user}, paging.Page{Page: page, PerPage: paging.MaxPerPage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			out = append(out, m.Type+": "+m.Content)
+		}
+		if len(ms) < paging.MaxPerPage {
+			break
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -204,9 +209,13 @@ func TestMemoriesPerUserAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	n, err := s.mem.Count(context.Background(), usermemory.Query{ProjectID: s.bot.ProjectID, BotID: s.bot.ID, UserUUID: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := s.contents(t, "ana")
-	if len(got) != usermemory.MaxPerUser || slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine.") ||
-		!slices.Contains(got, "semantic: The user asked to remember: locker 100 is mine.") {
-		t.Fatalf("%d memories; locker 0 kept %v", len(got), slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine."))
+	last := "semantic: The user asked to remember: locker " + strconv.Itoa(usermemory.MaxPerUser) + " is mine."
+	if n != usermemory.MaxPerUser || len(got) != usermemory.MaxPerUser || slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine.") || !slices.Contains(got, last) {
+		t.Fatalf("%d memories stored, %d listed; locker 0 kept %v", n, len(got), slices.Contains(got, "semantic: The user asked to remember: locker 0 is mine."))
 	}
 }

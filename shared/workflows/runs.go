@@ -165,10 +165,13 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 		id = uuid.NewSHA1(runNamespace, []byte(projectID+"/manual/"+w.UUID+"/"+key)).String()
 	}
 	now := s.now()
+	if raw, err := json.Marshal(input); err != nil || len(raw) > MaxInputBytes {
+		return Run{}, apperr.Invalidf("input", "must be a JSON object of at most %d bytes", MaxInputBytes)
+	}
 	envelope, err := json.Marshal(map[string]any{"id": id, "type": TriggerTypeManual, "project_id": projectID, "bot_id": w.BotID,
 		"occurred_at": now, "workflow_id": w.UUID, "input": input, "data": input})
-	if err != nil || len(envelope) > MaxInputBytes {
-		return Run{}, apperr.Invalidf("input", "must be a JSON object of at most %d bytes", MaxInputBytes)
+	if err != nil {
+		return Run{}, err
 	}
 	r, _, err := s.start(ctx, w, Trigger{Type: TriggerTypeManual, By: by}, id, string(envelope), nil, nil)
 	return r, err

@@ -187,12 +187,25 @@ func TestChangedAgentDroppedEverywhere(t *testing.T) {
 		got, err := two.Get(ctx, "p", "u1")
 		return err == nil && got.Name == "After"
 	})
+	// The other process holds the agent by project and uuid (read just now) and by id alone.
+	if _, err := two.Find(ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []func(ctx context.Context) error{
+		func(ctx context.Context) error { _, err := two.Get(ctx, "p", "u1"); return err },
+		func(ctx context.Context) error { _, err := two.Find(ctx, "b1"); return err },
+	} {
+		if n := commands(t, read); n != 0 {
+			t.Fatalf("a cached agent made %d store commands", n)
+		}
+	}
 	if err := one.Delete(ctx, b, time.Now(), outbox.New(ctx, outbox.BotDeleted, "p", b.ID, b)); err != nil {
 		t.Fatal(err)
 	}
 	within(t, 5*time.Second, "the other process finds the agent deleted", func() bool {
-		_, err := two.Find(ctx, "b1")
-		return apperr.As(err).Kind == apperr.NotFound
+		_, byUUID := two.Get(ctx, "p", "u1")
+		_, byID := two.Find(ctx, "b1")
+		return apperr.As(byUUID).Kind == apperr.NotFound && apperr.As(byID).Kind == apperr.NotFound
 	})
 }
 

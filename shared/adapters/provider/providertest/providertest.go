@@ -23,6 +23,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 )
@@ -362,7 +363,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, b Behavior, 
 		return
 	}
 	if call != nil {
+		// In two deltas, split between characters: a JSON string carries valid UTF-8 only.
 		half := len(call.Arguments) / 2
+		for half > 0 && !utf8.RuneStart(call.Arguments[half]) {
+			half--
+		}
 		first := map[string]any{"index": 0, "id": id, "type": "function",
 			"function": map[string]any{"name": call.Name, "arguments": call.Arguments[:half]}}
 		rest := map[string]any{"index": 0, "function": map[string]any{"arguments": call.Arguments[half:]}}

@@ -90,6 +90,8 @@ func indexes() map[string][]mongo.IndexModel {
 		subscribersColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "last_seen", Value: -1}}, Options: options.Index().SetName("project_seen")},
 			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "external_id", Value: 1}}, Options: options.Index().SetName("bot_external")},
+			// The retention's: anonymous subscribers with no chat, least recently seen first.
+			{Keys: bson.D{{Key: "anonymous", Value: 1}, {Key: "chats", Value: 1}, {Key: "last_seen", Value: 1}}, Options: options.Index().SetName("idle")},
 		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
@@ -130,6 +132,7 @@ func indexes() map[string][]mongo.IndexModel {
 		firingsColl: {
 			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "scheduled_at", Value: 1}}, Options: options.Index().SetName("age")},
 		},
 		bookingsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
@@ -183,6 +186,7 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "server_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("server")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetName("age")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},

@@ -165,6 +165,18 @@ func TestAgentDomains(t *testing.T) {
 		if status, mine := b.pageAt(t, domain, "Squatter Help"); status != http.StatusOK || !mine {
 			t.Fatalf("the next holder's page: %d %v", status, mine)
 		}
+
+		// A deleted agent lets its domain go too.
+		expect(t, b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/delete?project_id=" + squatter.project + "&bot_id=" + squatter.bot,
+			Key: squatter.key}), http.StatusOK, "")
+		late := another.setDomain(t, domain)
+		b.dns.SetTXT(late["record_name"].(string), late["record_value"].(string))
+		if got := another.verify(t); got["status"] != "verified" {
+			t.Fatalf("after the holder's deletion: %v", got)
+		}
+		if status, mine := b.pageAt(t, domain, "Late Help"); status != http.StatusOK || !mine {
+			t.Fatalf("after the holder's deletion, the page: %d %v", status, mine)
+		}
 	})
 
 	t.Run("VerifyWithoutDomain", func(t *testing.T) {

@@ -81,3 +81,18 @@ func (s *server) resetBot(c *gin.Context) (any, error) {
 	}
 	return gin.H{"bot": b.Public()}, nil
 }
+
+// verifyBotDomain looks up the agent's domain verification record and answers the agent with
+// its domain_verification as found.
+func (s *server) verifyBotDomain(c *gin.Context) (any, error) {
+	var sc scope
+	if err := s.decode(c, &sc); err != nil {
+		return nil, err
+	}
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	b, err = s.agents.VerifyDomain(c, sc.ProjectID, b.ID)
+	return gin.H{"bot": b.Public()}, err
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/cmd/agentplane/app"
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/shared/adapters/dnstxt/dnstxttest"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -55,6 +56,8 @@ type bundle struct {
 	// key and project belong to one fresh account.
 	key     string
 	project tenancy.Project
+	// dns is the DNS server agents' domain verification records are looked up with.
+	dns *dnstxttest.Server
 }
 
 const adminToken = "test-admin-token"
@@ -128,7 +131,9 @@ func setup(t testing.TB, opts ...option) *bundle {
 	if err := events.EnsureStream(context.Background(), o.nats); err != nil {
 		t.Fatal(err)
 	}
+	dns := dnstxttest.Start(t)
 	cfg := testConfig(o)
+	cfg.DNSResolver = dns.Addr
 	a := app.New(cfg, log, app.Conns{DB: db, Redis: o.redis, RedisOpt: redisOpt(t), NATS: o.nats})
 	a.RunPoll = 200 * time.Millisecond
 	t.Cleanup(a.Close)
@@ -146,13 +151,16 @@ func setup(t testing.TB, opts ...option) *bundle {
 	deps.Heartbeat, deps.BudgetWait = o.heartbeat, time.Second
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), app: a, tenancy: d.Tenancy, db: db, outbox: d.Events, memory: d.Memory,
 		chats: d.Chats, agents: d.Agents, tools: d.Toolbox, runs: d.AgentRuns, deals: d.CRM, flows: d.WorkflowRuns,
-		nats: o.nats, queue: cfg.Queue, log: log}
+		nats: o.nats, queue: cfg.Queue, log: log, dns: dns}
 	b.key, b.project = b.newTenant(t)
 	return b
 }
 
 // testPublicDomain is the domain whose subdomains are agents' pages in the tests.
 const testPublicDomain = "agents.test"
+
+// testPublicHosts are the deployment's own hosts in the tests.
+var testPublicHosts = []string{"api.platform.test", "console." + testPublicDomain}
 
 // testConfig is the configuration of a test's processes: a queue of its own, loopback peers
 // allowed, short timeouts and polls.
@@ -163,6 +171,7 @@ func testConfig(o options) config.Config {
 		DefaultCurrency:   "USD",
 		AdminToken:        o.adminToken,
 		PublicDomain:      testPublicDomain,
+		PublicHosts:       testPublicHosts,
 		MaxBodyBytes:      1 << 20,
 		BodyTimeout:       o.bodyTimeout,
 		RateLimit:         o.rateLimit,

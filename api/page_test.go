@@ -446,12 +446,15 @@ func TestSignIn(t *testing.T) {
 }
 
 // An agent's page is also at the root of its subdomain of AGENTPLANE_PUBLIC_DOMAIN and of its own
-// domain; any other host has none.
+// domain, verified; any other host has none.
 func TestPageByHost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a := b.chatBot(t, map[string]any{"name": "Acme Help", "domain": "help.shop.test"})
-	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
+	subdomain, record := bot["subdomain"].(string), bot["domain_verification"].(map[string]any)
+	b.dns.SetTXT(record["record_name"].(string), record["record_value"].(string))
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/domain/verify", Key: b.key, Body: a.body(map[string]any{})}), http.StatusOK, "")
 	for _, tt := range []struct {
 		host   string
 		status int

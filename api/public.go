@@ -125,13 +125,13 @@ func (s *server) page(c *gin.Context) {
 }
 
 // hostPage serves the page of the agent the request's host names, at the root: a subdomain of
-// AGENTPLANE_PUBLIC_DOMAIN, or an agent's own domain.
+// AGENTPLANE_PUBLIC_DOMAIN, or an agent's own domain once verified.
 func (s *server) hostPage(c *gin.Context) {
 	host := c.Request.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	bot, err := s.agents.ByHost(c, host, s.publicDomain)
+	bot, err := s.agents.ByHost(c, host)
 	s.servePage(c, bot, err)
 }
 

@@ -46,6 +46,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.PUT("/bot/update", handle(s.updateBot))
 	v1.DELETE("/bot/delete", handle(s.deleteBot))
 	v1.POST("/bot/reset", handle(s.resetBot))
+	v1.POST("/bot/domain/verify", handle(s.verifyBotDomain))
 
 	v1.PUT("/bot/calendar/settings", handle(s.updateCalendar))
 	v1.GET("/bot/calendar/settings", handle(s.readCalendar))

@@ -53,8 +53,6 @@ type Deps struct {
 	Tools *tools.Service
 	// Subscribers are agents' end users and their sessions (the hosted chat page).
 	Subscribers *subscribers.Service
-	// PublicDomain is the domain whose subdomains are agents' pages ("" for none).
-	PublicDomain string
 	// WorkflowRuns starts workflow runs by hand and reads their history.
 	WorkflowRuns *workflows.Runs
 	// Heartbeats are agents' scheduled prompts (not Heartbeat, the streams' keep-alive).
@@ -103,7 +101,6 @@ type server struct {
 	runs         *agentruns.Service
 	tools        *tools.Service
 	subscribers  *subscribers.Service
-	publicDomain string
 	workflowRuns *workflows.Runs
 	heartbeats   *heartbeats.Service
 	runWait      time.Duration
@@ -150,7 +147,6 @@ func NewServer(d Deps) http.Handler {
 		runs:         d.Runs,
 		tools:        d.Tools,
 		subscribers:  d.Subscribers,
-		publicDomain: d.PublicDomain,
 		workflowRuns: d.WorkflowRuns,
 		heartbeats:   d.Heartbeats,
 		runWait:      d.RunWait,

@@ -213,9 +213,12 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/read", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/readall", scope: projectScope, in: inQuery},
 		{method: "PUT", path: "/v1/bot/update", scope: botScope, in: inBody,
-			body: func(matrixFixture) map[string]any { return map[string]any{"instruction": "Be brief."} }},
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"instruction": "Be brief.", "domain": "matrix.shop.test"}
+			}},
 		{method: "DELETE", path: "/v1/bot/delete", scope: botScope, in: inQuery, last: 9},
 		{method: "POST", path: "/v1/bot/reset", scope: botScope, in: inBody, last: 3},
+		{method: "POST", path: "/v1/bot/domain/verify", scope: botScope, in: inBody, last: 1},
 
 		{method: "PUT", path: "/v1/bot/calendar/settings", scope: botScope, in: inQuery,
 			body: func(matrixFixture) map[string]any { return map[string]any{"is_enabled": true} }},

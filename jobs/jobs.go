@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/retention"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -33,6 +34,8 @@ type Deps struct {
 	Heartbeats *heartbeats.Service
 	// Metrics receive the outbox backlog.
 	Metrics *metrics.Metrics
+	// Retention deletes records past their retention.
+	Retention *retention.Service
 }
 
 // scheduleReload is how often the schedule workflows are read again: a change to one takes
@@ -67,6 +70,13 @@ func Schedule(ctx context.Context, d Deps) error {
 	if _, err := c.AddFunc("@every 1m", func() {
 		if _, err := d.Heartbeats.Reconcile(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
 			log.Warn("settling heartbeat firings", "error", err)
+		}
+	}); err != nil {
+		return err
+	}
+	if _, err := c.AddFunc("@every 10m", func() {
+		if _, err := d.Retention.Sweep(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Warn("deleting records past their retention", "error", err)
 		}
 	}); err != nil {
 		return err

@@ -14,20 +14,21 @@ import (
 
 // Bot is an agent, every field of the interface's Agent record.
 type Bot struct {
-	ID                string `json:"id" bson:"_id"`
-	UUID              string `json:"uuid" bson:"uuid"`
-	ProjectID         string `json:"-" bson:"project_id"`
-	Subdomain         string `json:"subdomain" bson:"subdomain"`
-	ProviderKey       string `json:"provider_key" bson:"provider_key"`
-	Avatar            string `json:"avatar" bson:"avatar"`
-	Name              string `json:"name" bson:"name"`
-	Model             string `json:"model" bson:"model"`
-	ReasoningType     string `json:"reasoning_type" bson:"reasoning_type"`
-	MaxReplyTokens    string `json:"max_reply_tokens" bson:"max_reply_tokens"`
-	Instruction       string `json:"instruction" bson:"instruction"`
-	RatelimitMessage  string `json:"ratelimit_message" bson:"ratelimit_message"`
-	NoAnswerReply     string `json:"no_answer_reply" bson:"no_answer_reply"`
-	AvatarLink        string `json:"avatar_link" bson:"avatar_link"`
+	ID               string `json:"id" bson:"_id"`
+	UUID             string `json:"uuid" bson:"uuid"`
+	ProjectID        string `json:"-" bson:"project_id"`
+	Subdomain        string `json:"subdomain" bson:"subdomain"`
+	ProviderKey      string `json:"provider_key" bson:"provider_key"`
+	Avatar           string `json:"avatar" bson:"avatar"`
+	Name             string `json:"name" bson:"name"`
+	Model            string `json:"model" bson:"model"`
+	ReasoningType    string `json:"reasoning_type" bson:"reasoning_type"`
+	MaxReplyTokens   string `json:"max_reply_tokens" bson:"max_reply_tokens"`
+	Instruction      string `json:"instruction" bson:"instruction"`
+	RatelimitMessage string `json:"ratelimit_message" bson:"ratelimit_message"`
+	NoAnswerReply    string `json:"no_answer_reply" bson:"no_answer_reply"`
+	AvatarLink       string `json:"avatar_link" bson:"avatar_link"`
+	// Domain is the agent's own domain, served once verified (DomainVerification).
 	Domain            string `json:"domain" bson:"domain"`
 	Top               int    `json:"top" bson:"top"`
 	RatelimitSeconds  int    `json:"ratelimit_seconds" bson:"ratelimit_seconds"`
@@ -49,6 +50,11 @@ type Bot struct {
 	// agent's widget and call its public endpoints; its own page's origin always may.
 	AllowedOrigins []string          `json:"allowed_origins" bson:"allowed_origins"`
 	Integrations   []freeform.Object `json:"integrations" bson:"integrations"`
+	// DomainVerification is the state of Domain (nil without one).
+	DomainVerification *DomainVerification `json:"domain_verification" bson:"domain_verification,omitempty"`
+	// VerifiedDomain is Domain once verified: the agent's page is served there. Unique among
+	// agents, absent otherwise.
+	VerifiedDomain string `json:"-" bson:"verified_domain,omitempty"`
 }
 
 // Public is the bot as users and events see it: the provider key masked to its last four
@@ -88,11 +94,12 @@ type Repo interface {
 	Find(ctx context.Context, idOrUUID string) (Bot, error)
 	// BySubdomain returns the live agent of the subdomain (unique across projects).
 	BySubdomain(ctx context.Context, subdomain string) (Bot, error)
-	// ByDomain returns the live agent whose own domain is host.
+	// ByDomain returns the live agent whose own domain is host, verified.
 	ByDomain(ctx context.Context, host string) (Bot, error)
 	List(ctx context.Context, projectID string, page paging.Page) ([]Bot, int, error)
 	// Replace writes b over the stored agent of revision b.Rev-1 (optimistic concurrency: a
-	// Conflict error when another write came first).
+	// Conflict error when another write came first). A subdomain or verified domain another agent
+	// has is a Conflict coded subdomain_taken or domain_taken.
 	Replace(ctx context.Context, b Bot, ev outbox.Event) error
 	// Delete tombstones the data the agent owns, then the agent.
 	Delete(ctx context.Context, b Bot, at time.Time, ev outbox.Event) error
@@ -117,5 +124,9 @@ func (b Bot) clone() Bot {
 	c.Branding.Navigation.Links = objects(b.Branding.Navigation.Links)
 	c.Branding.MessageGreetings.Greetings = slices.Clone(b.Branding.MessageGreetings.Greetings)
 	c.Branding.ConversationStarters.Prompts = slices.Clone(b.Branding.ConversationStarters.Prompts)
+	if b.DomainVerification != nil {
+		v := *b.DomainVerification
+		c.DomainVerification = &v
+	}
 	return c
 }

@@ -34,7 +34,7 @@ func service(t *testing.T) *agents.Service {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return agents.NewService(store.NewAgents(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}))
+	return agents.NewService(store.NewAgents(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{})
 }
 
 func ptr[T any](v T) *T { return &v }

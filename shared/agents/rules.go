@@ -99,6 +99,7 @@ func (p Patch) apply(b *Bot) error {
 	if p.MaxReplyTokens.Set {
 		b.MaxReplyTokens = strconv.Itoa(int(p.MaxReplyTokens.Value))
 	}
+	b.Domain = normalizeHost(b.Domain)
 	if p.Integrations != nil {
 		b.Integrations = *p.Integrations
 	}
@@ -125,9 +126,9 @@ const MaxAllowedOrigins = 20
 
 var subdomainPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$`)
 
-// validate checks every field of b, reporting every problem at once (Invalid), then the size
-// of the whole agent (TooLarge).
-func validate(b Bot) error {
+// validate checks every field of b (its domain and subdomain against h), reporting every problem
+// at once (Invalid), then the size of the whole agent (TooLarge).
+func validate(b Bot, h Hosts) error {
 	var p apperr.Problems
 	for field, v := range map[string]string{"name": b.Name, "model": b.Model} {
 		if v == "" {
@@ -143,18 +144,14 @@ func validate(b Bot) error {
 	for field, v := range map[string]string{"avatar": b.Avatar, "avatar_link": b.AvatarLink} {
 		checkURL(&p, field, v)
 	}
-	if b.Domain != "" && (len(b.Domain) > 253 || strings.ContainsAny(b.Domain, "/:@ ")) {
-		p.Add("domain", "must be a host name such as help.example.com")
-	}
+	h.checkDomain(&p, b.Domain)
 	limits.Items(&p, "allowed_origins", len(b.AllowedOrigins), MaxAllowedOrigins)
 	for i, o := range b.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
 			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com")
 		}
 	}
-	if !subdomainPattern.MatchString(b.Subdomain) {
-		p.Add("subdomain", "must be 3 to 63 lowercase letters, digits or hyphens, not starting or ending with a hyphen")
-	}
+	h.checkSubdomain(&p, b.Subdomain)
 	if !slices.Contains(ReasoningTypes, b.ReasoningType) {
 		p.Add("reasoning_type", "must be one of %s", strings.Join(ReasoningTypes, ", "))
 	}

@@ -21,13 +21,14 @@ const Resource = "bot"
 type Service struct {
 	repo   Repo
 	events *outbox.Dispatcher
+	hosts  Hosts
 	now    func() time.Time
 	writes keylock.Locks // agent updates of this process, one at a time per agent
 }
 
-// NewService returns the agent service.
-func NewService(repo Repo, events *outbox.Dispatcher) *Service {
-	return &Service{repo: repo, events: events, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// NewService returns the agent service; agents' domains and subdomains are checked against hosts.
+func NewService(repo Repo, events *outbox.Dispatcher, hosts Hosts) *Service {
+	return &Service{repo: repo, events: events, hosts: hosts, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // Create creates an agent in projectID. Status defaults to active.
@@ -56,7 +57,7 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)
 	}
-	if err := validate(b); err != nil {
+	if err := validate(b, s.hosts); err != nil {
 		return Bot{}, err
 	}
 	ev := outbox.New(ctx, outbox.BotCreated, projectID, b.ID, b.Public())
@@ -91,12 +92,12 @@ func (s *Service) BySubdomain(ctx context.Context, subdomain string) (Bot, error
 	return s.repo.BySubdomain(ctx, subdomain)
 }
 
-// ByHost returns the agent whose page a request's host names: a subdomain of publicDomain (when
-// set), else an agent's own domain.
-func (s *Service) ByHost(ctx context.Context, host, publicDomain string) (Bot, error) {
-	host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	if publicDomain != "" {
-		if sub, ok := strings.CutSuffix(host, "."+publicDomain); ok && !strings.Contains(sub, ".") {
+// ByHost returns the agent whose page a request's host names: a subdomain of the public domain
+// (when set), else an agent's own domain, verified.
+func (s *Service) ByHost(ctx context.Context, host string) (Bot, error) {
+	host = normalizeHost(host)
+	if s.hosts.PublicDomain != "" {
+		if sub, ok := strings.CutSuffix(host, "."+s.hosts.PublicDomain); ok && !strings.Contains(sub, ".") {
 			return s.BySubdomain(ctx, sub)
 		}
 	}
@@ -112,34 +113,53 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 }
 
 // Update applies p to the agent idOrUUID and returns the result. When another request changed
-// the agent first, p is applied again to what it left.
+// the agent first, p is applied again to what it left. A domain another agent serves is a
+// Conflict (domain_taken), as is a subdomain another agent has (subdomain_taken).
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
-	return apperr.Reapply(ctx, &s.writes, Resource, projectID+"/"+idOrUUID, func() (Bot, error) { return s.update(ctx, projectID, idOrUUID, p) })
+	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
+		if err := p.apply(next); err != nil {
+			return err
+		}
+		if err := validate(*next, s.hosts); err != nil {
+			return err
+		}
+		claimDomain(cur, next)
+		if next.Domain != "" && next.Domain != cur.Domain {
+			switch other, err := s.repo.ByDomain(ctx, next.Domain); {
+			case err == nil && other.ID != next.ID:
+				return domainTaken(next.Domain)
+			case err != nil && !apperr.IsNotFound(err):
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-func (s *Service) update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
-	cur, err := s.Get(ctx, projectID, idOrUUID)
-	if err != nil {
-		return Bot{}, err
-	}
-	next := cur.clone()
-	if err := p.apply(&next); err != nil {
-		return Bot{}, err
-	}
-	if err := validate(next); err != nil {
-		return Bot{}, err
-	}
-	next.UpdatedAt = s.now()
-	next.Rev = cur.Rev + 1
-	if next.Active() && !cur.Active() {
-		next.ActiveAt = next.UpdatedAt
-	}
-	ev := outbox.New(ctx, outbox.BotUpdated, projectID, next.ID, next.Public())
-	if err := s.repo.Replace(ctx, next, ev); err != nil {
-		return Bot{}, err
-	}
-	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.ID}, ev)
-	return next, nil
+// change writes what edit makes of a copy of the agent idOrUUID (next; cur is the stored agent),
+// applying it again to what another request left when one changed the agent first.
+func (s *Service) change(ctx context.Context, projectID, idOrUUID string, edit func(cur, next *Bot) error) (Bot, error) {
+	return apperr.Reapply(ctx, &s.writes, Resource, projectID+"/"+idOrUUID, func() (Bot, error) {
+		cur, err := s.Get(ctx, projectID, idOrUUID)
+		if err != nil {
+			return Bot{}, err
+		}
+		next := cur.clone()
+		if err := edit(&cur, &next); err != nil {
+			return Bot{}, err
+		}
+		next.UpdatedAt = s.now()
+		next.Rev = cur.Rev + 1
+		if next.Active() && !cur.Active() {
+			next.ActiveAt = next.UpdatedAt
+		}
+		ev := outbox.New(ctx, outbox.BotUpdated, projectID, next.ID, next.Public())
+		if err := s.repo.Replace(ctx, next, ev); err != nil {
+			return Bot{}, err
+		}
+		s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.ID}, ev)
+		return next, nil
+	})
 }
 
 // Delete tombstones the agent and everything it owns (deals, workflows, calendar settings):

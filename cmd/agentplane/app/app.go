@@ -22,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/adapters/cache"
+	"github.com/agentplane/agentplane/shared/adapters/dnstxt"
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/openapiclient"
@@ -40,6 +41,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/retention"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/subscribers"
@@ -216,8 +218,9 @@ func (a *App) Domain() (Domain, error) {
 	size, ttl := a.Cfg.CacheEntries, a.Cfg.CacheTTL
 	mem := memory.New(cache.MemoryVersions(store.NewMemory(db), a.notices, size, ttl), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
 	d := Domain{
-		Tenancy:   tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
-		Agents:    agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev),
+		Tenancy: tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
+		Agents: agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev,
+			agents.Hosts{PublicDomain: a.Cfg.PublicDomain, Own: a.Cfg.PublicHosts, TXT: dnstxt.New(a.Cfg.DNSResolver)}),
 		CRM:       crm.NewService(cache.CRM(store.NewCRM(db), a.notices, size, ttl), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
 		Memory:    mem,
@@ -301,7 +304,6 @@ func (a *App) API() (api.Deps, error) {
 		Runs:          d.AgentRuns,
 		Tools:         d.Tools,
 		Subscribers:   d.Subscribers,
-		PublicDomain:  a.Cfg.PublicDomain,
 		Metrics:       a.Metrics,
 		RunWait:       a.Cfg.RunWait,
 		Redis:         a.Conns.Redis,
@@ -385,7 +387,8 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 	}
 	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
 		Sources:   sources.NewPlanner(a.sources(), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
-		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules"))}, nil
+		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules")),
+		Retention: retention.New(store.NewRetention(a.Conns.DB), a.Cfg.Retention, retention.DefaultBatch, a.Log.With("component", "retention"))}, nil
 }
 
 // sources is the sources' store, whose changes of agents' live lists every process's cache of

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -40,7 +41,7 @@ var _ agents.Repo = Agents{}
 func NewAgents(db *mongo.Database) Agents { return Agents{db: db} }
 
 func (a Agents) Insert(ctx context.Context, b agents.Bot, ev outbox.Event) error {
-	return insertWithEvent(ctx, a.db.Collection(botsColl), b, ev, "bot")
+	return a.taken(ctx, b, insertWithEvent(ctx, a.db.Collection(botsColl), b, ev, "bot"))
 }
 
 // byIDOrUUID matches a live document of the project by its id or its uuid.
@@ -83,7 +84,7 @@ func (a Agents) BySubdomain(ctx context.Context, subdomain string) (agents.Bot, 
 
 func (a Agents) ByDomain(ctx context.Context, host string) (agents.Bot, error) {
 	var b agents.Bot
-	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{{Key: "domain", Value: host}, notDeleted}).Decode(&b)
+	err := a.db.Collection(botsColl).FindOne(ctx, bson.D{{Key: "verified_domain", Value: host}, notDeleted}).Decode(&b)
 	return b, wrap(err, "bot")
 }
 
@@ -93,8 +94,44 @@ func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([
 	return bots, total, wrap(err, "bot")
 }
 
+// Replace removes the verification fields b has not (absent rather than empty: the unique index
+// of verified domains leaves out the agents without one).
 func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) error {
-	return replaceRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, b, "bot", ev)
+	update, err := setOf(b, ev)
+	if err != nil {
+		return err
+	}
+	var unset bson.D
+	if b.VerifiedDomain == "" {
+		unset = append(unset, bson.E{Key: "verified_domain", Value: ""})
+	}
+	if b.DomainVerification == nil {
+		unset = append(unset, bson.E{Key: "domain_verification", Value: ""})
+	}
+	if unset != nil {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	return a.taken(ctx, b, updateRevision(ctx, a.db.Collection(botsColl), b.ID, b.Rev, update, "bot"))
+}
+
+// taken names what made err a duplicate of another agent: its subdomain (subdomain_taken) or its
+// verified domain (domain_taken). Other errors are err.
+func (a Agents) taken(ctx context.Context, b agents.Bot, err error) error {
+	if e := apperr.As(err); e.Kind != apperr.Conflict || e.Code != "bot_exists" {
+		return err
+	}
+	n, cerr := a.db.Collection(botsColl).CountDocuments(ctx, bson.D{{Key: "subdomain", Value: b.Subdomain}, {Key: "_id", Value: bson.D{{Key: "$ne", Value: b.ID}}}})
+	switch {
+	case cerr != nil:
+		return wrap(cerr, "bot")
+	case n > 0:
+		return &apperr.Error{Kind: apperr.Conflict, Code: "subdomain_taken", Message: "subdomain " + b.Subdomain + " is another agent's",
+			Details: []apperr.Detail{{Field: "subdomain", Problem: "is another agent's"}}, Err: err}
+	case b.VerifiedDomain != "":
+		return &apperr.Error{Kind: apperr.Conflict, Code: "domain_taken", Message: "domain " + b.VerifiedDomain + " is another agent's",
+			Details: []apperr.Detail{{Field: "domain", Problem: "is another agent's"}}, Err: err}
+	}
+	return err
 }
 
 // Delete removes the agent's live memory list and what it remembers of its end users at once
@@ -106,6 +143,12 @@ func (a Agents) Delete(ctx context.Context, b agents.Bot, at time.Time, ev outbo
 	}
 	if _, err := a.db.Collection(userMemoriesColl).DeleteMany(ctx, filterOf(usermemory.Query{ProjectID: b.ProjectID, BotID: b.ID})); err != nil {
 		return wrap(err, "bot")
+	}
+	if b.VerifiedDomain != "" {
+		// A deleted agent's domain is free for another.
+		if _, err := a.db.Collection(botsColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: b.ID}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "verified_domain", Value: ""}}}}); err != nil {
+			return wrap(err, "bot")
+		}
 	}
 	deleted := bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}}
 	for _, coll := range ownedByBot {

@@ -327,6 +327,11 @@ func replaceRevision(ctx context.Context, coll *mongo.Collection, id string, rev
 	if err != nil {
 		return err
 	}
+	return updateRevision(ctx, coll, id, rev, update, resource)
+}
+
+// updateRevision applies update to the live document id of revision rev-1, as replaceRevision.
+func updateRevision(ctx context.Context, coll *mongo.Collection, id string, rev int64, update bson.D, resource string) error {
 	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "rev", Value: rev - 1}, notDeleted}, update)
 	if err != nil {
 		return wrap(err, resource)

@@ -83,12 +83,15 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("project")},
 			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
-			{Keys: bson.D{{Key: "domain", Value: 1}}, Options: options.Index().SetName("domain")},
+			// Sparse: only agents whose domain is verified have the field.
+			{Keys: bson.D{{Key: "verified_domain", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true).SetName("verified_domain_unique")},
 			outboxIndex(),
 		},
 		subscribersColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "last_seen", Value: -1}}, Options: options.Index().SetName("project_seen")},
 			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "external_id", Value: 1}}, Options: options.Index().SetName("bot_external")},
+			// The retention's: anonymous subscribers with no chat, least recently seen first.
+			{Keys: bson.D{{Key: "anonymous", Value: 1}, {Key: "chats", Value: 1}, {Key: "last_seen", Value: 1}}, Options: options.Index().SetName("idle")},
 		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
@@ -129,6 +132,7 @@ func indexes() map[string][]mongo.IndexModel {
 		firingsColl: {
 			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "scheduled_at", Value: 1}}, Options: options.Index().SetName("age")},
 		},
 		bookingsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "start", Value: 1}}, Options: options.Index().SetName("bot")},
@@ -182,6 +186,7 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "tool_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("tool")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "server_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("server")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "at", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetName("age")},
 		},
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
@@ -209,13 +214,21 @@ func wrap(err error, resource string) error {
 		return nil
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return apperr.NotFoundf(resource)
-	case mongo.IsDuplicateKeyError(err):
+	case duplicate(err):
 		return &apperr.Error{Kind: apperr.Conflict, Code: resource + "_exists", Message: resource + " already exists", Err: err}
 	case mongo.IsNetworkError(err), mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &topology.ServerSelectionError{}), errors.Is(err, mongo.ErrClientDisconnected), transient(err):
 		return apperr.Unavailablef("mongodb", err)
 	}
 	return err
+}
+
+// duplicate reports whether err is a write refused by a unique index: MongoDB's duplicate key
+// error, or the embedded store's answer to an update that would break one (an internal error
+// naming SQLite's failed constraint; its inserts answer MongoDB's code).
+func duplicate(err error) bool {
+	var se mongo.ServerError
+	return mongo.IsDuplicateKeyError(err) || (errors.As(err, &se) && se.HasErrorMessage("UNIQUE constraint failed"))
 }
 
 // transientCodes are the server errors of a deployment that is shutting down, stepping down or

@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ var Vars = []Var{
 	{"AGENTPLANE_DEV_MONGO_ADDR", "`127.0.0.1:27018`", "Loopback address where `dev` serves its embedded MongoDB-compatible store, for `mongosh` and the CLI. When unset and the port is taken, `dev` takes a free one and prints it in its banner."},
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
-	{"AGENTPLANE_PUBLIC_DOMAIN", "unset", "A domain whose subdomains are agents' pages: `https://<subdomain>.<domain>/` serves the page of the agent with that subdomain (point a wildcard DNS record and certificate at the API). An agent's own `domain` is served at its root whether or not this is set."},
+	{"AGENTPLANE_PUBLIC_DOMAIN", "unset", "A domain whose subdomains are agents' pages: `https://<subdomain>.<domain>/` serves the page of the agent with that subdomain (point a wildcard DNS record and certificate at the API). An agent's own `domain`, once verified, is served at its root whether or not this is set."},
+	{"AGENTPLANE_PUBLIC_HOSTS", "unset", "Comma-separated host names of this deployment (its API's, e.g. `api.example.com`): no agent may take them, or names under them, as its own `domain`, nor, when they are under `AGENTPLANE_PUBLIC_DOMAIN`, their label as its `subdomain`."},
+	{"AGENTPLANE_DNS_RESOLVER", "unset (the system's resolver)", "`host:port` of the DNS server that agents' domain verification records (TXT) are looked up with."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
 	{"AGENTPLANE_SECRETS_KEY", "unset (`dev` makes one and keeps it in its data dir)", "32 random bytes in base64 (`openssl rand -base64 32`): the AES-256-GCM key that seals the credentials of agents' tools at rest, and from which the key signing end users' sessions (the hosted chat page) is derived. Without it, tools that need credentials cannot be added (503 `secrets_key_missing`) and agents' pages cannot open sessions (503 `sessions_unavailable`). Every role needs the same key; changing it makes stored credentials unreadable and ends every session."},
 	{"AGENTPLANE_DEV_API_KEY", "unset (`dev` creates a key on first start)", "Fixes the API key of the `dev` account."},
@@ -58,6 +61,7 @@ var Vars = []Var{
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
+	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (e.g. `http://otel-collector:4318`); when set, every role sends its spans to its `/v1/traces`."},
@@ -80,7 +84,12 @@ type Config struct {
 	AdminToken        string
 	// PublicDomain is the domain whose subdomains are agents' pages ("" for none).
 	PublicDomain string
-	DevAPIKey    string
+	// PublicHosts are the deployment's own host names, which no agent may take.
+	PublicHosts []string
+	// DNSResolver is the host:port of the DNS server domain verification asks ("" for the
+	// system's resolver).
+	DNSResolver string
+	DevAPIKey   string
 	// SecretsKey seals tools' credentials; nil when none is configured.
 	SecretsKey        []byte
 	DefaultCurrency   string
@@ -112,6 +121,9 @@ type Config struct {
 	LogLevel         string
 	Queue            string
 	MetricsAddr      string
+	// Retention is how long heartbeat firings, tool calls and idle anonymous subscribers are
+	// kept (0: for ever).
+	Retention time.Duration
 	// TraceEndpoint is the OTLP/HTTP base URL spans go to; empty turns tracing off.
 	TraceEndpoint string
 	// TraceRatio is the share of new traces recorded.
@@ -140,6 +152,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		NATSURL:         get("AGENTPLANE_NATS_URL", "nats://127.0.0.1:4222"),
 		AdminToken:      get("AGENTPLANE_ADMIN_TOKEN", ""),
 		PublicDomain:    strings.Trim(strings.ToLower(get("AGENTPLANE_PUBLIC_DOMAIN", "")), "."),
+		DNSResolver:     get("AGENTPLANE_DNS_RESOLVER", ""),
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
 		Queue:           get("AGENTPLANE_QUEUE", "agentplane"),
@@ -151,6 +164,16 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		EmbeddingKey:    get("AGENTPLANE_EMBEDDING_KEY", ""),
 		EmbeddingModel:  get("AGENTPLANE_EMBEDDING_MODEL", "text-embedding-3-small"),
 		TraceEndpoint:   get("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+	}
+	for _, h := range strings.Split(get("AGENTPLANE_PUBLIC_HOSTS", ""), ",") {
+		if h = strings.Trim(strings.ToLower(strings.TrimSpace(h)), "."); h != "" {
+			c.PublicHosts = append(c.PublicHosts, h)
+		}
+	}
+	if c.DNSResolver != "" {
+		if _, _, err := net.SplitHostPort(c.DNSResolver); err != nil {
+			return c, fmt.Errorf("AGENTPLANE_DNS_RESOLVER: want host:port such as 127.0.0.1:53, got %q", c.DNSResolver)
+		}
 	}
 	c.DevMongoAddrGiven = strings.TrimSpace(getenv("AGENTPLANE_DEV_MONGO_ADDR")) != ""
 	if role == "dev" {
@@ -212,6 +235,11 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	if c.CacheTTL > 5*time.Minute {
 		return c, fmt.Errorf("AGENTPLANE_CACHE_TTL: want at most 5m (it bounds how long a revoked key may still work while NATS is down)")
 	}
+	days, err := positiveInt(get("AGENTPLANE_RETENTION_DAYS", "90"), "AGENTPLANE_RETENTION_DAYS", 0)
+	if err != nil {
+		return c, err
+	}
+	c.Retention = time.Duration(days) * 24 * time.Hour
 	entries, err := positiveInt(get("AGENTPLANE_CACHE_ENTRIES", "10000"), "AGENTPLANE_CACHE_ENTRIES", 0)
 	if err != nil {
 		return c, err

@@ -1,0 +1,36 @@
+// Package dnstxt looks up TXT records (agents.TXTResolver) through a configured DNS server, or
+// the system's resolver.
+package dnstxt
+
+import (
+	"context"
+	"net"
+	"strings"
+	"time"
+)
+
+// Timeout bounds one lookup.
+const Timeout = 5 * time.Second
+
+// Resolver looks up TXT records.
+type Resolver struct{ r *net.Resolver }
+
+// New returns a resolver asking the DNS server at addr (host:port), or the system's resolver
+// when addr is "".
+func New(addr string) *Resolver {
+	if addr == "" {
+		return &Resolver{r: net.DefaultResolver}
+	}
+	var d net.Dialer
+	return &Resolver{r: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}}}
+}
+
+// LookupTXT returns the TXT records of name, a fully qualified name (no search domain is
+// tried); a *net.DNSError whose IsNotFound is true when it has none.
+func (r *Resolver) LookupTXT(ctx context.Context, name string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	return r.r.LookupTXT(ctx, strings.TrimSuffix(name, ".")+".")
+}

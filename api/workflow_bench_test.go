@@ -156,3 +156,54 @@ func BenchmarkWorkflowEvent(b *testing.B) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
 	})
 }
+
+// BenchmarkWorkflowEventFiltered measures what the workflows an event's conditions filter out
+// cost the one that runs: a deal update's path to its webhook (as BenchmarkWorkflowEvent) on an
+// agent with none, and with 10 more workflows of deal.updated whose condition fails, each event
+// leaving a skipped log of each.
+func BenchmarkWorkflowEventFiltered(b *testing.B) {
+	bb := setup(b, withRateLimit(0))
+	bb.startWorker(b, workerOptions{})
+	hook := newMarks(b)
+	for _, filtered := range []int{0, 10} {
+		b.Run(fmt.Sprintf("filtered=%d", filtered), func(b *testing.B) {
+			botID := createBench(b, bb)
+			workflow := func(conditions []map[string]any) {
+				benchPost(b, bb, "POST", "/v1/bot/workflow/create", map[string]any{"project_id": bb.project.ID, "bot_id": botID, "name": "hook",
+					"trigger_type": "event", "trigger_event": "deal.updated", "conditions": conditions,
+					"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": hook.URL, "body": map[string]any{"mark": "{{data.title}}"}}}}})
+			}
+			workflow(nil)
+			for range filtered {
+				workflow([]map[string]any{{"field": "data.value", "operator": "gte", "value": 1e12}})
+			}
+			raw, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "title": "x"})
+			res, err := benchDo(bb, "POST", "/v1/bot/crm/deals", raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out struct{ Deal struct{ UUID string } }
+			_ = json.NewDecoder(res.Body).Decode(&out)
+			_ = res.Body.Close()
+			times := make([]time.Duration, b.N)
+			for i := range b.N {
+				mark := fmt.Sprintf("f%d-%d", filtered, i)
+				raw, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "title": mark})
+				start := time.Now()
+				res, err := benchDo(bb, "PUT", "/v1/bot/crm/deals/"+out.Deal.UUID, raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				select {
+				case at := <-hook.wait(mark):
+					times[i] = at.Sub(start)
+				case <-time.After(30 * time.Second):
+					b.Fatalf("no delivery of %s", mark)
+				}
+			}
+			report(b, times)
+		})
+	}
+}

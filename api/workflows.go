@@ -80,16 +80,17 @@ func (s *server) runWorkflow(c *gin.Context) (any, error) {
 	return gin.H{"run": r}, err
 }
 
-func (s *server) listWorkflowRuns(c *gin.Context) (any, error) { return s.runHistory(c, "runs") }
+func (s *server) listWorkflowRuns(c *gin.Context) (any, error) { return s.runHistory(c, "runs", false) }
 
-// runHistory is one page of the agent's workflow runs, under key.
-func (s *server) runHistory(c *gin.Context, key string) (any, error) {
+// runHistory is one page of the agent's workflow runs, under key; with skipped, the skipped
+// logs among them.
+func (s *server) runHistory(c *gin.Context, key string, skipped bool) (any, error) {
 	var sc scope
 	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := s.workflowRuns.List(c, sc.ProjectID, b.ID, c.Query("workflow_id"), c.Query("status"), page)
+	list, total, err := s.workflowRuns.List(c, sc.ProjectID, b.ID, c.Query("workflow_id"), c.Query("status"), skipped, page)
 	return gin.H{"total": total, key: list, "pagination": page.Of(total)}, err
 }
 
@@ -114,8 +115,9 @@ func (s *server) signingSecret(c *gin.Context) (any, error) {
 		"timestamp_header": workflows.TimestampHeader, "delivery_header": workflows.DeliveryHeader}, err
 }
 
-// workflowLogs is the run history as BoostGPT's clients ask for it.
-func (s *server) workflowLogs(c *gin.Context) (any, error) { return s.runHistory(c, "logs") }
+// workflowLogs is the run history as BoostGPT's clients ask for it, with the logs of the events
+// the workflows' conditions filtered out.
+func (s *server) workflowLogs(c *gin.Context) (any, error) { return s.runHistory(c, "logs", true) }
 
 // workflowCatalog lists what a workflow may be made of, from the validator's own definitions.
 func (s *server) workflowCatalog(c *gin.Context) (any, error) {

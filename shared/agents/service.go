@@ -14,6 +14,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// botEvents are the events of agents: their data is the agent as users see it (Bot.Public).
+var botEvents = outbox.Declare[Bot](outbox.BotCreated, outbox.BotUpdated, outbox.BotDeleted)
+
 // Resource names agents in outbox references.
 const Resource = "bot"
 
@@ -60,7 +63,7 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	if err := validate(b, s.hosts); err != nil {
 		return Bot{}, err
 	}
-	ev := outbox.New(ctx, outbox.BotCreated, projectID, b.ID, b.Public())
+	ev := botEvents.New(ctx, outbox.BotCreated, projectID, b.ID, b.Public())
 	if err := s.repo.Insert(ctx, b, ev); err != nil {
 		return Bot{}, err
 	}
@@ -153,7 +156,7 @@ func (s *Service) change(ctx context.Context, projectID, idOrUUID string, edit f
 		if next.Active() && !cur.Active() {
 			next.ActiveAt = next.UpdatedAt
 		}
-		ev := outbox.New(ctx, outbox.BotUpdated, projectID, next.ID, next.Public())
+		ev := botEvents.New(ctx, outbox.BotUpdated, projectID, next.ID, next.Public())
 		if err := s.repo.Replace(ctx, next, ev); err != nil {
 			return Bot{}, err
 		}
@@ -169,7 +172,7 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrUUID string) error 
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.BotDeleted, projectID, b.ID, b.Public())
+	ev := botEvents.New(ctx, outbox.BotDeleted, projectID, b.ID, b.Public())
 	if err := s.repo.Delete(ctx, b, s.now(), ev); err != nil {
 		return err
 	}

@@ -13,6 +13,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// bookingEvents are the events of bookings, about the booking.
+var bookingEvents = outbox.Declare[Booking](outbox.BookingCreated)
+
 // BookingResource names bookings in errors and outbox references.
 const BookingResource = "booking"
 
@@ -107,7 +110,7 @@ func (s *Service) Book(ctx context.Context, projectID, botID string, in BookingI
 	b := Booking{UUID: id, ProjectID: projectID, BotID: botID, Title: settings.MeetingTitle, Location: settings.MeetingLocation,
 		Start: slots[0].Start, End: slots[0].End, Name: in.Name, Email: in.Email, Notes: in.Notes, Key: key,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
-	ev := outbox.New(ctx, outbox.BookingCreated, projectID, botID, b)
+	ev := bookingEvents.New(ctx, outbox.BookingCreated, projectID, botID, b)
 	if err := s.repo.InsertBooking(ctx, b, ev); err != nil {
 		if apperr.As(err).Kind == apperr.Conflict {
 			return Booking{}, slotTaken()

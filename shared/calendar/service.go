@@ -8,6 +8,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// settingsEvents are the events of an agent's booking settings, about the settings.
+var settingsEvents = outbox.Declare[Settings](outbox.CalendarUpdated)
+
 // Resource names calendar settings in outbox references.
 const Resource = "calendar"
 
@@ -64,7 +67,7 @@ func (s *Service) Update(ctx context.Context, projectID, botID string, p Patch) 
 	if err != nil {
 		return Settings{}, err
 	}
-	ev := outbox.New(ctx, outbox.CalendarUpdated, projectID, botID, next)
+	ev := settingsEvents.New(ctx, outbox.CalendarUpdated, projectID, botID, next)
 	if err := s.repo.Put(ctx, Record{BotID: botID, ProjectID: projectID, Settings: next, UpdatedAt: s.now().UTC()}, ev); err != nil {
 		return Settings{}, err
 	}

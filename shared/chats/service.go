@@ -23,6 +23,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// messageEvents are the events of chat messages, about the message (EventOf).
+var messageEvents = outbox.Declare[MessageEvent](outbox.ChatMessageCreated, outbox.ChatMessageUpdated, outbox.ChatMessageDeleted)
+
 // historyBudget is how many tokens of earlier turns a prompt carries at most.
 const historyBudget = 3000
 
@@ -415,7 +418,7 @@ func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, 
 // chat.message.created.
 func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message,
 	write func(context.Context, *Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
-	ev := outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(*m))
+	ev := messageEvents.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(*m))
 	ref, err := write(ctx, chat, m, ev)
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// chatEvents are the events of chats, about the chat.
+var chatEvents = outbox.Declare[Chat](outbox.ChatUpdated)
+
 // Votes a message may get.
 const (
 	VoteUp   = "up"
@@ -88,7 +91,7 @@ func (s *Service) Vote(ctx context.Context, projectID, botID string, in VoteInpu
 		return VoteStatus{}, err
 	}
 	m.Upvotes, m.Downvotes = up, down
-	ev := outbox.New(ctx, outbox.ChatMessageUpdated, projectID, botID, EventOf(m))
+	ev := messageEvents.New(ctx, outbox.ChatMessageUpdated, projectID, botID, EventOf(m))
 	ref, err := s.repo.UpdateMessage(ctx, m, ev)
 	if err != nil {
 		return VoteStatus{}, err
@@ -129,7 +132,7 @@ func (s *Service) DeleteMessage(ctx context.Context, projectID, botID, id string
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.ChatMessageDeleted, projectID, botID, EventOf(m))
+	ev := messageEvents.New(ctx, outbox.ChatMessageDeleted, projectID, botID, EventOf(m))
 	ref, err := s.repo.DeleteMessage(ctx, m, ev)
 	if err != nil {
 		return err
@@ -167,7 +170,7 @@ func (s *Service) setChat(ctx context.Context, projectID, botID, id, field, valu
 	case "mode":
 		c.Mode = value
 	}
-	ev := outbox.New(ctx, outbox.ChatUpdated, projectID, botID, c)
+	ev := chatEvents.New(ctx, outbox.ChatUpdated, projectID, botID, c)
 	if err := s.repo.SetChat(ctx, c.UUID, map[string]any{field: value}, ev); err != nil {
 		return Chat{}, err
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// contactEvents are the events of contacts, about the contact.
+var contactEvents = outbox.Declare[Contact](outbox.ContactCreated, outbox.ContactUpdated, outbox.ContactDeleted)
+
 // MaxQueryLength bounds a contact search.
 const MaxQueryLength = 200
 
@@ -68,7 +71,7 @@ func (s *Service) DeleteContact(ctx context.Context, projectID, botID, id string
 	if n > 0 {
 		return apperr.New(apperr.Conflict, "contact_in_use", "Deals are made with this contact; change their contact first.")
 	}
-	ev := outbox.New(ctx, outbox.ContactDeleted, projectID, botID, c)
+	ev := contactEvents.New(ctx, outbox.ContactDeleted, projectID, botID, c)
 	return s.deleted(ctx, ev, func() (outbox.Ref, error) { return s.repo.DeleteContact(ctx, c, ev) })
 }
 

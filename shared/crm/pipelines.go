@@ -16,6 +16,13 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// pipelineEvents and stageEvents are the events of pipelines and stages, about the pipeline or
+// stage.
+var (
+	pipelineEvents = outbox.Declare[Pipeline](outbox.PipelineCreated, outbox.PipelineUpdated, outbox.PipelineDeleted)
+	stageEvents    = outbox.Declare[Stage](outbox.StageCreated, outbox.StageUpdated, outbox.StageDeleted)
+)
+
 // DealQuery narrows a list of deals: by status, by stage (name or uuid) and by pipeline.
 type DealQuery struct {
 	Status, Stage, PipelineID string
@@ -174,7 +181,7 @@ func (s *Service) CreatePipeline(ctx context.Context, projectID, botID string, i
 		}
 	}
 	pl.Stages = stages
-	ev := outbox.New(ctx, outbox.PipelineCreated, projectID, botID, pl)
+	ev := pipelineEvents.New(ctx, outbox.PipelineCreated, projectID, botID, pl)
 	if err := s.repo.InsertPipeline(ctx, pl, ev); err != nil {
 		return Pipeline{}, err
 	}
@@ -201,7 +208,7 @@ func (s *Service) RenamePipeline(ctx context.Context, projectID, botID, id strin
 		return Pipeline{}, apperr.New(apperr.Conflict, "default_pipeline", "The default pipeline cannot be renamed or deleted.")
 	}
 	pl.Name = name
-	ev := outbox.New(ctx, outbox.PipelineUpdated, projectID, botID, pl)
+	ev := pipelineEvents.New(ctx, outbox.PipelineUpdated, projectID, botID, pl)
 	if err := s.repo.RenamePipeline(ctx, projectID, pl.UUID, name, ev); err != nil {
 		return Pipeline{}, err
 	}
@@ -227,7 +234,7 @@ func (s *Service) DeletePipeline(ctx context.Context, projectID, botID, id strin
 	} else if n > 0 {
 		return apperr.New(apperr.Conflict, "pipeline_in_use", "Deals are in this pipeline; move them to another first.")
 	}
-	ev := outbox.New(ctx, outbox.PipelineDeleted, projectID, botID, pl)
+	ev := pipelineEvents.New(ctx, outbox.PipelineDeleted, projectID, botID, pl)
 	return s.deleted(ctx, ev, func() (outbox.Ref, error) { return s.repo.DeletePipeline(ctx, projectID, pl.UUID, ev) })
 }
 
@@ -276,7 +283,7 @@ func (s *Service) CreateStage(ctx context.Context, projectID, botID string, in S
 	if pl.IsDefault {
 		stored.PipelineID = ""
 	}
-	ev := outbox.New(ctx, outbox.StageCreated, projectID, botID, st)
+	ev := stageEvents.New(ctx, outbox.StageCreated, projectID, botID, st)
 	if err := s.repo.InsertStage(ctx, stored, &ev); err != nil {
 		return Stage{}, err
 	}
@@ -311,7 +318,7 @@ func (s *Service) UpdateStage(ctx context.Context, projectID, botID, id string, 
 	if stored.PipelineID == DefaultPipelineID(projectID) {
 		stored.PipelineID = ""
 	}
-	ev := outbox.New(ctx, outbox.StageUpdated, projectID, botID, st)
+	ev := stageEvents.New(ctx, outbox.StageUpdated, projectID, botID, st)
 	if err := s.repo.ReplaceStage(ctx, stored, ev); err != nil {
 		return Stage{}, err
 	}
@@ -364,6 +371,6 @@ func (s *Service) DeleteStage(ctx context.Context, projectID, botID, id, moveTo 
 			}
 		}
 	}
-	ev := outbox.New(ctx, outbox.StageDeleted, projectID, botID, st)
+	ev := stageEvents.New(ctx, outbox.StageDeleted, projectID, botID, st)
 	return s.deleted(ctx, ev, func() (outbox.Ref, error) { return s.repo.DeleteStage(ctx, projectID, st.UUID, ev) })
 }

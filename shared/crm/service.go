@@ -15,6 +15,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// dealEvents are the events of deals, about the deal (EventData).
+var dealEvents = outbox.Declare[EventData](outbox.DealCreated, outbox.DealUpdated, outbox.DealStageChanged, outbox.DealWon, outbox.DealLost, outbox.DealDeleted)
+
 // Resource names deals in outbox references; ContactResource contacts, PipelineResource
 // pipelines and StageResource stages.
 const (
@@ -97,7 +100,7 @@ func (s *Service) createDeal(ctx context.Context, projectID, botID string, in De
 	}
 	d.ContactID = contact.UUID
 	view := View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: contact, Stage: pipeline(stages).byID(d.StageID)}
-	ev := outbox.New(ctx, outbox.DealCreated, projectID, botID, EventData{View: view, Status: d.Status})
+	ev := dealEvents.New(ctx, outbox.DealCreated, projectID, botID, EventData{View: view, Status: d.Status})
 	if err := s.repo.InsertDeal(ctx, d, ev); err != nil {
 		return View{}, err
 	}
@@ -185,7 +188,7 @@ func applyContact(c *Contact, in *ContactInput) bool {
 // insertContact stores a new contact with contact.created; created is false (and the stored
 // contact returned) when its id exists already.
 func (s *Service) insertContact(ctx context.Context, botID string, c Contact) (Contact, bool, error) {
-	ev := outbox.New(ctx, outbox.ContactCreated, c.ProjectID, botID, c)
+	ev := contactEvents.New(ctx, outbox.ContactCreated, c.ProjectID, botID, c)
 	stored, created, err := s.repo.InsertContact(ctx, c, ev)
 	if created {
 		s.events.Dispatch(ctx, outbox.Ref{Resource: ContactResource, ID: c.UUID}, ev)
@@ -195,7 +198,7 @@ func (s *Service) insertContact(ctx context.Context, botID string, c Contact) (C
 
 // saveContact writes c over the stored contact with contact.updated.
 func (s *Service) saveContact(ctx context.Context, botID string, c Contact) error {
-	ev := outbox.New(ctx, outbox.ContactUpdated, c.ProjectID, botID, c)
+	ev := contactEvents.New(ctx, outbox.ContactUpdated, c.ProjectID, botID, c)
 	if err := s.repo.UpdateContact(ctx, c, ev); err != nil {
 		return err
 	}
@@ -279,7 +282,7 @@ func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID strin
 		prev := pipeline(stages).byID(cur.StageID)
 		data.PreviousStage = &prev
 	}
-	ev := outbox.New(ctx, typ, projectID, botID, data)
+	ev := dealEvents.New(ctx, typ, projectID, botID, data)
 	if err := s.repo.ReplaceDeal(ctx, next, ev); err != nil {
 		return View{}, err
 	}
@@ -381,7 +384,7 @@ func (s *Service) DeleteDeal(ctx context.Context, projectID, botID, dealID strin
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.DealDeleted, projectID, botID, EventData{View: views[0], Status: d.Status})
+	ev := dealEvents.New(ctx, outbox.DealDeleted, projectID, botID, EventData{View: views[0], Status: d.Status})
 	if err := s.repo.DeleteDeal(ctx, d, s.now(), ev); err != nil {
 		return err
 	}

@@ -15,6 +15,13 @@ import (
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 
+// firingEvents and statusEvents are the events of heartbeats: a firing that ended, and the
+// heartbeat turned off.
+var (
+	firingEvents = outbox.Declare[FiringEvent](outbox.HeartbeatCompleted, outbox.HeartbeatFailed)
+	statusEvents = outbox.Declare[StatusEvent](outbox.HeartbeatPaused, outbox.HeartbeatDisabled)
+)
+
 // Origin marks the agent runs of firings (agentruns.Execution.Origin).
 const Origin = "heartbeat"
 
@@ -154,7 +161,7 @@ func (s *Service) stop(ctx context.Context, h *Heartbeat, status, reason string)
 	if status == StatusDisabled {
 		typ = outbox.HeartbeatDisabled
 	}
-	return outbox.New(ctx, typ, h.ProjectID, h.BotID, StatusEvent{HeartbeatID: h.UUID, Status: status, Reason: reason})
+	return statusEvents.New(ctx, typ, h.ProjectID, h.BotID, StatusEvent{HeartbeatID: h.UUID, Status: status, Reason: reason})
 }
 
 // StatusEvent is the data of heartbeat.paused and heartbeat.disabled.
@@ -331,7 +338,7 @@ func (s *Service) count(ctx context.Context, f Firing) error {
 				h.LastError = f.Error.Message
 			}
 		}
-		evs := []outbox.Event{outbox.New(ctx, typ, h.ProjectID, h.BotID, FiringEvent{HeartbeatID: h.UUID, FiringID: f.ID, ExecutionID: f.ExecutionID,
+		evs := []outbox.Event{firingEvents.New(ctx, typ, h.ProjectID, h.BotID, FiringEvent{HeartbeatID: h.UUID, FiringID: f.ID, ExecutionID: f.ExecutionID,
 			ChatID: f.ChatID, Trigger: f.Trigger, Status: f.Status, CreditsUsed: f.Credits, Answer: f.Answer, Error: f.Error,
 			ConsecutiveErrors: h.ConsecutiveErrors})}
 		if f.Status == FiringFailed && h.Enabled && h.ConsecutiveErrors >= h.MaxConsecutiveErrors {

@@ -229,7 +229,7 @@ func (g *Ingester) index(ctx context.Context, src Source, gen string, pages []pa
 		evType = outbox.SourceSynced
 	}
 	if src.Gen != "" && hash == src.ContentHash && src.Status == StatusSuccess {
-		ev := outbox.New(ctx, evType, src.ProjectID, src.BotID, done.public())
+		ev := sourceEvents.New(ctx, evType, src.ProjectID, src.BotID, done.public())
 		ok, err := g.repo.Complete(ctx, done, gen, ev)
 		if err == nil && ok {
 			g.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: src.ID}, ev)
@@ -249,7 +249,7 @@ func (g *Ingester) index(ctx context.Context, src Source, gen string, pages []pa
 	}
 	done.Gen, done.Chunks, done.ContentHash, done.Links, done.Tokens = gen, len(chunks), hash, links, total
 	done.Content = storedContent(src.Type, pages)
-	ev := outbox.New(ctx, evType, src.ProjectID, src.BotID, done.public())
+	ev := sourceEvents.New(ctx, evType, src.ProjectID, src.BotID, done.public())
 	ok, err := g.repo.Complete(ctx, done, gen, ev)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (g *Ingester) fail(ctx context.Context, src Source, gen string, cause error
 	failed.Status, failed.Pending, failed.PendingSince, failed.UpdatedAt = StatusFailed, "", nil, now
 	failed.FailureReason = clip(reason(cause), 1000)
 	failed.NextSyncAt = nextSync(src.SyncFrequency, now)
-	ev := outbox.New(ctx, outbox.SourceFailed, src.ProjectID, src.BotID, failed.public())
+	ev := sourceEvents.New(ctx, outbox.SourceFailed, src.ProjectID, src.BotID, failed.public())
 	ok, err := g.repo.Complete(ctx, failed, gen, ev)
 	if err != nil {
 		return err
@@ -341,7 +341,7 @@ func (g *Ingester) Sweep(ctx context.Context) error {
 			return err
 		}
 		for _, src := range expired {
-			ev := outbox.New(ctx, outbox.SourceExpired, src.ProjectID, src.BotID, src.public())
+			ev := sourceEvents.New(ctx, outbox.SourceExpired, src.ProjectID, src.BotID, src.public())
 			if err := g.repo.Forget(ctx, src, now, ev); err != nil {
 				return err
 			}

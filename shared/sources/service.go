@@ -15,6 +15,10 @@ import (
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 
+// sourceEvents are the events of memory sources, about the source.
+var sourceEvents = outbox.Declare[Source](outbox.SourceCreated, outbox.SourceReady, outbox.SourceFailed, outbox.SourceUpdated,
+	outbox.SourceSynced, outbox.SourceExpired, outbox.SourceDeleted)
+
 // ListFilter narrows a list of sources; empty fields match all.
 type ListFilter struct {
 	Tag    string
@@ -95,7 +99,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 		return Source{}, err
 	}
 	src.ForgetAfterAt = forgetAt(src.ForgetAfter, src.CreatedAt)
-	ev := outbox.New(ctx, outbox.SourceCreated, projectID, botID, src.public())
+	ev := sourceEvents.New(ctx, outbox.SourceCreated, projectID, botID, src.public())
 	if err := s.repo.Insert(ctx, src, ev); err != nil {
 		return Source{}, err
 	}
@@ -168,7 +172,7 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 		}
 	}
 	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
-	ev := outbox.New(ctx, outbox.SourceUpdated, projectID, botID, next.public())
+	ev := sourceEvents.New(ctx, outbox.SourceUpdated, projectID, botID, next.public())
 	if err := s.repo.Update(ctx, next, ev); err != nil {
 		return Source{}, err
 	}
@@ -182,7 +186,7 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.SourceDeleted, projectID, botID, src)
+	ev := sourceEvents.New(ctx, outbox.SourceDeleted, projectID, botID, src)
 	if err := s.repo.Delete(ctx, src, s.now(), ev); err != nil {
 		return err
 	}

@@ -41,12 +41,18 @@ var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0
 //
 // An unknown operator fails.
 func Matches(conds []Condition, envelope map[string]any) bool {
-	for _, c := range conds {
+	return Failing(conds, envelope) < 0
+}
+
+// Failing returns the index of the first of conds that does not hold for envelope (as Matches
+// says), or -1 when they all hold.
+func Failing(conds []Condition, envelope map[string]any) int {
+	for i, c := range conds {
 		if !matchCondition(c, envelope) {
-			return false
+			return i
 		}
 	}
-	return true
+	return -1
 }
 
 func matchCondition(c Condition, envelope map[string]any) bool {

@@ -422,9 +422,12 @@ func output(v any) string {
 }
 
 // clip keeps the start of s, at most outputBytes bytes, on a character boundary.
-func clip(s string) string {
-	if len(s) <= outputBytes {
+func clip(s string) string { return clipTo(s, outputBytes) }
+
+// clipTo keeps the start of s, at most n bytes, on a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:outputBytes], "")
+	return strings.ToValidUTF8(s[:n], "")
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
+// workflowEvents are the events of workflows, about the workflow.
+var workflowEvents = outbox.Declare[Workflow](outbox.WorkflowCreated, outbox.WorkflowUpdated, outbox.WorkflowDeleted)
+
 // Resource names workflows in outbox references.
 const Resource = "workflow"
 
@@ -138,7 +141,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 	if err := w.validate(); err != nil {
 		return Workflow{}, err
 	}
-	ev := outbox.New(ctx, outbox.WorkflowCreated, projectID, botID, w)
+	ev := workflowEvents.New(ctx, outbox.WorkflowCreated, projectID, botID, w)
 	if err := s.repo.Insert(ctx, w, ev); err != nil {
 		return Workflow{}, err
 	}
@@ -176,7 +179,7 @@ func (s *Service) update(ctx context.Context, projectID, botID, id string, in In
 		return Workflow{}, err
 	}
 	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
-	ev := outbox.New(ctx, outbox.WorkflowUpdated, projectID, botID, next)
+	ev := workflowEvents.New(ctx, outbox.WorkflowUpdated, projectID, botID, next)
 	if err := s.repo.Replace(ctx, next, ev); err != nil {
 		return Workflow{}, err
 	}
@@ -190,7 +193,7 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 	if err != nil {
 		return err
 	}
-	ev := outbox.New(ctx, outbox.WorkflowDeleted, projectID, botID, w)
+	ev := workflowEvents.New(ctx, outbox.WorkflowDeleted, projectID, botID, w)
 	if err := s.repo.Delete(ctx, w, s.now(), ev); err != nil {
 		return err
 	}

@@ -14,11 +14,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/batch"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
+
+// runEvents are the events of workflow runs that ended, about the run.
+var runEvents = outbox.Declare[Run](outbox.WorkflowRunSucceeded, outbox.WorkflowRunFailed)
 
 // RunResource names workflow runs in errors and outbox references.
 const RunResource = "workflow_run"
@@ -29,14 +33,18 @@ const (
 	RunRunning   = "running"
 	RunSucceeded = "succeeded"
 	RunFailed    = "failed"
+	// RunSkipped is the log of an event that did not start the workflow, its conditions
+	// filtering it out; error names the condition that did not hold. It runs nothing, and
+	// lists of runs show it only when asked (logs, or status skipped).
+	RunSkipped = "skipped"
 	// ActionPending and ActionSkipped are statuses of actions only: not run yet, and not run
 	// because an earlier action failed.
 	ActionPending = "pending"
 	ActionSkipped = "skipped"
 )
 
-// RunStatuses lists the statuses of a run.
-var RunStatuses = []string{RunQueued, RunRunning, RunSucceeded, RunFailed}
+// RunStatuses lists the statuses of a run and of a skipped log.
+var RunStatuses = []string{RunQueued, RunRunning, RunSucceeded, RunFailed, RunSkipped}
 
 // Trigger says what started a run.
 type Trigger struct {
@@ -101,6 +109,8 @@ type Lease struct {
 // RunFilter narrows a list of runs.
 type RunFilter struct {
 	ProjectID, BotID, WorkflowID, Status string
+	// Skipped lists the skipped logs too when Status is empty.
+	Skipped bool
 }
 
 // RunRepo persists runs.
@@ -124,6 +134,9 @@ type RunRepo interface {
 	SaveRun(ctx context.Context, r Run, owner string, ev *outbox.Event) error
 	// Secret returns the project's webhook signing secret, storing fresh when it has none.
 	Secret(ctx context.Context, projectID, fresh string) (string, error)
+	// PutSkipped stores skipped logs (status skipped), each over the log of its id, in one
+	// command.
+	PutSkipped(ctx context.Context, logs []Run) error
 }
 
 // Runs starts workflow runs and reads their history (the API side).
@@ -133,11 +146,15 @@ type Runs struct {
 	queue     tasks.Queue
 	log       *slog.Logger
 	now       func() time.Time
+	// skips stores the skipped logs off the path of the events, in batches.
+	skips *batch.Batcher[Run]
 }
 
 // NewRuns returns the runs service; log tells of the triggers it does not follow.
 func NewRuns(workflows *Service, repo RunRepo, queue tasks.Queue, log *slog.Logger) *Runs {
-	return &Runs{workflows: workflows, repo: repo, queue: queue, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+	s := &Runs{workflows: workflows, repo: repo, queue: queue, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+	s.skips = batch.New(s.writeSkipped)
+	return s
 }
 
 // runNamespace derives run ids from what triggered them, so a trigger starts one run.
@@ -218,12 +235,12 @@ func (s *Runs) Run(ctx context.Context, projectID, botID, id string) (Run, error
 }
 
 // List returns one page of the agent's runs, the newest first, by workflow and status when
-// they are given.
-func (s *Runs) List(ctx context.Context, projectID, botID, workflowID, status string, page paging.Page) ([]Run, int, error) {
+// they are given; with skipped, the skipped logs among them.
+func (s *Runs) List(ctx context.Context, projectID, botID, workflowID, status string, skipped bool, page paging.Page) ([]Run, int, error) {
 	if status != "" && !slices.Contains(RunStatuses, status) {
 		return nil, 0, apperr.Invalidf("status", "must be one of %s", strings.Join(RunStatuses, ", "))
 	}
-	return s.repo.Runs(ctx, RunFilter{ProjectID: projectID, BotID: botID, WorkflowID: strings.TrimSpace(workflowID), Status: status}, page)
+	return s.repo.Runs(ctx, RunFilter{ProjectID: projectID, BotID: botID, WorkflowID: strings.TrimSpace(workflowID), Status: status, Skipped: skipped}, page)
 }
 
 // SigningSecret returns the project's webhook signing secret, made on first use.
@@ -243,7 +260,7 @@ func runEvent(ctx context.Context, r Run) outbox.Event {
 	if r.Status == RunFailed {
 		typ = outbox.WorkflowRunFailed
 	}
-	return outbox.New(ctx, typ, r.ProjectID, r.BotID, r)
+	return runEvents.New(ctx, typ, r.ProjectID, r.BotID, r)
 }
 
 // errorText is an error as a run records it.

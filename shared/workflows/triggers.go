@@ -17,7 +17,9 @@ import (
 const MaxChain = 5
 
 // OnEvent starts a run of every active workflow of the event's agent that the event triggers:
-// its trigger_event is the event's type and its conditions hold on the event envelope. Run ids
+// its trigger_event is the event's type and its conditions hold on the event envelope. Of a
+// workflow whose conditions do not, it stores a skipped log naming the condition, off the
+// event's path (see MaxSkippedLogs). Run ids
 // derive from the workflow and the event, so an event delivered twice, or to two consumers,
 // starts one run of each workflow. A workflow never runs for an event its own run caused,
 // directly or through other workflows, and a chain of workflows stops at MaxChain (the event's
@@ -42,7 +44,11 @@ func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event, hold *Lease) ([]Run
 	}
 	var held []Run
 	for _, w := range list {
-		if slices.Contains(ev.Cause, w.UUID) || !Matches(w.Conditions, envelope) {
+		if slices.Contains(ev.Cause, w.UUID) {
+			continue
+		}
+		if i := Failing(w.Conditions, envelope); i >= 0 {
+			s.skips.Add(s.skipped(w, ev, envelope, i))
 			continue
 		}
 		if len(ev.Cause) >= MaxChain {

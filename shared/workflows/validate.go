@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/limits"
+	"github.com/agentplane/agentplane/shared/outbox"
 )
 
 var fieldPathRE = regexp.MustCompile(FieldPathPattern)
@@ -27,7 +28,11 @@ func (d *Definition) Validate(eventTypes []string) error {
 	d.normalise()
 	var p apperr.Problems
 	d.validateTrigger(&p, eventTypes)
-	validateConditions(&p, d.Conditions)
+	event := ""
+	if d.TriggerType == TriggerTypeEvent && slices.Contains(eventTypes, d.TriggerEvent) {
+		event = d.TriggerEvent
+	}
+	validateConditions(&p, d.Conditions, event)
 	validateActions(&p, d.Actions)
 	return p.Err()
 }
@@ -155,22 +160,26 @@ func validateTimezone(p *apperr.Problems, config map[string]any) {
 	}
 }
 
-func validateConditions(p *apperr.Problems, conditions []Condition) {
+// validateConditions checks the conditions of a workflow triggered by events of type event
+// ("" for other triggers).
+func validateConditions(p *apperr.Problems, conditions []Condition, event string) {
 	if len(conditions) > MaxConditions {
 		p.Add("conditions", "must have at most %d entries", MaxConditions)
 		return
 	}
 	for i := range conditions {
-		validateCondition(p, fmt.Sprintf("conditions[%d]", i), &conditions[i])
+		validateCondition(p, fmt.Sprintf("conditions[%d]", i), &conditions[i], event)
 	}
 }
 
-func validateCondition(p *apperr.Problems, path string, c *Condition) {
+func validateCondition(p *apperr.Problems, path string, c *Condition, event string) {
 	switch {
 	case c.Field == "":
 		p.Add(path+".field", "is required")
 	case len(c.Field) > MaxFieldPathLen || !fieldPathRE.MatchString(c.Field):
 		p.Add(path+".field", "must be a dot path such as data.status of letters, digits and underscores, at most %d characters", MaxFieldPathLen)
+	case event != "":
+		validateEventField(p, path+".field", c.Field, event)
 	}
 	if !slices.Contains(Operators, c.Operator) {
 		p.Add(path+".operator", "must be one of: %s", strings.Join(Operators, ", "))
@@ -180,6 +189,27 @@ func validateCondition(p *apperr.Problems, path string, c *Condition) {
 		p.Add(path+".value", "%s", problem)
 	}
 	limits.JSON(p, path+".value", c.Value, MaxValueBytes)
+}
+
+// validateEventField checks that field is a field events of type event have (the catalog's
+// event_fields), naming the fields there are where it strays.
+func validateEventField(p *apperr.Problems, path, field, event string) {
+	ok, at, fields := outbox.Resolve(event, field)
+	if ok {
+		return
+	}
+	const see = "GET /v1/bot/workflow/catalog lists the fields of every event"
+	switch {
+	case at == "":
+		p.Add(path, "is not a field of %s events, whose fields are %s and data.*; %s", event, strings.Join(outbox.EnvelopeFields, ", "), see)
+	case len(fields) == 0:
+		p.Add(path, "is not a field of %s events: %s is a value, with no fields; %s", event, at, see)
+	case slices.Equal(fields, []string{"0"}):
+		p.Add(path, "is not a field of %s events: %s is an array; name an element by its index, as in %s.0; %s", event, at, at, see)
+	default:
+		name, _, _ := strings.Cut(strings.TrimPrefix(field, at+"."), ".")
+		p.Add(path, "is not a field of %s events: %s has no field %s; its fields are %s; %s", event, at, name, strings.Join(fields, ", "), see)
+	}
 }
 
 // operandProblem returns what is wrong with c's value for its operator, or "". It sets the

@@ -194,10 +194,11 @@ func eachRun(ctx context.Context, cur *mongo.Cursor, seen map[string]bool, each 
 }
 
 // WorkflowRuns reads the runs of the agent's workflows of the window (by the bot index of
-// workflow_runs).
+// workflow_runs), not the skipped logs, which ran nothing.
 func (r Stats) WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.WorkflowRun) error) error {
 	return eachOf(ctx, r.db.Collection(workflowRunsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
-		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, func(w workflows.Run) error {
+		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},
+		{Key: "status", Value: bson.D{{Key: "$ne", Value: workflows.RunSkipped}}}}, func(w workflows.Run) error {
 		return each(stats.WorkflowRun{WorkflowID: w.WorkflowID, Status: w.Status, CreatedAt: w.CreatedAt, StartedAt: w.StartedAt, EndedAt: w.EndedAt})
 	}, options.Find().SetProjection(bson.D{{Key: "workflow_id", Value: 1}, {Key: "status", Value: 1}, {Key: "created_at", Value: 1},
 		{Key: "started_at", Value: 1}, {Key: "ended_at", Value: 1}}))

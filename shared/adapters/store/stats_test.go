@@ -343,6 +343,8 @@ func TestStatsOfRuns(t *testing.T) {
 	other := wf("w6", "greet", "failed", min(0), time.Second)
 	other.BotID = "other"
 	insert("workflow_runs", other)
+	// A skipped log is not a run.
+	insert("workflow_runs", wf("w7", "greet", workflows.RunSkipped, min(4), 0))
 	if err := store.NewTools(db).RecordCall(ctx, tools.Call{ID: "c1", ProjectID: "p", BotID: "b", ToolID: "crm", Outcome: tools.OutcomeToolError, At: min(5)}); err != nil {
 		t.Fatal(err)
 	}

@@ -57,8 +57,11 @@ func (r WorkflowRuns) Runs(ctx context.Context, f workflows.RunFilter, page pagi
 	if f.WorkflowID != "" {
 		filter = append(filter, bson.E{Key: "workflow_id", Value: f.WorkflowID})
 	}
-	if f.Status != "" {
+	switch {
+	case f.Status != "":
 		filter = append(filter, bson.E{Key: "status", Value: f.Status})
+	case !f.Skipped:
+		filter = append(filter, bson.E{Key: "status", Value: bson.D{{Key: "$ne", Value: workflows.RunSkipped}}})
 	}
 	list := []workflows.Run{}
 	total, err := findPageSorted(ctx, r.coll(), filter, bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, page, &list)
@@ -114,6 +117,15 @@ func (r WorkflowRuns) SaveRun(ctx context.Context, run workflows.Run, owner stri
 		return workflows.ErrLost
 	}
 	return nil
+}
+
+func (r WorkflowRuns) PutSkipped(ctx context.Context, logs []workflows.Run) error {
+	models := make([]mongo.WriteModel, len(logs))
+	for i, l := range logs {
+		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: l.UUID}}).SetReplacement(l).SetUpsert(true)
+	}
+	_, err := r.coll().BulkWrite(ctx, models)
+	return wrap(err, workflows.RunResource)
 }
 
 func (r WorkflowRuns) Secret(ctx context.Context, projectID, fresh string) (string, error) {

@@ -70,4 +70,11 @@
 // cosines, and favours docs found by both rankings. Each [Hit] also carries
 // its raw BM25 score and cosine. A query vector of another dimension than the
 // segments' is ignored and the ranking is lexical.
+//
+// # Ties
+//
+// Docs of equal scores (in either ranking, and after fusion) rank by a hash of
+// their text and title, then by ascending ID: ids are minted when documents
+// are stored, so the same documents stored again, or in another order, rank
+// alike for the same query.
 package index

@@ -53,7 +53,7 @@ func Merge(segs []*Segment) (merged *Segment, ok bool) {
 	// Segments are copied in order, so the docs of each term stay ascending.
 	next := append([]uint32(nil), m.offs[:len(terms)]...)
 	m.postDoc, m.postTF = make([]uint32, posts), make([]uint16, posts)
-	m.ids, m.docLen = make([]string, 0, docs), make([]uint32, 0, docs)
+	m.ids, m.ties, m.docLen = make([]string, 0, docs), make([]uint64, 0, docs), make([]uint32, 0, docs)
 	if m.dim != 0 {
 		m.vecs = make([]float32, 0, docs*m.dim)
 	}
@@ -72,6 +72,7 @@ func Merge(segs []*Segment) (merged *Segment, ok bool) {
 			next[id] = j + hi - lo
 		}
 		m.ids = append(m.ids, s.ids...)
+		m.ties = append(m.ties, s.ties...)
 		m.docLen = append(m.docLen, s.docLen...)
 		m.totalLen += s.totalLen
 		if m.dim != 0 {

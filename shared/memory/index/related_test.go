@@ -79,7 +79,7 @@ func TestRelatedTermsRank(t *testing.T) {
 	}{
 		{"which folder do I unpack into", []string{"folder", "directory"}},
 		{"which directory", []string{"directory", "folder"}},
-		{"unpack", []string{"directory", "folder"}},
+		{"unpack", []string{"folder", "directory"}}, // a tie, broken by the texts (tieKey)
 	}
 	for _, tt := range tests {
 		var got []string

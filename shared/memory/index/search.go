@@ -53,7 +53,9 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // Search ranks the docs of segs as one corpus: the BM25 statistics (number of
 // docs, average doc length, document frequency of each term) are sums over
 // segs, so the result does not depend on how docs are split into segments.
-// It returns at most q.Top hits, best first, ties broken by ascending ID.
+// It returns at most q.Top hits, best first; docs of equal scores rank by a
+// hash of their text and title, then by ascending ID, so that documents stored
+// again under other ids rank alike.
 // Docs that match no query term and have no vector score are not returned.
 //
 // When q.Vector is set and some segment has vectors of the same dimension the
@@ -263,7 +265,7 @@ func fuse(segs []*Segment, lex, vec []cand, top int) []Hit {
 		if x.score != y.score {
 			return cmp.Compare(y.score, x.score)
 		}
-		return cmp.Compare(segs[x.c.seg].ids[x.c.ord], segs[y.c.seg].ids[y.c.ord])
+		return tied(segs, x.c.seg, x.c.ord, y.c.seg, y.c.ord)
 	})
 	all = all[:min(top, len(all))]
 	hits := make([]Hit, len(all))

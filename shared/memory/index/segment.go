@@ -21,6 +21,7 @@ type Doc struct {
 // A Segment is safe for concurrent use by any number of readers.
 type Segment struct {
 	ids      []string
+	ties     []uint64          // per doc, the key its ties are broken by (tieKey)
 	docLen   []uint32          // analysed terms per doc, stopwords excluded
 	totalLen uint64            // sum of docLen
 	dict     map[string]uint32 // term → index into offs
@@ -119,6 +120,10 @@ func NewSegment(docs []Doc) *Segment {
 	}
 
 	s.ids = intern(docs, func(d Doc) string { return d.ID })
+	s.ties = make([]uint64, len(docs))
+	for d, doc := range docs {
+		s.ties[d] = tieKey(doc)
+	}
 	s.dict = make(map[string]uint32, len(terms))
 	for i, t := range intern(terms, func(t string) string { return t }) {
 		s.dict[t] = uint32(i)
@@ -126,6 +131,21 @@ func NewSegment(docs []Doc) *Segment {
 	s.indexVectors(docs)
 	s.bytes = s.estimateBytes(terms)
 	return s
+}
+
+// tieKey is what a doc's ties with others of its score are broken by before its id: a hash
+// (FNV-1a) of its text and title. Ids are minted when a document is stored, so the same
+// documents stored again (or in another order) get others; their passages' texts do not
+// change, so the same question over them ranks them alike.
+func tieKey(d Doc) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range []string{d.Text, "\x00", d.Title} {
+		for i := range len(s) {
+			h = (h ^ uint64(s[i])) * prime
+		}
+	}
+	return h
 }
 
 // intern returns the strings key(x) for x in xs, copied into one shared
@@ -203,7 +223,7 @@ func (s *Segment) estimateBytes(terms []string) int {
 	for _, t := range terms {
 		n += len(t) + mapEntry
 	}
-	n += 4*len(s.docLen) + 4*len(s.offs) + 4*len(s.postDoc) + 2*len(s.postTF) + 4*len(s.vecs)
+	n += 8*len(s.ties) + 4*len(s.docLen) + 4*len(s.offs) + 4*len(s.postDoc) + 2*len(s.postTF) + 4*len(s.vecs)
 	return n
 }
 

@@ -1,6 +1,9 @@
 package index
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // cand is a doc offered to a ranking: key is the value ranked on (the BM25
 // score or the cosine), lex and cos are kept for the hit.
@@ -11,7 +14,7 @@ type cand struct {
 }
 
 // topK keeps the k best candidates seen so far in a heap whose root is the
-// worst of them. Higher keys rank first; equal keys rank by ascending doc id.
+// worst of them. Higher keys rank first; equal keys rank as tied does.
 type topK struct {
 	segs []*Segment
 	k    int
@@ -23,7 +26,14 @@ func (t *topK) before(key float64, seg int32, ord uint32, c *cand) bool {
 	if key != c.key {
 		return key > c.key
 	}
-	return t.segs[seg].ids[ord] < t.segs[c.seg].ids[c.ord]
+	return tied(t.segs, seg, ord, c.seg, c.ord) < 0
+}
+
+// tied orders two docs of equal scores, doc (sa, a) and doc (sb, b) of segs: by their tie keys
+// (tieKey: their texts and titles), then by ascending id, so that the same question over the
+// same documents ranks them alike, whatever ids the documents got and wherever they sit.
+func tied(segs []*Segment, sa int32, a uint32, sb int32, b uint32) int {
+	return cmp.Or(cmp.Compare(segs[sa].ties[a], segs[sb].ties[b]), cmp.Compare(segs[sa].ids[a], segs[sb].ids[b]))
 }
 
 // admits reports whether a doc with this key would be kept by push.

@@ -148,8 +148,8 @@ func validate(b Bot) error {
 	}
 	limits.Items(&p, "allowed_origins", len(b.AllowedOrigins), MaxAllowedOrigins)
 	for i, o := range b.AllowedOrigins {
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com")
+		if !Origin(o) {
+			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com: http or https, a host name or IP address, an optional port, nothing else")
 		}
 	}
 	if !subdomainPattern.MatchString(b.Subdomain) {
@@ -182,6 +182,16 @@ func validate(b Bot) error {
 		return err
 	}
 	return limits.Document(Resource, b, MaxBotBytes)
+}
+
+// originHost is the host and optional port of a web origin: a DNS name or IPv4 address, or an
+// IPv6 address in brackets.
+var originHost = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$`)
+
+// Origin reports whether o is a web origin, lowercase: scheme://host[:port] and nothing else.
+func Origin(o string) bool {
+	scheme, host, ok := strings.Cut(o, "://")
+	return ok && (scheme == "https" || scheme == "http") && len(host) <= 260 && originHost.MatchString(host)
 }
 
 func checkURL(p *apperr.Problems, field, v string) {

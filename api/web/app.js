@@ -2,6 +2,12 @@
 // conversation streamed token by token, kept across reloads. No API key is ever here: the page
 // speaks to the public endpoints with a session token scoped to this agent.
 (() => {
+  // A site the agent does not allow gets a notice, and its widget the origin to allow.
+  const refused = document.body.dataset.refused;
+  if (refused) {
+    const text = `agentplane: add ${refused} to the agent's allowed_origins (PUT /v1/bot/update) to show it on this site`;
+    return window.parent.postMessage({ type: 'agentplane:refused', text }, '*');
+  }
   const subdomain = document.body.dataset.subdomain;
   const log = document.getElementById('log');
   const form = document.getElementById('ask');

@@ -69,6 +69,7 @@ type Patch struct {
 	Heartbeat         flex.OptFlag       `json:"heartbeat"`
 	HideBranding      flex.OptFlag       `json:"hide_branding"`
 	AutoApproveTools  flex.OptFlag       `json:"auto_approve_tools"`
+	VisitorApprovals  *bool              `json:"visitor_approvals"`
 	Status            flex.OptFlag       `json:"status"`
 	Branding          json.RawMessage    `json:"branding"`
 	Integrations      *[]freeform.Object `json:"integrations"`
@@ -95,6 +96,9 @@ func (p Patch) apply(b *Bot) error {
 		if src.Set {
 			*dst = int(src.Value)
 		}
+	}
+	if p.VisitorApprovals != nil {
+		b.VisitorApprovals = *p.VisitorApprovals
 	}
 	if p.MaxReplyTokens.Set {
 		b.MaxReplyTokens = strconv.Itoa(int(p.MaxReplyTokens.Value))

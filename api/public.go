@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -304,7 +305,8 @@ func (p publicSink) Delta(text string) error {
 // publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
 // reply is made, then done with the reply as the page shows it. Each message counts against the
 // agent's rate limit for this end user. A turn may instead decide on the tool call a run of one
-// of the end user's chats waits for.
+// of the end user's chats waits for. The turns in progress of one project's visitors are bounded
+// as an account's requests are (AGENTPLANE_ACCOUNT_CONCURRENCY), apart from those.
 func (s *server) publicChat(c *gin.Context) {
 	var req publicChatRequest
 	if err := s.decode(c, &req); err != nil {
@@ -316,10 +318,15 @@ func (s *server) publicChat(c *gin.Context) {
 	if err == nil {
 		t, err = s.publicTurn(c, bot, sub, req)
 	}
+	release := func() {}
+	if err == nil {
+		release, err = s.visitorsBudget(c, bot)
+	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	defer release()
 	st := newSSE(c, s.heartbeat)
 	defer st.close()
 	reply, err := s.converse(c, bot, askerOf(sub), t, publicSink{st: st})
@@ -485,4 +492,21 @@ func (s *server) publicAllow(c *gin.Context, key string, perMinute int, code, me
 	}
 	retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
 	return &apperr.Error{Kind: apperr.RateLimited, Code: code, RetryAfter: retry, Message: fmt.Sprintf("%s; retry in %d s.", message, retry)}
+}
+
+// visitorsBudget waits, up to the budget's wait, for a turn of bot's project's visitors (as
+// many at once as an account's requests): a flood of one project's visitors takes at most that
+// of the process and leaves the rest to the others. It returns the function that ends the turn.
+func (s *server) visitorsBudget(c *gin.Context, bot agents.Bot) (func(), error) {
+	if s.budget == nil {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.budgetWait)
+	defer cancel()
+	release, err := s.budget.Lock(ctx, "visitors:"+bot.ProjectID)
+	if err != nil {
+		return nil, &apperr.Error{Kind: apperr.RateLimited, Code: "visitors_busy", RetryAfter: 1,
+			Message: "This agent's team has as many visitors' chats in progress as it may; retry in a moment."}
+	}
+	return release, nil
 }

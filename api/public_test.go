@@ -408,3 +408,57 @@ func TestWidgetOnASiteNotAllowed(t *testing.T) {
 		}
 	}
 }
+
+// A project's visitors have as many turns in progress as an account has requests, apart from
+// the account's own: with a budget of 1 and a visitor's chat held open by a model that answers
+// slowly, another visitor's message waits its turn and is answered 429 visitors_busy, while the
+// account is served; once the chat ends, visitors are served again.
+func TestVisitorsBudget(t *testing.T) {
+	t.Parallel()
+	fake := providertest.New(t)
+	fake.Set(providertest.Behavior{Reply: strings.Repeat("word ", 60), Chunks: 60, ChunkDelay: time.Second})
+	b := setup(t, withProvider(fake.URL), withAccountBudget(1), withRateLimit(0))
+	v := visitorsOf(t, b.chatBot(t, map[string]any{"provider_key": "sk-key"}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"Hi"}`))
+	req.Header.Set("Authorization", "Bearer "+v.session(t, ""))
+	req.Header.Set("Content-Type", "application/json")
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-held })
+	for deadline := time.Now().Add(20 * time.Second); len(fake.Requests()) < 1; waitABit() {
+		if time.Now().After(deadline) {
+			t.Fatal("the model got no request of the first visitor")
+		}
+	}
+
+	other := v.session(t, newAddress())
+	res := v.chat(t, other, "", map[string]any{"message": "Hello?"})
+	expect(t, res, http.StatusTooManyRequests, "visitors_busy")
+	if res.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1", res.Header.Get("Retry-After"))
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/projects/" + b.project.ID, Key: b.key}), http.StatusOK, "")
+
+	cancel()
+	<-held
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	// The server ends the first turn once it sees its client gone.
+	for deadline := time.Now().Add(20 * time.Second); ; waitABit() {
+		res := v.chat(t, other, "", map[string]any{"message": "Hello?"})
+		if res.Status == http.StatusTooManyRequests && time.Now().Before(deadline) {
+			continue
+		}
+		if reply := done(t, res); !strings.Contains(reply, "Hello.") {
+			t.Fatalf("once the first chat ended: %s", reply)
+		}
+		break
+	}
+}

@@ -39,10 +39,16 @@
 
   async function token() {
     if (session && Date.parse(session.expires_at) - Date.now() > 60000) return session.token;
-    const res = await fetch('/public/v1/session', {
+    const open = () => fetch('/public/v1/session', {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ subdomain, subscriber_id: state.subscriber_id || '', sso_token: sso }),
     });
+    let res = await open();
+    if (res.status === 401 && state.subscriber_id && !sso) {
+      // The id kept here signed in, and only its sign-in opens it again: go on as a new visitor.
+      state = {};
+      res = await open();
+    }
     if (!res.ok) throw await problem(res);
     session = await res.json();
     state.subscriber_id = session.subscriber_id;

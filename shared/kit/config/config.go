@@ -37,7 +37,7 @@ var Vars = []Var{
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
-	{"AGENTPLANE_ACCOUNT_CONCURRENCY", "`32`", "Requests of one account an API process works on at once, streams included; more wait their turn, up to 10 s, then answer 429 `account_busy` (0 turns the budget off)."},
+	{"AGENTPLANE_ACCOUNT_CONCURRENCY", "`32`", "Requests of one account an API process works on at once, streams included; more wait their turn, up to 10 s, then answer 429 `account_busy` (0 turns the budget off). The visitors of one project's agents (`/public/v1/chat`) have a budget of the same size of their own (429 `visitors_busy`)."},
 	{"AGENTPLANE_PUBLIC_RATE_LIMIT", "`120`", "Requests per minute one client address may make to the end users' endpoints (`/public/*`: agents' pages and widgets), whatever the agent; more answer 429 `rate_limited` (0 turns the limit off)."},
 	{"AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT", "`3000`", "Requests per minute all visitors together may make to one agent's end-user endpoints; more answer 429 `agent_rate_limited` (0 turns the limit off)."},
 	{"AGENTPLANE_TRUSTED_PROXIES", "`127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7`", "Addresses (CIDRs, comma-separated) of the proxies and load balancers in front of the API: from them, `X-Forwarded-For` names the client address the end users' limits count; from any other, the connection's address counts. `none` trusts none."},

@@ -110,7 +110,7 @@ func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken strin
 	now := s.now()
 	kept = strings.TrimSpace(kept)
 	if kept == "" {
-		return s.session(bot, Visitor(bot, ids.New()), false, now)
+		return s.session(bot, newVisitor(bot), false, now)
 	}
 	sub, err := s.repo.Get(ctx, bot.ID, kept)
 	switch {
@@ -121,16 +121,16 @@ func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken strin
 			return Session{}, err
 		}
 	case apperr.As(err).Kind == apperr.NotFound:
-		sub = Visitor(bot, ids.New())
+		sub = newVisitor(bot)
 	default:
 		return Session{}, err
 	}
 	return s.session(bot, sub, false, now)
 }
 
-// Visitor is an anonymous end user of bot, id, as their first message keeps them.
-func Visitor(bot agents.Bot, id string) Subscriber {
-	return Subscriber{ID: id, ProjectID: bot.ProjectID, BotID: bot.ID, Name: "Visitor", Anonymous: true}
+// newVisitor is a new anonymous end user of bot, as their first message keeps them.
+func newVisitor(bot agents.Bot) Subscriber {
+	return Subscriber{ID: ids.New(), ProjectID: bot.ProjectID, BotID: bot.ID, Name: "Visitor", Anonymous: true}
 }
 
 // session is a session for sub with bot, from now; signedIn says an SSO token signed them in.

@@ -1,7 +1,7 @@
 // Package subscribers is the end users of agents: the people who talk to an agent on its hosted
 // chat page or its widget, without an API key. Each gets a session, a short-lived token scoped to
-// one agent, and is a subscriber of that agent: anonymous (a random id the browser keeps) until
-// a sign-in says who it is.
+// one agent, and is a subscriber of that agent: anonymous (a random id the browser keeps, kept
+// here from their first message) until a sign-in says who it is.
 package subscribers
 
 import (

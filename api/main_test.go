@@ -79,6 +79,8 @@ type options struct {
 	logs        io.Writer
 	// refusePrivate refuses loopback and private addresses to outbound requests, as production does.
 	refusePrivate bool
+	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
+	publicRate, publicAgentRate int
 }
 
 type option func(*options)
@@ -89,6 +91,11 @@ func withBodyTimeout(d time.Duration) option { return func(o *options) { o.bodyT
 func withAdminToken(t string) option         { return func(o *options) { o.adminToken = t } }
 func withRedis(r *redis.Client) option       { return func(o *options) { o.redis = r } }
 func withChecks(c ...api.Check) option       { return func(o *options) { o.checks = c } }
+
+// withPublicLimits sets the end users' limits: requests a minute per client address and per agent.
+func withPublicLimits(address, agent int) option {
+	return func(o *options) { o.publicRate, o.publicAgentRate = address, agent }
+}
 
 // withProvider makes the OpenAI-compatible server at baseURL the configured provider.
 func withProvider(baseURL string) option { return func(o *options) { o.provider = baseURL } }
@@ -193,6 +200,11 @@ func testConfig(o options) config.Config {
 		FetchTimeout:      2 * time.Second,
 		CrawlMaxPages:     20,
 		SecretsKey:        testSecretsKey,
+
+		// The tests name their clients' addresses in X-Forwarded-For.
+		PublicRateLimit:      o.publicRate,
+		PublicAgentRateLimit: o.publicAgentRate,
+		TrustedProxies:       []string{"127.0.0.0/8", "::1/128"},
 	}
 }
 

@@ -154,13 +154,13 @@ func TestEndUserSessions(t *testing.T) {
 	}
 
 	first := open(subdomain(a.botID), "")
-	again := open(subdomain(a.botID), first["subscriber_id"].(string))
-	if again["subscriber_id"] != first["subscriber_id"] {
-		t.Fatalf("the kept subscriber id was not taken: %v then %v", first, again)
-	}
 	status, body := chat(first["token"].(string), "Hi there", "")
 	if status != http.StatusOK || !strings.Contains(body, "event: done") {
 		t.Fatalf("a chat: %d %s", status, body)
+	}
+	again := open(subdomain(a.botID), first["subscriber_id"].(string))
+	if again["subscriber_id"] != first["subscriber_id"] {
+		t.Fatalf("the kept subscriber id was not taken: %v then %v", first, again)
 	}
 	chatID := body[strings.Index(body, `"chat_id":"`)+len(`"chat_id":"`):]
 	chatID = chatID[:strings.Index(chatID, `"`)]
@@ -198,7 +198,7 @@ func TestEndUserSessions(t *testing.T) {
 			}
 		})
 	}
-	// The account sees its agents' end users, the most recently seen first.
+	// The account sees its agents' end users who wrote, the most recently seen first.
 	list := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/subscriber/readall?project_id=" + b.project.ID + "&bot_id=" + a.botID, Key: b.key})
 	expect(t, list, http.StatusOK, "")
 	var listed struct {
@@ -217,7 +217,7 @@ func TestEndUserSessions(t *testing.T) {
 			t.Errorf("%s is not anonymous", s.ID)
 		}
 	}
-	if listed.Total != 2 || listed.Subscribers[0].ID != stranger["subscriber_id"] || chats[first["subscriber_id"].(string)] != 1 || chats[stranger["subscriber_id"].(string)] != 0 {
+	if listed.Total != 1 || listed.Subscribers[0].ID != first["subscriber_id"] || chats[first["subscriber_id"].(string)] != 1 {
 		t.Fatalf("the agent's subscribers: %+v", listed)
 	}
 	expect(t, b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": "no-such-agent"}}),
@@ -232,7 +232,7 @@ func TestEndUserSessions(t *testing.T) {
 func TestHostedPageApproval(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
-	b, a, fake := agentSetup(t, nil)
+	b, a, fake := agentSetup(t, map[string]any{"visitor_approvals": true})
 	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added the Acme deal."}}})
 
@@ -347,7 +347,7 @@ body { font-size: 30px; color: rgb(0, 128, 0); }
 
 	for _, tt := range []struct{ origin, ancestors string }{
 		{site.URL, "frame-ancestors 'self' " + site.URL},
-		{"http://elsewhere.example", "frame-ancestors 'self'"},
+		{"http://elsewhere.example", "frame-ancestors *"},
 	} {
 		res, err := http.Get(b.client.URL + "/a/" + subdomain + "?embed=1&origin=" + tt.origin)
 		if err != nil {
@@ -481,17 +481,19 @@ func TestPageByHost(t *testing.T) {
 }
 
 // An agent's rate limit holds for each end user apart: one visitor using up their messages
-// leaves the others theirs, and is answered the agent's ratelimit_message. Cross-origin reads of
+// leaves the others theirs, and is answered the agent's ratelimit_message; an anonymous visitor
+// gains nothing by opening a new session, for the limit holds for their address too. Cross-origin reads of
 // the public endpoints get no CORS grant.
 func TestEndUserRateLimit(t *testing.T) {
 	t.Parallel()
 	b, a, fake := agentSetup(t, map[string]any{"ratelimit_requests": 1, "ratelimit_seconds": 3600, "ratelimit_message": "One moment, please."})
 	fake.Set(providertest.Behavior{Reply: "Hello."})
 	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
-	chat := func(token string) (int, string) {
+	chat := func(token, addr string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, b.client.URL+"/public/v1/chat", strings.NewReader(`{"message":"Hi"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Forwarded-For", addr)
 		req.Header.Set("Origin", "http://elsewhere.example")
 		res, err := b.client.HTTP(nil).Do(req)
 		if err != nil {
@@ -507,14 +509,18 @@ func TestEndUserRateLimit(t *testing.T) {
 	session := func() string {
 		return b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/public/v1/session", Body: map[string]any{"subdomain": subdomain}}).JSON(t)["token"].(string)
 	}
-	first, second := session(), session()
-	if status, body := chat(first); status != http.StatusOK || !strings.Contains(body, "event: done") {
+	first, second, fresh := session(), session(), session()
+	here, there := newAddress(), newAddress()
+	if status, body := chat(first, here); status != http.StatusOK || !strings.Contains(body, "event: done") {
 		t.Fatalf("the first message: %d %s", status, body)
 	}
-	if status, body := chat(first); status != http.StatusTooManyRequests || !strings.Contains(body, "One moment, please.") || !strings.Contains(body, "bot_rate_limited") {
+	if status, body := chat(first, there); status != http.StatusTooManyRequests || !strings.Contains(body, "One moment, please.") || !strings.Contains(body, "bot_rate_limited") {
 		t.Fatalf("the same visitor again: %d %s", status, body)
 	}
-	if status, body := chat(second); status != http.StatusOK {
+	if status, body := chat(fresh, here); status != http.StatusTooManyRequests || !strings.Contains(body, "bot_rate_limited") {
+		t.Fatalf("the same address with a new session: %d %s", status, body)
+	}
+	if status, body := chat(second, there); status != http.StatusOK {
 		t.Fatalf("another visitor: %d %s", status, body)
 	}
 }

@@ -1,15 +1,20 @@
 package api
 
 import (
+	"context"
 	"embed"
+	"fmt"
 	"html/template"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-redis/redis_rate/v10"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
@@ -51,8 +56,22 @@ type pageData struct {
 	// RequireLogin says the agent talks only to users signed in with SSO.
 	RequireLogin bool
 	// ParentOrigin is the origin of the page that embeds this one (the widget's), when the agent
-	// allows it.
-	ParentOrigin string
+	// allows it; Refused is the one it does not allow, which the page shows in place of the chat.
+	ParentOrigin, Refused string
+}
+
+// cspHost is what a host (and port) of a web URL must look like to be named in a header.
+var cspHost = regexp.MustCompile(`^[a-zA-Z0-9.-]+(?::[0-9]+)?$|^\[[0-9a-fA-F:.]+\](?::[0-9]+)?$`)
+
+// originsOf is the origins of urls, each after a space, for a Content-Security-Policy source list.
+func originsOf(urls ...string) string {
+	var out strings.Builder
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && raw != "" && cspHost.MatchString(u.Host) {
+			out.WriteString(" " + strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host))
+		}
+	}
+	return out.String()
 }
 
 // webURL is a URL the page may link or load: http or https only.
@@ -147,11 +166,20 @@ func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
 	}
 	data := pageOf(bot)
 	ancestors := "'self'"
-	if parent := strings.TrimRight(strings.ToLower(c.Query("origin")), "/"); c.Query("embed") != "" && slices.Contains(bot.AllowedOrigins, parent) {
-		// Only an origin the agent allows may embed it (the widget on its site).
-		data.ParentOrigin, ancestors = parent, "'self' "+parent
+	if parent := strings.TrimRight(strings.ToLower(c.Query("origin")), "/"); c.Query("embed") != "" {
+		if slices.Contains(bot.AllowedOrigins, parent) {
+			// Only an origin the agent allows may embed it (the widget on its site).
+			data.ParentOrigin, ancestors = parent, "'self' "+parent
+		} else {
+			// Any other is shown a notice of what to do, and nothing of the agent.
+			if !agents.Origin(parent) {
+				parent = "this site"
+			}
+			data, ancestors = pageData{Title: "Not allowed here", Theme: "light", Accent: "#2563eb", Background: "#ffffff", Refused: parent}, "*"
+		}
 	}
-	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' https: http: data:; style-src 'self' 'unsafe-inline'; frame-ancestors "+ancestors)
+	// Images come from the deployment and the agent's logo and favicon, never from a reply.
+	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' data:"+originsOf(data.Logo, data.Favicon)+"; style-src 'self' 'unsafe-inline'; frame-ancestors "+ancestors)
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Referrer-Policy", "strict-origin-when-cross-origin")
 	c.Status(http.StatusOK)
@@ -188,6 +216,9 @@ func (s *server) openSession(c *gin.Context) (any, error) {
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}
+	if err == nil {
+		err = s.publicAgentLimit(c, bot)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +227,8 @@ func (s *server) openSession(c *gin.Context) (any, error) {
 
 // endUser is the agent and subscriber a session token speaks for: the subscriber as the token
 // has it (its id and name), with no store read. Subscribers are never deleted, and an agent
-// deleted or paused refuses its sessions.
+// deleted or paused refuses its sessions; an agent that requires sign-in refuses anonymous ones
+// (opened before it did). The request counts against the agent's limit for all its visitors.
 func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, error) {
 	token, err := bearer(c)
 	if err != nil {
@@ -210,10 +242,16 @@ func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, er
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}
+	if err == nil && bot.RequireLogin == 1 && !claims.SignedIn {
+		err = apperr.New(apperr.Unauthorized, "login_required", "This agent requires sign-in: open it from the site that signs you in.")
+	}
+	if err == nil {
+		err = s.publicAgentLimit(c, bot)
+	}
 	if err != nil {
 		return agents.Bot{}, subscribers.Subscriber{}, err
 	}
-	return bot, subscribers.Subscriber{ID: claims.SubscriberID, ProjectID: bot.ProjectID, BotID: bot.ID, Name: claims.Name}, nil
+	return bot, subscribers.Subscriber{ID: claims.SubscriberID, ProjectID: bot.ProjectID, BotID: bot.ID, Name: claims.Name, Anonymous: !claims.SignedIn}, nil
 }
 
 // asker is the end user as the author of chat messages.
@@ -267,7 +305,8 @@ func (p publicSink) Delta(text string) error {
 // publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
 // reply is made, then done with the reply as the page shows it. Each message counts against the
 // agent's rate limit for this end user. A turn may instead decide on the tool call a run of one
-// of the end user's chats waits for.
+// of the end user's chats waits for. The turns in progress of one project's visitors are bounded
+// as an account's requests are (AGENTPLANE_ACCOUNT_CONCURRENCY), apart from those.
 func (s *server) publicChat(c *gin.Context) {
 	var req publicChatRequest
 	if err := s.decode(c, &req); err != nil {
@@ -279,10 +318,15 @@ func (s *server) publicChat(c *gin.Context) {
 	if err == nil {
 		t, err = s.publicTurn(c, bot, sub, req)
 	}
+	release := func() {}
+	if err == nil {
+		release, err = s.visitorsBudget(c, bot)
+	}
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	defer release()
 	st := newSSE(c, s.heartbeat)
 	defer st.close()
 	reply, err := s.converse(c, bot, askerOf(sub), t, publicSink{st: st})
@@ -294,26 +338,46 @@ func (s *server) publicChat(c *gin.Context) {
 		_, body, _ := errorOf(c, err)
 		_ = st.event("error", body)
 	default:
-		if req.ChatID == "" {
-			if err := s.subscribers.ChatStarted(c, bot.ID, sub.ID); err != nil {
+		if req.ChatID == "" && t.decision == nil {
+			if err := s.subscribers.ChatStarted(c, sub); err != nil {
 				logger(c).Warn("subscriber's chat not counted", "error", err)
 			}
 		}
-		out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
-		if call := pausedCall(reply); call != nil {
-			out.WaitingFor, out.ExecutionID = call[0].Function.Name, reply.ExecutionID
-			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")
-		}
-		_ = st.event("done", out)
+		_ = st.event("done", replyOf(bot, reply))
 	}
 }
 
-// publicTurn is what the end user's request asks: a decision on a run of one of their own chats,
-// or a message, which counts against the agent's limit for them.
+// replyOf is reply as the page shows it. A run that waits for approval offers the visitor the
+// decision (its execution id) only when the agent lets visitors approve; else it waits for the
+// account's.
+func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
+	out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
+	if call := pausedCall(reply); call != nil {
+		out.WaitingFor = call[0].Function.Name
+		if bot.VisitorApprovals {
+			out.ExecutionID = reply.ExecutionID
+			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")
+		} else {
+			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for the team's approval; its answer will be in this chat.")
+		}
+	}
+	return out
+}
+
+// publicTurn is what the end user's request asks: a message, answered in the agent's
+// reasoning_type, which counts against the agent's limit for them (and, when they are anonymous,
+// for their client address: a new session is no new limit); or, when the agent lets visitors
+// approve, a decision on a run of one of their own chats.
 func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (turn, error) {
 	if strings.TrimSpace(req.ExecutionID) == "" {
 		_, err := s.botAllow(c, bot, "subscriber:"+sub.ID)
-		return turn{input: chats.Input{Message: &req.Message, ChatID: req.ChatID, Stream: true}}, err
+		if err == nil && sub.Anonymous {
+			_, err = s.botAllow(c, bot, "address:"+c.ClientIP())
+		}
+		return turn{input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true}}, err
+	}
+	if !bot.VisitorApprovals {
+		return turn{}, apperr.New(apperr.Forbidden, "visitor_approvals_off", "This agent's team approves its actions; the answer will be in this chat once they have.")
 	}
 	if req.Approve == nil {
 		return turn{}, apperr.Invalidf("approve", "is required with execution_id: true runs the tool, false rejects it")
@@ -391,4 +455,58 @@ func (s *server) newSSOSecret(c *gin.Context) (any, error) {
 	}
 	secret, err := s.subscribers.NewSSOSecret(c, bot)
 	return gin.H{"sso_secret": secret}, err
+}
+
+// publicLimited holds the end users' endpoints to AGENTPLANE_PUBLIC_RATE_LIMIT requests a
+// minute per client address (GCRA in Redis, shared by every API replica), whatever the agent
+// and the session: a visitor gains nothing by opening sessions. It fails closed, as the API
+// keys' limit does.
+func (s *server) publicLimited(c *gin.Context) {
+	if err := s.publicAllow(c, "ratelimit:public:address:"+c.ClientIP(), s.publicRate, "rate_limited",
+		"Too many requests from your address"); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Next()
+}
+
+// publicAgentLimit holds the end users' endpoints of bot to AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT
+// requests a minute, all its visitors together, so that one agent's visitors take at most that
+// of the service.
+func (s *server) publicAgentLimit(c *gin.Context, bot agents.Bot) error {
+	return s.publicAllow(c, "ratelimit:public:bot:"+bot.ID, s.publicAgentRate, "agent_rate_limited", "This agent has too many visitors at once")
+}
+
+// publicAllow takes one request of perMinute from key's limit (none when perMinute is 0): a 429
+// with Retry-After, its code and message, when there is none left.
+func (s *server) publicAllow(c *gin.Context, key string, perMinute int, code, message string) error {
+	if perMinute <= 0 {
+		return nil
+	}
+	res, err := s.limiter.Allow(c, key, redis_rate.PerMinute(perMinute))
+	if err != nil {
+		return apperr.Unavailablef("redis", err)
+	}
+	if res.Allowed > 0 {
+		return nil
+	}
+	retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
+	return &apperr.Error{Kind: apperr.RateLimited, Code: code, RetryAfter: retry, Message: fmt.Sprintf("%s; retry in %d s.", message, retry)}
+}
+
+// visitorsBudget waits, up to the budget's wait, for a turn of bot's project's visitors (as
+// many at once as an account's requests): a flood of one project's visitors takes at most that
+// of the process and leaves the rest to the others. It returns the function that ends the turn.
+func (s *server) visitorsBudget(c *gin.Context, bot agents.Bot) (func(), error) {
+	if s.budget == nil {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.budgetWait)
+	defer cancel()
+	release, err := s.budget.Lock(ctx, "visitors:"+bot.ProjectID)
+	if err != nil {
+		return nil, &apperr.Error{Kind: apperr.RateLimited, Code: "visitors_busy", RetryAfter: 1,
+			Message: "This agent's team has as many visitors' chats in progress as it may; retry in a moment."}
+	}
+	return release, nil
 }

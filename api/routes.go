@@ -21,9 +21,9 @@ func (s *server) routes(r *gin.Engine) {
 	r.GET("/web/app.js", webAsset("app.js"))
 	r.GET("/web/app.css", webAsset("app.css"))
 	r.GET("/widget.js", webAsset("widget.js"))
-	r.POST("/public/v1/session", handle(s.openSession))
-	r.POST("/public/v1/chat", s.publicChat)
-	r.GET("/public/v1/history", handle(s.publicHistory))
+	r.POST("/public/v1/session", s.publicLimited, handle(s.openSession))
+	r.POST("/public/v1/chat", s.publicLimited, s.publicChat)
+	r.GET("/public/v1/history", s.publicLimited, handle(s.publicHistory))
 
 	openAI := []gin.HandlerFunc{openAIErrors, s.authenticate, s.rateLimited, s.accountBudget}
 	r.POST("/v1/chat/completions", append(openAI, s.completion)...)

@@ -73,6 +73,13 @@ type Deps struct {
 	// bound. BudgetWait is how long a request waits for its turn (10 s when zero).
 	AccountBudget int
 	BudgetWait    time.Duration
+	// PublicRateLimit is requests per minute per client address to the end users' endpoints,
+	// PublicAgentRateLimit per agent; 0 is no limit.
+	PublicRateLimit      int
+	PublicAgentRateLimit int
+	// TrustedProxies are the CIDRs whose X-Forwarded-For names the client address (none: the
+	// connection's address is the client's).
+	TrustedProxies []string
 	// Heartbeat spaces the comment lines of event streams.
 	Heartbeat time.Duration
 	// Metrics are the process's metrics, served at /metrics; nil makes the server's own.
@@ -115,6 +122,8 @@ type server struct {
 	rateLimit    int
 	budget       *keylock.Locks // by account, nil without a budget
 	budgetWait   time.Duration
+	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
+	publicRate, publicAgentRate int
 	// agentMCPHandler serves agents as MCP servers, hostedMCPHandler the hosted ones.
 	agentMCPHandler, hostedMCPHandler http.Handler
 	// userMemory is what agents remember of their end users.
@@ -160,7 +169,9 @@ func NewServer(d Deps) http.Handler {
 		bodyTimeout:  cmp.Or(d.BodyTimeout, 30*time.Second),
 		rateLimit:    d.RateLimit,
 		budgetWait:   cmp.Or(d.BudgetWait, 10*time.Second),
+		publicRate:   d.PublicRateLimit,
 	}
+	s.publicAgentRate = d.PublicAgentRateLimit
 	if d.AccountBudget > 0 {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
@@ -168,6 +179,10 @@ func NewServer(d Deps) http.Handler {
 	s.stats = d.Stats
 	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
 	r := newEngine()
+	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
+		s.log.Error("trusted proxies refused: the connection's address is the client's", "error", err)
+		_ = r.SetTrustedProxies(nil)
+	}
 	s.routes(r)
 	return r
 }

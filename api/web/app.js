@@ -2,6 +2,12 @@
 // conversation streamed token by token, kept across reloads. No API key is ever here: the page
 // speaks to the public endpoints with a session token scoped to this agent.
 (() => {
+  // A site the agent does not allow gets a notice, and its widget the origin to allow.
+  const refused = document.body.dataset.refused;
+  if (refused) {
+    const text = `agentplane: add ${refused} to the agent's allowed_origins (PUT /v1/bot/update) to show it on this site`;
+    return window.parent.postMessage({ type: 'agentplane:refused', text }, '*');
+  }
   const subdomain = document.body.dataset.subdomain;
   const log = document.getElementById('log');
   const form = document.getElementById('ask');
@@ -33,10 +39,16 @@
 
   async function token() {
     if (session && Date.parse(session.expires_at) - Date.now() > 60000) return session.token;
-    const res = await fetch('/public/v1/session', {
+    const open = () => fetch('/public/v1/session', {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ subdomain, subscriber_id: state.subscriber_id || '', sso_token: sso }),
     });
+    let res = await open();
+    if (res.status === 401 && state.subscriber_id && !sso) {
+      // The id kept here signed in, and only its sign-in opens it again: go on as a new visitor.
+      state = {};
+      res = await open();
+    }
     if (!res.ok) throw await problem(res);
     session = await res.json();
     state.subscriber_id = session.subscriber_id;

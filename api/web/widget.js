@@ -59,6 +59,8 @@
       pending.splice(0).forEach(post);
     } else if (d.type === 'agentplane:message') {
       emit('message', { role: d.role, text: d.text });
+    } else if (d.type === 'agentplane:refused') {
+      console.warn(d.text);
     }
   }
   window.addEventListener('message', onMessage);

@@ -39,7 +39,10 @@ type Bot struct {
 	HideBranding      int    `json:"hide_branding" bson:"hide_branding"`
 	// AutoApproveTools 1 lets agent runs use tools that change data without asking; 0 (the
 	// default) pauses the run for approval first.
-	AutoApproveTools int       `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	AutoApproveTools int `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	// VisitorApprovals lets the end users of the agent's page and widget approve the tool calls
+	// their chats' runs wait for; without it (the default) only the account decides.
+	VisitorApprovals bool      `json:"visitor_approvals" bson:"visitor_approvals"`
 	Status           int       `json:"status" bson:"status"`
 	ActiveAt         time.Time `json:"active_at" bson:"active_at"`
 	UpdatedAt        time.Time `json:"updated_at" bson:"updated_at"`

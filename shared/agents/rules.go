@@ -69,6 +69,7 @@ type Patch struct {
 	Heartbeat         flex.OptFlag       `json:"heartbeat"`
 	HideBranding      flex.OptFlag       `json:"hide_branding"`
 	AutoApproveTools  flex.OptFlag       `json:"auto_approve_tools"`
+	VisitorApprovals  *bool              `json:"visitor_approvals"`
 	Status            flex.OptFlag       `json:"status"`
 	Branding          json.RawMessage    `json:"branding"`
 	Integrations      *[]freeform.Object `json:"integrations"`
@@ -95,6 +96,9 @@ func (p Patch) apply(b *Bot) error {
 		if src.Set {
 			*dst = int(src.Value)
 		}
+	}
+	if p.VisitorApprovals != nil {
+		b.VisitorApprovals = *p.VisitorApprovals
 	}
 	if p.MaxReplyTokens.Set {
 		b.MaxReplyTokens = strconv.Itoa(int(p.MaxReplyTokens.Value))
@@ -147,8 +151,8 @@ func validate(b Bot, h Hosts) error {
 	h.checkDomain(&p, b.Domain)
 	limits.Items(&p, "allowed_origins", len(b.AllowedOrigins), MaxAllowedOrigins)
 	for i, o := range b.AllowedOrigins {
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com")
+		if !Origin(o) {
+			p.Add(fmt.Sprintf("allowed_origins[%d]", i), "must be a web origin such as https://shop.example.com: http or https, a host name or IP address, an optional port, nothing else")
 		}
 	}
 	h.checkSubdomain(&p, b.Subdomain)
@@ -179,6 +183,16 @@ func validate(b Bot, h Hosts) error {
 		return err
 	}
 	return limits.Document(Resource, b, MaxBotBytes)
+}
+
+// originHost is the host and optional port of a web origin: a DNS name or IPv4 address, or an
+// IPv6 address in brackets.
+var originHost = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$`)
+
+// Origin reports whether o is a web origin, lowercase: scheme://host[:port] and nothing else.
+func Origin(o string) bool {
+	scheme, host, ok := strings.Cut(o, "://")
+	return ok && (scheme == "https" || scheme == "http") && len(host) <= 260 && originHost.MatchString(host)
 }
 
 func checkURL(p *apperr.Problems, field, v string) {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
+	"github.com/agentplane/agentplane/shared/limits"
 )
 
 // SessionTTL is how long an end user's session lasts; the page asks for a new one before.
@@ -63,14 +64,26 @@ type Claims struct {
 	SubscriberID string
 	// Name is the end user's name when the session was opened.
 	Name string
+	// SignedIn says an SSO token signed the end user in; else the session is anonymous.
+	SignedIn bool
 }
 
 // sessionClaims are what a session token says: the registered claims, and the end user's name,
-// which their messages carry (so that a turn need not read the end user).
+// which their messages carry (so that a turn need not read the end user), and whether they
+// signed in.
 type sessionClaims struct {
 	jwt.RegisteredClaims
 	Name string `json:"name,omitempty"`
+	SSO  bool   `json:"sso,omitempty"`
 }
+
+// Bounds of a sign-in token and of what it says about its user.
+const (
+	MaxSSOTokenLength = 8192
+	MaxSSONameLength  = 200
+	MaxSSOEmailLength = 254
+	MaxSSOExternalID  = 200
+)
 
 func (s *Service) ready() error {
 	if s.key == nil {
@@ -81,7 +94,9 @@ func (s *Service) ready() error {
 
 // Open starts a session with bot: for the user an SSO token signs, when there is one; else,
 // unless the agent requires sign-in, for an anonymous end user: the subscriber id the browser
-// kept, when it is one of bot's, else a new subscriber.
+// kept, when it is one of bot's anonymous ones, else a new id. A kept id that signed in needs
+// its SSO token again (Unauthorized sso_required). A new id is no record yet: the subscriber is
+// kept once they write (ChatStarted).
 func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken string) (Session, error) {
 	if err := s.ready(); err != nil {
 		return Session{}, err
@@ -93,27 +108,35 @@ func (s *Service) Open(ctx context.Context, bot agents.Bot, kept, ssoToken strin
 		return Session{}, apperr.New(apperr.Unauthorized, "login_required", "This agent requires sign-in: open it from the site that signs you in.")
 	}
 	now := s.now()
-	sub, err := s.repo.Get(ctx, bot.ID, strings.TrimSpace(kept))
+	kept = strings.TrimSpace(kept)
+	if kept == "" {
+		return s.session(bot, newVisitor(bot), false, now)
+	}
+	sub, err := s.repo.Get(ctx, bot.ID, kept)
 	switch {
+	case err == nil && !sub.Anonymous:
+		return Session{}, apperr.New(apperr.Unauthorized, "sso_required", "This visitor signed in before: sign in again with an sso_token, or open an anonymous session without their subscriber_id.")
 	case err == nil:
 		if err := s.repo.Seen(ctx, bot.ID, sub.ID, now); err != nil {
 			return Session{}, err
 		}
-	case apperr.As(err).Kind == apperr.NotFound || strings.TrimSpace(kept) == "":
-		sub = Subscriber{ID: ids.New(), ProjectID: bot.ProjectID, BotID: bot.ID, Name: "Visitor", Anonymous: true, FirstSeen: now, LastSeen: now}
-		if err := s.repo.Insert(ctx, sub); err != nil {
-			return Session{}, err
-		}
+	case apperr.As(err).Kind == apperr.NotFound:
+		sub = newVisitor(bot)
 	default:
 		return Session{}, err
 	}
-	return s.session(bot, sub, now)
+	return s.session(bot, sub, false, now)
 }
 
-// session is a session for sub with bot, from now.
-func (s *Service) session(bot agents.Bot, sub Subscriber, now time.Time) (Session, error) {
+// newVisitor is a new anonymous end user of bot, as their first message keeps them.
+func newVisitor(bot agents.Bot) Subscriber {
+	return Subscriber{ID: ids.New(), ProjectID: bot.ProjectID, BotID: bot.ID, Name: "Visitor", Anonymous: true}
+}
+
+// session is a session for sub with bot, from now; signedIn says an SSO token signed them in.
+func (s *Service) session(bot agents.Bot, sub Subscriber, signedIn bool, now time.Time) (Session, error) {
 	expires := now.Add(SessionTTL)
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{Name: sub.Name, RegisteredClaims: jwt.RegisteredClaims{Issuer: issuer,
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, sessionClaims{Name: sub.Name, SSO: signedIn, RegisteredClaims: jwt.RegisteredClaims{Issuer: issuer,
 		Subject: sub.ID, Audience: jwt.ClaimStrings{bot.ID}, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(expires)}}).SignedString(s.key)
 	if err != nil {
 		return Session{}, err
@@ -136,7 +159,7 @@ func (s *Service) Verify(token string) (Claims, error) {
 		}
 		return Claims{}, apperr.New(apperr.Unauthorized, "invalid_session", msg)
 	}
-	return Claims{BotID: c.Audience[0], SubscriberID: c.Subject, Name: c.Name}, nil
+	return Claims{BotID: c.Audience[0], SubscriberID: c.Subject, Name: c.Name, SignedIn: c.SSO}, nil
 }
 
 // Get returns the agent's subscriber id.
@@ -144,9 +167,11 @@ func (s *Service) Get(ctx context.Context, botID, id string) (Subscriber, error)
 	return s.repo.Get(ctx, botID, id)
 }
 
-// ChatStarted counts a chat the subscriber started.
-func (s *Service) ChatStarted(ctx context.Context, botID, id string) error {
-	return s.repo.CountChat(ctx, botID, id)
+// ChatStarted counts a chat sub started, keeping sub first when this is the first they wrote.
+func (s *Service) ChatStarted(ctx context.Context, sub Subscriber) error {
+	now := s.now()
+	sub.FirstSeen, sub.LastSeen = now, now
+	return s.repo.CountChat(ctx, sub)
 }
 
 // List returns a page of the project's subscribers (of one agent when botID is not empty), the
@@ -180,6 +205,9 @@ func ssoOwner(botID string) string { return "sso:" + botID }
 // who. The user is the agent's subscriber of that external id, made on first sign-in.
 func (s *Service) signIn(ctx context.Context, bot agents.Bot, token string) (Session, error) {
 	refused := func(msg string) error { return apperr.New(apperr.Unauthorized, "invalid_sso_token", msg) }
+	if len(token) > MaxSSOTokenLength {
+		return Session{}, apperr.Invalidf("sso_token", "must be at most %d characters", MaxSSOTokenLength)
+	}
 	sealed, err := s.repo.SSOSecret(ctx, bot.ID)
 	if apperr.As(err).Kind == apperr.NotFound {
 		return Session{}, refused("The agent has no SSO secret; make one with POST /v1/bot/sso-secret.")
@@ -202,6 +230,11 @@ func (s *Service) signIn(ctx context.Context, bot agents.Bot, token string) (Ses
 		return Session{}, refused("The sign-in token is not valid: it must be signed (HS256) with the agent's SSO secret.")
 	case c.ExpiresAt.After(now.Add(MaxSSOAhead + time.Minute)):
 		return Session{}, refused("The sign-in token's exp may be at most an hour ahead.")
+	case c.IssuedAt != nil && c.IssuedAt.After(now.Add(MaxSSOAhead)):
+		return Session{}, refused("The sign-in token's iat is more than an hour ahead.")
+	}
+	if err := c.bounded(); err != nil {
+		return Session{}, err
 	}
 	external := strings.TrimSpace(c.ExternalID)
 	if external == "" {
@@ -226,7 +259,16 @@ func (s *Service) signIn(ctx context.Context, bot agents.Bot, token string) (Ses
 	default:
 		return Session{}, err
 	}
-	return s.session(bot, sub, now)
+	return s.session(bot, sub, true, now)
+}
+
+// bounded refuses claims longer than their bounds (Invalid, naming the claim).
+func (c ssoClaims) bounded() error {
+	var p apperr.Problems
+	limits.Text(&p, "sso_token.name", c.Name, MaxSSONameLength)
+	limits.Text(&p, "sso_token.email", c.Email, MaxSSOEmailLength)
+	limits.Text(&p, "sso_token.external_id", c.ExternalID, MaxSSOExternalID)
+	return p.Err()
 }
 
 // orKept is v, or kept when v is empty.

@@ -1,7 +1,7 @@
 // Package subscribers is the end users of agents: the people who talk to an agent on its hosted
 // chat page or its widget, without an API key. Each gets a session, a short-lived token scoped to
-// one agent, and is a subscriber of that agent: anonymous (a random id the browser keeps) until
-// a sign-in says who it is.
+// one agent, and is a subscriber of that agent: anonymous (a random id the browser keeps, kept
+// here from their first message) until a sign-in says who it is.
 package subscribers
 
 import (
@@ -36,8 +36,9 @@ type Repo interface {
 	Get(ctx context.Context, botID, id string) (Subscriber, error)
 	// Seen moves the subscriber's last_seen to at.
 	Seen(ctx context.Context, botID, id string, at time.Time) error
-	// CountChat adds a chat to the subscriber's count.
-	CountChat(ctx context.Context, botID, id string) error
+	// CountChat adds a chat to the count of s (by its bot and id) and moves its last_seen to
+	// s.LastSeen, keeping s first when the agent has no such subscriber.
+	CountChat(ctx context.Context, s Subscriber) error
 	// ByExternalID returns the agent's subscriber known to the customer as externalID.
 	ByExternalID(ctx context.Context, botID, externalID string) (Subscriber, error)
 	// SignedIn sets who a signed-in subscriber is (name, email) and when they were last seen.

@@ -313,7 +313,11 @@ func (a *App) API() (api.Deps, error) {
 		BodyTimeout:   a.Cfg.BodyTimeout,
 		RateLimit:     a.Cfg.RateLimit,
 		AccountBudget: a.Cfg.AccountBudget,
-		Queues:        a.dashboard(),
+		// The end users' limits, per client address and per agent.
+		PublicRateLimit:      a.Cfg.PublicRateLimit,
+		PublicAgentRateLimit: a.Cfg.PublicAgentRateLimit,
+		TrustedProxies:       a.Cfg.TrustedProxies,
+		Queues:               a.dashboard(),
 		// What agents remember of their end users: listed, counted and deleted.
 		UserMemory: d.UserMemory,
 		// Agents' statistics.

@@ -39,9 +39,12 @@ func (r Subscribers) Seen(ctx context.Context, botID, id string, at time.Time) e
 	return wrap(err, subscribers.Resource)
 }
 
-func (r Subscribers) CountChat(ctx context.Context, botID, id string) error {
-	_, err := r.db.Collection(subscribersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "bot_id", Value: botID}},
-		bson.D{{Key: "$inc", Value: bson.D{{Key: "chats", Value: 1}}}})
+func (r Subscribers) CountChat(ctx context.Context, s subscribers.Subscriber) error {
+	_, err := r.db.Collection(subscribersColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}, {Key: "bot_id", Value: s.BotID}},
+		bson.D{{Key: "$inc", Value: bson.D{{Key: "chats", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "last_seen", Value: s.LastSeen}}},
+			{Key: "$setOnInsert", Value: bson.D{{Key: "project_id", Value: s.ProjectID}, {Key: "name", Value: s.Name}, {Key: "email", Value: s.Email},
+				{Key: "external_id", Value: s.ExternalID}, {Key: "anonymous", Value: s.Anonymous}, {Key: "first_seen", Value: s.FirstSeen}}}},
+		options.UpdateOne().SetUpsert(true))
 	return wrap(err, subscribers.Resource)
 }
 

@@ -39,7 +39,10 @@ var Vars = []Var{
 	{"AGENTPLANE_MAX_BODY_BYTES", "`1048576`", "Largest accepted request body; larger bodies get 413."},
 	{"AGENTPLANE_BODY_TIMEOUT", "`30s`", "Time a request's body may take to arrive once its headers have (headers get 10 s); a slower body gets 408 and the connection is closed."},
 	{"AGENTPLANE_RATE_LIMIT", "`600`", "Requests per minute allowed per API key (0 turns the limit off)."},
-	{"AGENTPLANE_ACCOUNT_CONCURRENCY", "`32`", "Requests of one account an API process works on at once, streams included; more wait their turn, up to 10 s, then answer 429 `account_busy` (0 turns the budget off)."},
+	{"AGENTPLANE_ACCOUNT_CONCURRENCY", "`32`", "Requests of one account an API process works on at once, streams included; more wait their turn, up to 10 s, then answer 429 `account_busy` (0 turns the budget off). The visitors of one project's agents (`/public/v1/chat`) have a budget of the same size of their own (429 `visitors_busy`)."},
+	{"AGENTPLANE_PUBLIC_RATE_LIMIT", "`120`", "Requests per minute one client address may make to the end users' endpoints (`/public/*`: agents' pages and widgets), whatever the agent; more answer 429 `rate_limited` (0 turns the limit off)."},
+	{"AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT", "`3000`", "Requests per minute all visitors together may make to one agent's end-user endpoints; more answer 429 `agent_rate_limited` (0 turns the limit off)."},
+	{"AGENTPLANE_TRUSTED_PROXIES", "`127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7`", "Addresses (CIDRs, comma-separated) of the proxies and load balancers in front of the API: from them, `X-Forwarded-For` names the client address the end users' limits count; from any other, the connection's address counts. `none` trusts none."},
 	{"AGENTPLANE_DEFAULT_CURRENCY", "`USD`", "ISO 4217 currency of deals created without one."},
 	{"AGENTPLANE_ALLOW_PRIVATE_NETWORKS", "`false`", "Lets outbound fetches (web pages, documents, provider hosts, webhooks) reach loopback, private and other special-purpose addresses and any port. Only for local setups."},
 	{"AGENTPLANE_FETCH_TIMEOUT", "`20s`", "Time limit of one outbound fetch, body included."},
@@ -91,12 +94,18 @@ type Config struct {
 	DNSResolver string
 	DevAPIKey   string
 	// SecretsKey seals tools' credentials; nil when none is configured.
-	SecretsKey        []byte
-	DefaultCurrency   string
-	MaxBodyBytes      int64
-	BodyTimeout       time.Duration
-	RateLimit         int
-	AccountBudget     int
+	SecretsKey      []byte
+	DefaultCurrency string
+	MaxBodyBytes    int64
+	BodyTimeout     time.Duration
+	RateLimit       int
+	AccountBudget   int
+	// PublicRateLimit is requests per minute per client address to /public/*, and
+	// PublicAgentRateLimit per agent (0: no limit).
+	PublicRateLimit      int
+	PublicAgentRateLimit int
+	// TrustedProxies are the CIDRs whose X-Forwarded-For names the client address.
+	TrustedProxies    []string
 	WorkerConcurrency int
 	AllowPrivate      bool
 	FetchTimeout      time.Duration
@@ -196,6 +205,19 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.AccountBudget = int(budget)
+	for _, l := range []struct {
+		dst       *int
+		name, def string
+	}{{&c.PublicRateLimit, "AGENTPLANE_PUBLIC_RATE_LIMIT", "120"}, {&c.PublicAgentRateLimit, "AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT", "3000"}} {
+		n, err := positiveInt(get(l.name, l.def), l.name, 0)
+		if err != nil {
+			return c, err
+		}
+		*l.dst = int(n)
+	}
+	if c.TrustedProxies, err = proxies(get("AGENTPLANE_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7")); err != nil {
+		return c, err
+	}
 	conc, err := positiveInt(get("AGENTPLANE_WORKER_CONCURRENCY", "10"), "AGENTPLANE_WORKER_CONCURRENCY", 1)
 	if err != nil {
 		return c, err
@@ -270,6 +292,22 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("AGENTPLANE_LOG_LEVEL: want debug, info, warn or error, got %q", c.LogLevel)
 	}
 	return c, nil
+}
+
+// proxies reads AGENTPLANE_TRUSTED_PROXIES: CIDRs, comma-separated, or none.
+func proxies(s string) ([]string, error) {
+	if s == "none" {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if _, _, err := net.ParseCIDR(p); err != nil {
+			return nil, fmt.Errorf("AGENTPLANE_TRUSTED_PROXIES: want CIDRs such as 10.0.0.0/8, comma-separated, or none; got %q", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func positiveInt(s, name string, min int64) (int64, error) {

@@ -55,6 +55,29 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("%+v", c)
 		}
 	})
+	t.Run("EndUsersLimits", func(t *testing.T) {
+		c, err := config.Load("api", env())
+		if err != nil || c.PublicRateLimit != 120 || c.PublicAgentRateLimit != 3000 || len(c.TrustedProxies) != 6 || c.TrustedProxies[0] != "127.0.0.0/8" {
+			t.Fatalf("defaults %+v, %v", c, err)
+		}
+		c, err = config.Load("api", env("AGENTPLANE_PUBLIC_RATE_LIMIT", "0", "AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT", "50", "AGENTPLANE_TRUSTED_PROXIES", "none"))
+		if err != nil || c.PublicRateLimit != 0 || c.PublicAgentRateLimit != 50 || c.TrustedProxies != nil {
+			t.Fatalf("set %+v, %v", c, err)
+		}
+		c, err = config.Load("api", env("AGENTPLANE_TRUSTED_PROXIES", " 10.1.0.0/16 , 2001:db8::/32"))
+		if err != nil || strings.Join(c.TrustedProxies, " ") != "10.1.0.0/16 2001:db8::/32" {
+			t.Fatalf("proxies %q, %v", c.TrustedProxies, err)
+		}
+		for _, bad := range []string{"10.0.0.1", "everyone", "10.0.0.0/8,", "-1"} {
+			name := "AGENTPLANE_TRUSTED_PROXIES"
+			if bad == "-1" {
+				name = "AGENTPLANE_PUBLIC_RATE_LIMIT"
+			}
+			if _, err := config.Load("api", env(name, bad)); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%q: %v", name, bad, err)
+			}
+		}
+	})
 	t.Run("TracingOffByDefault", func(t *testing.T) {
 		c, err := config.Load("worker", env())
 		if err != nil {

@@ -1,7 +1,9 @@
 // Package markdown renders text written in Markdown (a model's reply) as HTML safe to put in a
-// page: goldmark renders it, any HTML the text holds is shown as text rather than obeyed, and
-// bluemonday's policy for user content keeps only harmless elements and attributes, with links
-// to other sites opening apart (target _blank, rel noopener).
+// page: goldmark renders it, any HTML the text holds is shown as text rather than obeyed, images
+// become links to them (a reply never makes the page fetch anything unasked: a URL may carry
+// what the reply holds to whoever serves it), and bluemonday's policy for user content keeps
+// only harmless elements and attributes, with links to other sites opening apart (target
+// _blank, rel noopener).
 package markdown
 
 import (
@@ -30,7 +32,8 @@ func HTML(text string) string {
 	return policy.Sanitize(b.String())
 }
 
-// rawAsText renders the HTML a text holds (inline or as a block) as the text it is.
+// rawAsText renders the HTML a text holds (inline or as a block) as the text it is, and images
+// as links to them.
 type rawAsText struct{}
 
 func (rawAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
@@ -43,6 +46,19 @@ func (rawAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 			}
 		}
 		return ast.WalkSkipChildren, nil
+	})
+	r.Register(ast.KindImage, func(w util.BufWriter, _ []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		img := n.(*ast.Image)
+		switch {
+		case entering:
+			_, _ = w.WriteString(`<a href="` + html.EscapeString(string(img.Destination)) + `">`)
+			if !img.HasChildren() {
+				_, _ = w.WriteString(html.EscapeString(string(img.Destination)))
+			}
+		default:
+			_, _ = w.WriteString("</a>")
+		}
+		return ast.WalkContinue, nil
 	})
 	r.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {

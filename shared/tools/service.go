@@ -590,6 +590,9 @@ func (s *Service) list(ctx context.Context, t Tool) ([]Operation, string, error)
 		if ops[i].InputSchema == nil {
 			ops[i].InputSchema = map[string]any{"type": "object"}
 		}
+		if problem := SchemaProblem(ops[i].InputSchema); problem != "" {
+			return nil, "", apperr.Invalidf("operations", "the input schema of %s %s", ops[i].Name, problem)
+		}
 		if len(ops[i].Description) > MaxDescription {
 			ops[i].Description = strings.ToValidUTF8(ops[i].Description[:MaxDescription], "")
 		}
@@ -696,17 +699,23 @@ func (s *Service) Offers(ctx context.Context, projectID, botID string) ([]Offer,
 	var out []Offer
 	seen := map[string]bool{}
 	for _, t := range all {
-		out = append(out, offers(t, seen)...)
+		out = append(out, offers(t, seen, s.log)...)
 	}
 	return out, nil
 }
 
-// offers are the active operations of t, but those whose names seen has (it takes theirs).
-func offers(t Tool, seen map[string]bool) []Offer {
+// offers are the active operations of t, but those whose names seen has (it takes theirs) and
+// those whose input schemas are too large to offer (stored before their size was bounded,
+// which log is told of).
+func offers(t Tool, seen map[string]bool, log *slog.Logger) []Offer {
 	var out []Offer
 	for _, o := range t.Operations {
 		name := CallName(t.Key, o.Name)
 		if !t.active(o.Name) || seen[name] {
+			continue
+		}
+		if problem := SchemaProblem(o.InputSchema); problem != "" {
+			log.Warn("tool operation not offered: its input schema is too large; refresh the tool", "tool_id", t.ID, "operation", o.Name, "problem", problem)
 			continue
 		}
 		if seen != nil {
@@ -750,6 +759,9 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 	i := slices.IndexFunc(target.Operations, func(op Operation) bool { return op.Name == o.Operation })
 	if i < 0 || !t.active(o.Operation) {
 		return Output{}, fmt.Errorf("%w: the operation %s of %s is no longer offered", ErrCall, o.Operation, o.Label)
+	}
+	if problem := SchemaProblem(target.Operations[i].InputSchema); problem != "" {
+		return Output{}, fmt.Errorf("%w: the input schema of the operation %s of %s %s", ErrCall, o.Operation, o.Label, problem)
 	}
 	conn, ok := s.connectors[target.Type]
 	if !ok {

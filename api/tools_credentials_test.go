@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
@@ -99,4 +100,53 @@ func TestToolCredentialsStayWithTheirOrigin(t *testing.T) {
 		t.Fatalf("the MCP server's redirect was not followed: %q", got)
 	}
 	other.sawCredentials(t)
+}
+
+// A tool, or a hosted MCP server, whose URL moves to another host keeps no credentials it is
+// not given again: the update answers 422 naming them, and nothing reaches the new host. A move
+// within the origin keeps them, and credentials given again go with the move.
+func TestMovedToolNeedsItsCredentialsAgain(t *testing.T) {
+	t.Parallel()
+	b, c, _ := agentSetup(t, nil)
+	peer := startMCP(t)
+	other := startElsewhere(t)
+	a := toolsAPI{c}
+	update := func(path string, body map[string]any, fields ...string) {
+		t.Helper()
+		res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: path, Key: b.key, Body: c.body(body)})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+		for _, f := range fields {
+			expectField(t, res, f)
+		}
+	}
+
+	shop := a.create(t, shopTool("Shop", peer.streamable, ""))["id"].(string)
+	update("/v1/bot/tool/"+shop, map[string]any{"config": map[string]any{"url": other.URL + "/mcp"}}, "config.auth.token", "config.headers")
+	update("/v1/bot/tool/"+shop, map[string]any{"config": map[string]any{"url": other.URL + "/mcp",
+		"auth": map[string]any{"type": "bearer", "token": "sk-new"}}}, "config.headers")
+	moved := a.do(t, http.MethodPut, "/"+shop, map[string]any{"config": map[string]any{"url": peer.streamable + "/mcp"}}, http.StatusOK, "")["tool"].(map[string]any)
+	if moved["status"] != "ready" || moved["config"].(map[string]any)["url"] != peer.streamable+"/mcp" {
+		t.Fatalf("moved within its origin %v", moved)
+	}
+
+	orders := a.create(t, map[string]any{"name": "Orders", "type": "openapi", "config": map[string]any{"spec": ordersSpec, "url": peer.streamable,
+		"auth": map[string]any{"type": "header", "name": "X-Api-Key", "token": mcpSecret}}})["id"].(string)
+	update("/v1/bot/tool/"+orders, map[string]any{"config": map[string]any{"url": other.URL}}, "config.auth.token")
+
+	m := mcpAPI{b}
+	hosted := m.do(t, http.MethodPost, "/create/from-openapi", map[string]any{"name": "Orders", "openApiSpec": ordersSpec, "baseUrl": peer.streamable,
+		"authType": "bearer", "credentials": map[string]any{"token": mcpSecret}}, http.StatusOK, "")["server"].(map[string]any)["id"].(string)
+	res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/mcp/" + hosted + "/update", Key: b.key,
+		Body: map[string]any{"project_id": b.project.ID, "baseUrl": other.URL}})
+	expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+	expectField(t, res, "credentials.token")
+
+	if got := other.requests(); len(got) != 0 {
+		t.Fatalf("the new host was reached: %q", got)
+	}
+	a.do(t, http.MethodPut, "/"+shop, map[string]any{"config": map[string]any{"url": other.URL + "/mcp",
+		"auth": map[string]any{"type": "bearer", "token": "sk-new"}, "headers": map[string]any{}}}, http.StatusOK, "")
+	if got := other.requests(); len(got) == 0 || !strings.Contains(got[0], "Bearer sk-new") {
+		t.Fatalf("the new host got %q", got)
+	}
 }

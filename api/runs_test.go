@@ -640,14 +640,14 @@ func collectionsHolding(t *testing.T, db *mongo.Database, s string) []string {
 }
 
 // A request's provider_key is used for the run it starts and for the rest of it after an
-// approval, and is written to no collection of the store; the agent's own key, which is
-// stored, is found by the same scan.
+// approval, and is written to no collection of the store, nor is the agent's own key, stored
+// sealed; the agent's rate limit message, stored as it is, is found by the same scan.
 func TestAgentRunKeepsNoProviderKey(t *testing.T) {
 	t.Parallel()
 	fake := providertest.New(t)
 	b := setup(t, withProvider(fake.URL))
-	const agentKey = "sk-agent-key-stored-with-the-agent"
-	a := b.chatBot(t, map[string]any{"provider_key": agentKey})
+	const agentKey, stored = "sk-agent-key-stored-with-the-agent", "a rate limit message stored with the agent"
+	a := b.chatBot(t, map[string]any{"provider_key": agentKey, "ratelimit_message": stored})
 	b.startWorker(t, workerOptions{})
 	requestKey := "sk-request-key-" + testenv.NewName()
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{
@@ -689,8 +689,11 @@ func TestAgentRunKeepsNoProviderKey(t *testing.T) {
 		}
 		waitABit()
 	}
-	if held := collectionsHolding(t, b.db, agentKey); !slices.Equal(held, []string{"bots"}) {
-		t.Fatalf("the agent's key is found in %v, want bots: the scan does not see stored strings", held)
+	if held := collectionsHolding(t, b.db, stored); !slices.Equal(held, []string{"bots"}) {
+		t.Fatalf("the agent's rate limit message is found in %v, want bots: the scan does not see stored strings", held)
+	}
+	if held := collectionsHolding(t, b.db, agentKey); len(held) != 0 {
+		t.Fatalf("the agent's provider_key is stored in the clear in %v", held)
 	}
 	if held := collectionsHolding(t, b.db, requestKey); len(held) != 0 {
 		t.Fatalf("the request's provider_key is stored in %v", held)

@@ -62,6 +62,9 @@ var skippedHeaders = map[string]bool{"content-type": true, "accept": true, "auth
 // FromPostman is the OpenAPI document (JSON) of a Postman collection, or an Invalid error
 // listing what is wrong with it (field collectionField).
 func FromPostman(raw []byte, field string) (string, error) {
+	if err := CheckDocument(raw, field); err != nil {
+		return "", err
+	}
 	var c postmanCollection
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return "", apperr.Invalidf(field, "is not a Postman collection: %v", err)
@@ -118,6 +121,10 @@ func FromPostman(raw []byte, field string) (string, error) {
 			}
 			if b := it.Request.Body; b != nil && b.Mode == "raw" && strings.TrimSpace(b.Raw) != "" {
 				var example any
+				if depth, _ := jsonShape([]byte(b.Raw)); depth > maxExampleDepth && json.Valid([]byte(b.Raw)) {
+					p.Add(field, "%s (%s): the raw body is nested deeper than %d levels (the limit)", where, it.Name, maxExampleDepth)
+					continue
+				}
 				if json.Unmarshal([]byte(b.Raw), &example) == nil {
 					op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": schemaOfExample(example)}}}
 				}
@@ -146,7 +153,13 @@ func FromPostman(raw []byte, field string) (string, error) {
 		doc["servers"] = []any{map[string]any{"url": server}}
 	}
 	out, err := json.Marshal(doc)
-	return string(out), err
+	if err != nil {
+		return "", err
+	}
+	if problem := documentProblem(out); problem != "" {
+		return "", apperr.Invalidf(field, "as an OpenAPI document, %s", problem)
+	}
+	return string(out), nil
 }
 
 // postmanPath is a request URL's path in OpenAPI's form (/orders/{id}), its server (scheme and
@@ -266,6 +279,10 @@ func postmanText(raw json.RawMessage) string {
 	_ = json.Unmarshal(raw, &d)
 	return strings.TrimSpace(d.Content)
 }
+
+// maxExampleDepth bounds the nesting of a request's raw JSON body: its schema, two levels for
+// each of the example's, sits eight levels deep in the document, which stays within MaxDepth.
+const maxExampleDepth = (MaxDepth - 8) / 2
 
 // schemaOfExample is a JSON schema a value is an example of.
 func schemaOfExample(v any) map[string]any {

@@ -300,7 +300,7 @@ func renamed(err error) error {
 	}
 	names := map[string]string{"config.spec": "openApiSpec", "config.url": "baseUrl", "config.auth.type": "authType",
 		"config.auth.name": "authName", "config.auth.token": "credentials.token", "config.auth.username": "credentials.username",
-		"config.auth.password": "credentials.password"}
+		"config.auth.password": "credentials.password", "config.headers": "headers"}
 	out := *e
 	out.Details = slices.Clone(e.Details)
 	for i, d := range out.Details {
@@ -346,7 +346,7 @@ func (s *Service) ServerOffers(ctx context.Context, projectID, id string) ([]Off
 	if err != nil {
 		return nil, serverNotFound(err)
 	}
-	return offers(t, nil), nil
+	return offers(t, nil, s.log), nil
 }
 
 // InvokeServer calls an operation of a hosted server for an MCP client.

@@ -74,8 +74,9 @@ func refused(err error) bool {
 }
 
 // Update replaces the tool's name, description, type and config with those given (a field
-// left out keeps its value; credentials left out are kept while the auth type stays), then
-// reads its operations again.
+// left out keeps its value; credentials left out are kept while the auth type stays, and while
+// the tool's calls go to the origins they went to: credentials kept for another origin are an
+// Invalid error naming them), then reads its operations again.
 func (s *Service) Update(ctx context.Context, projectID, botID, id string, in Input) (Tool, error) {
 	t, err := s.repo.Get(ctx, projectID, botID, id)
 	if err != nil {
@@ -85,6 +86,8 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if err != nil {
 		return Tool{}, err
 	}
+	old := t
+	keeps := kept{headers: in.Config.Headers == nil && len(creds.Headers) > 0}
 	if in.Name == "" {
 		in.Name = t.Name
 	}
@@ -118,19 +121,91 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	case a == nil:
 		in.Config.Auth = &AuthInput{Type: t.Config.Auth.Type, Name: t.Config.Auth.Name, Username: t.Config.Auth.Username}
 		in.Config.Auth.Token, in.Config.Auth.Password = creds.Secret, creds.Secret
+		keeps.secret = creds.Secret != ""
 	case cmp(a.Type, AuthNone) == t.Config.Auth.Type && a.Token == "" && a.Password == "":
 		a.Token, a.Password = creds.Secret, creds.Secret
+		keeps.secret = creds.Secret != ""
 	}
 	if err := s.apply(&t, in); err != nil {
 		return Tool{}, err
 	}
+	// An MCP server is read with the credentials: where it is must be checked first. An
+	// OpenAPI document is read without them, and names where the calls go.
+	if err := keeps.elsewhere(old, t); err != nil {
+		return Tool{}, err
+	}
 	if t, err = s.read(ctx, t); refused(err) {
+		return Tool{}, err
+	}
+	if err := keeps.elsewhere(old, t); err != nil {
 		return Tool{}, err
 	}
 	t, err = s.repo.Set(ctx, projectID, botID, id, map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
 		"type": t.Type, "config": t.Config, "sealed": t.Sealed, "spec": t.Spec, "operations": t.Operations, "status": t.Status,
 		"last_error": t.LastError, "refreshed_at": t.RefreshedAt, "updated_at": s.now()})
 	return t.view(), err
+}
+
+// kept says which of a tool's stored credentials an update keeps without their being given.
+type kept struct{ secret, headers bool }
+
+// elsewhere is an Invalid error naming the credentials k keeps when t's calls go to an origin
+// (scheme, host and port) that old's did not: credentials are given again to go elsewhere.
+func (k kept) elsewhere(old, t Tool) error {
+	if !k.secret && !k.headers {
+		return nil
+	}
+	before := origins(old)
+	for _, o := range origins(t) {
+		if slices.Contains(before, o) {
+			continue
+		}
+		var p apperr.Problems
+		if k.secret {
+			field := "config.auth.token"
+			if t.Config.Auth.Type == AuthBasic {
+				field = "config.auth.password"
+			}
+			p.Add(field, "is required again: the tool's calls move to another host (%s)", o)
+		}
+		if k.headers {
+			p.Add("config.headers", "are required again: the tool's calls move to another host (%s)", o)
+		}
+		return p.Err()
+	}
+	return nil
+}
+
+// origins are the origins (scheme://host:port) t's calls, and its credentials, go to: its URL,
+// else (an OpenAPI tool's) the servers its document names; none for a tool that names a hosted
+// server, whose own credentials it uses.
+func origins(t Tool) []string {
+	if t.Config.MCPServerID != "" {
+		return nil
+	}
+	urls := []string{t.Config.URL}
+	if t.Config.URL == "" {
+		for _, o := range t.Operations {
+			if o.Binding != nil {
+				urls = append(urls, o.Binding.Server)
+			}
+		}
+	}
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		scheme, port := strings.ToLower(u.Scheme), u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[scheme]
+		}
+		if o := scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port; !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func cmp(v, def string) string {
@@ -590,6 +665,9 @@ func (s *Service) list(ctx context.Context, t Tool) ([]Operation, string, error)
 		if ops[i].InputSchema == nil {
 			ops[i].InputSchema = map[string]any{"type": "object"}
 		}
+		if problem := SchemaProblem(ops[i].InputSchema); problem != "" {
+			return nil, "", apperr.Invalidf("operations", "the input schema of %s %s", ops[i].Name, problem)
+		}
 		if len(ops[i].Description) > MaxDescription {
 			ops[i].Description = strings.ToValidUTF8(ops[i].Description[:MaxDescription], "")
 		}
@@ -696,17 +774,23 @@ func (s *Service) Offers(ctx context.Context, projectID, botID string) ([]Offer,
 	var out []Offer
 	seen := map[string]bool{}
 	for _, t := range all {
-		out = append(out, offers(t, seen)...)
+		out = append(out, offers(t, seen, s.log)...)
 	}
 	return out, nil
 }
 
-// offers are the active operations of t, but those whose names seen has (it takes theirs).
-func offers(t Tool, seen map[string]bool) []Offer {
+// offers are the active operations of t, but those whose names seen has (it takes theirs) and
+// those whose input schemas are too large to offer (stored before their size was bounded,
+// which log is told of).
+func offers(t Tool, seen map[string]bool, log *slog.Logger) []Offer {
 	var out []Offer
 	for _, o := range t.Operations {
 		name := CallName(t.Key, o.Name)
 		if !t.active(o.Name) || seen[name] {
+			continue
+		}
+		if problem := SchemaProblem(o.InputSchema); problem != "" {
+			log.Warn("tool operation not offered: its input schema is too large; refresh the tool", "tool_id", t.ID, "operation", o.Name, "problem", problem)
 			continue
 		}
 		if seen != nil {
@@ -750,6 +834,9 @@ func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, 
 	i := slices.IndexFunc(target.Operations, func(op Operation) bool { return op.Name == o.Operation })
 	if i < 0 || !t.active(o.Operation) {
 		return Output{}, fmt.Errorf("%w: the operation %s of %s is no longer offered", ErrCall, o.Operation, o.Label)
+	}
+	if problem := SchemaProblem(target.Operations[i].InputSchema); problem != "" {
+		return Output{}, fmt.Errorf("%w: the input schema of the operation %s of %s %s", ErrCall, o.Operation, o.Label, problem)
 	}
 	conn, ok := s.connectors[target.Type]
 	if !ok {

@@ -216,10 +216,14 @@ func (a *App) Domain() (Domain, error) {
 	}
 	a.closers = append(a.closers, watch.Unsubscribe)
 	size, ttl := a.Cfg.CacheEntries, a.Cfg.CacheTTL
+	box, err := a.secrets()
+	if err != nil {
+		return Domain{}, err
+	}
 	mem := memory.New(cache.MemoryVersions(store.NewMemory(db), a.notices, size, ttl), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
 	d := Domain{
 		Tenancy: tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
-		Agents: agents.NewService(cache.Agents(store.NewAgents(db), a.notices, size, ttl), ev,
+		Agents: agents.NewService(cache.Agents(agents.SealKeys(store.NewAgents(db), box), a.notices, size, ttl), ev,
 			agents.Hosts{PublicDomain: a.Cfg.PublicDomain, Own: a.Cfg.PublicHosts, TXT: dnstxt.New(a.Cfg.DNSResolver)}),
 		CRM:       crm.NewService(cache.CRM(store.NewCRM(db), a.notices, size, ttl), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
@@ -230,10 +234,6 @@ func (a *App) Domain() (Domain, error) {
 		Events:    ev,
 	}
 	d.WorkflowRuns = workflows.NewRuns(d.Workflows, a.workflowRuns(), a.Queue(), a.Log.With("component", "workflows"))
-	box, err := a.secrets()
-	if err != nil {
-		return Domain{}, err
-	}
 	// Agents' tools reach their users' servers through the guarded client; a call takes at
 	// most its tool's time limit, which the client's own outlasts.
 	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,

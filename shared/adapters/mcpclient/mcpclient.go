@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/tools"
 )
@@ -65,12 +66,13 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 func (c *Client) session(ctx context.Context, e tools.Endpoint, f func(context.Context, *mcp.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
-	hc := *c.http
-	hc.Transport = headers{base: hc.Transport, set: e.Headers}
 	endpoint, err := withQuery(e.URL, e.Query)
-	if err != nil {
+	origin, perr := url.Parse(e.URL)
+	if err != nil || perr != nil {
 		return apperr.Invalidf("config.url", "is not a URL")
 	}
+	hc := *c.http
+	hc.Transport = headers{base: hc.Transport, set: e.Headers, origin: origin}
 	var t mcp.Transport
 	switch e.Transport {
 	case "", tools.TransportStreamable:
@@ -149,14 +151,16 @@ func output(r *mcp.CallToolResult, max int) tools.Output {
 	return tools.OutputOf(text, r.IsError, max)
 }
 
-// headers sets a server's headers on every request.
+// headers sets a server's headers (its credentials) on every request to its origin, and on no
+// other: not on a redirect elsewhere, nor on an SSE endpoint the server names on another host.
 type headers struct {
-	base http.RoundTripper
-	set  map[string]string
+	base   http.RoundTripper
+	set    map[string]string
+	origin *url.URL
 }
 
 func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.set) > 0 {
+	if len(h.set) > 0 && safehttp.SameOrigin(r.URL, h.origin) {
 		r = r.Clone(r.Context())
 		for k, v := range h.set {
 			r.Header.Set(k, v)

@@ -48,7 +48,10 @@ func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation,
 	if err != nil {
 		return nil, "", err
 	}
-	ops := operations(doc, e.SpecURL)
+	ops, err := operations(doc, e.SpecURL)
+	if err != nil {
+		return nil, "", err
+	}
 	if len(ops) == 0 {
 		return nil, "", apperr.Invalidf("config.spec", "the document describes no operations")
 	}
@@ -84,6 +87,9 @@ func (c *Client) fetch(ctx context.Context, e tools.Endpoint) (string, error) {
 
 // load parses and validates spec, resolving its own references and no others.
 func load(ctx context.Context, spec string) (*openapi3.T, error) {
+	if err := tools.CheckDocument([]byte(spec), "config.spec"); err != nil {
+		return nil, err
+	}
 	loader := openapi3.NewLoader()
 	loader.IsExternalRefsAllowed = false
 	doc, err := loader.LoadFromData([]byte(spec))
@@ -112,9 +118,12 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9-]+`)
 
 // operations are the operations of doc, by path and method, named by their operationId (else
 // method and path). specURL, when the document was read from one, resolves relative servers.
-func operations(doc *openapi3.T, specURL string) []tools.Operation {
+// An operation whose input schema, its references inlined, is larger than the tools' limits
+// (tools.MaxDepth, tools.MaxSchemaValues, tools.MaxSpecSchemaValues) is an Invalid error.
+func operations(doc *openapi3.T, specURL string) ([]tools.Operation, error) {
 	var out []tools.Operation
 	seen := map[string]bool{}
+	in := &inliner{doc: doc, components: map[string][]byte{}}
 	paths := doc.Paths.Map()
 	for _, path := range slices.Sorted(maps.Keys(paths)) {
 		item := paths[path]
@@ -136,18 +145,22 @@ func operations(doc *openapi3.T, specURL string) []tools.Operation {
 			if desc == "" {
 				desc = strings.ToUpper(method) + " " + path
 			}
-			schema, binding := bind(doc, item, op)
+			in.values = 0
+			schema, binding, err := bind(in, item, op)
+			if err != nil {
+				return nil, apperr.Invalidf("config.spec", "the input of operation %s, its references inlined, %v", name, err)
+			}
 			binding.Method, binding.Path, binding.Server = strings.ToUpper(method), path, serverOf(doc, item, op, specURL)
 			out = append(out, tools.Operation{Name: name, Description: desc, InputSchema: schema, Binding: binding,
 				ReadOnly: method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // bind is the JSON schema of an operation's arguments (its parameters, and its JSON body as
 // "body") and where each goes.
-func bind(doc *openapi3.T, item *openapi3.PathItem, op *openapi3.Operation) (map[string]any, *tools.Binding) {
+func bind(in *inliner, item *openapi3.PathItem, op *openapi3.Operation) (map[string]any, *tools.Binding, error) {
 	props, required := map[string]any{}, []any{}
 	b := &tools.Binding{}
 	params := map[string]*openapi3.Parameter{}
@@ -170,7 +183,10 @@ func bind(doc *openapi3.T, item *openapi3.PathItem, op *openapi3.Operation) (map
 		if _, taken := props[p.Name]; taken || p.Name == "body" {
 			continue
 		}
-		s := inline(doc, p.Schema, 0)
+		s, err := in.schema(p.Schema)
+		if err != nil {
+			return nil, nil, err
+		}
 		if p.Description != "" {
 			s["description"] = p.Description
 		}
@@ -186,7 +202,10 @@ func bind(doc *openapi3.T, item *openapi3.PathItem, op *openapi3.Operation) (map
 			if ct != "application/json" && !strings.HasSuffix(ct, "+json") {
 				continue
 			}
-			s := inline(doc, rb.Value.Content[ct].Schema, 0)
+			s, err := in.schema(rb.Value.Content[ct].Schema)
+			if err != nil {
+				return nil, nil, err
+			}
 			if rb.Value.Description != "" {
 				s["description"] = rb.Value.Description
 			}
@@ -201,50 +220,104 @@ func bind(doc *openapi3.T, item *openapi3.PathItem, op *openapi3.Operation) (map
 	if len(required) > 0 {
 		schema["required"] = required
 	}
-	return schema, b
+	return schema, b, nil
 }
 
-// maxDepth bounds how deep a schema's references are inlined (recursive schemas end there).
-const maxDepth = 8
+// maxRefDepth bounds how deep a schema's references are inlined (recursive schemas end there).
+const maxRefDepth = 8
 
-// inline is the schema ref as plain JSON, its references to the document's components
-// replaced by what they name.
-func inline(doc *openapi3.T, ref *openapi3.SchemaRef, depth int) map[string]any {
+// inliner makes the schemas of a document's operations plain JSON, their references to the
+// document's components replaced by what they name, within the tools' limits: values counts
+// those of the operation at hand, total those of the document.
+type inliner struct {
+	doc *openapi3.T
+	// components are the JSON texts of the components' schemas read so far, by name.
+	components    map[string][]byte
+	values, total int
+}
+
+// schema is ref as plain JSON, inlined.
+func (in *inliner) schema(ref *openapi3.SchemaRef) (map[string]any, error) {
 	if ref == nil || ref.Value == nil {
-		return map[string]any{}
+		return map[string]any{}, nil
 	}
 	raw, err := json.Marshal(ref.Value)
 	if err != nil {
-		return map[string]any{}
+		return map[string]any{}, nil
 	}
-	var v map[string]any
-	if json.Unmarshal(raw, &v) != nil {
-		return map[string]any{}
+	v, err := in.resolve(raw, 0, 0)
+	out, _ := v.(map[string]any)
+	if out == nil {
+		out = map[string]any{}
 	}
-	out, _ := resolve(doc, v, depth).(map[string]any)
-	return out
+	return out, err
 }
 
-// resolve replaces each {"$ref": "#/components/schemas/X"} in v by the schema X, inlined.
-func resolve(doc *openapi3.T, v any, depth int) any {
+// resolve is the JSON text raw as a value whose {"$ref": "#/components/schemas/X"} are the
+// schema X, inlined, at depth (the nesting above it) and refs (the references inlined above
+// it).
+func (in *inliner) resolve(raw []byte, depth, refs int) (any, error) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return map[string]any{}, nil
+	}
+	return in.walk(v, depth, refs)
+}
+
+func (in *inliner) walk(v any, depth, refs int) (any, error) {
+	if x, ok := v.(map[string]any); ok {
+		if ref, ok := x["$ref"].(string); ok {
+			return in.component(ref, depth, refs)
+		}
+	}
+	in.values++
+	in.total++
+	switch {
+	case in.values > tools.MaxSchemaValues:
+		return nil, fmt.Errorf("has more than %d values (the limit)", tools.MaxSchemaValues)
+	case in.total > tools.MaxSpecSchemaValues:
+		return nil, fmt.Errorf("brings the document's operations' inputs to more than %d values (the limit)", tools.MaxSpecSchemaValues)
+	case depth > tools.MaxDepth:
+		return nil, fmt.Errorf("is nested deeper than %d levels (the limit)", tools.MaxDepth)
+	}
+	var err error
 	switch x := v.(type) {
 	case map[string]any:
-		if ref, ok := x["$ref"].(string); ok {
-			name, found := strings.CutPrefix(ref, "#/components/schemas/")
-			if s := doc.Components.Schemas[name]; found && s != nil && depth < maxDepth {
-				return inline(doc, s, depth+1)
-			}
-			return map[string]any{}
-		}
 		for k, e := range x {
-			x[k] = resolve(doc, e, depth)
+			if x[k], err = in.walk(e, depth+1, refs); err != nil {
+				return nil, err
+			}
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = resolve(doc, e, depth)
+			if x[i], err = in.walk(e, depth+1, refs); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return v
+	return v, nil
+}
+
+// component is the schema ref names, inlined; an empty schema when it names none of the
+// document's components or references are nested too deep.
+func (in *inliner) component(ref string, depth, refs int) (any, error) {
+	name, found := strings.CutPrefix(ref, "#/components/schemas/")
+	if !found || refs >= maxRefDepth || in.doc.Components == nil {
+		return map[string]any{}, nil
+	}
+	raw, ok := in.components[name]
+	if !ok {
+		s := in.doc.Components.Schemas[name]
+		if s == nil || s.Value == nil {
+			return map[string]any{}, nil
+		}
+		var err error
+		if raw, err = json.Marshal(s.Value); err != nil {
+			return map[string]any{}, nil
+		}
+		in.components[name] = raw
+	}
+	return in.resolve(raw, depth, refs+1)
 }
 
 var serverVar = regexp.MustCompile(`\{([^}]+)\}`)

@@ -16,7 +16,9 @@
 // ("2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"). Whatever a host
 // name resolves to is checked again when each connection is dialled, so DNS answers, DNS
 // rebinding and redirects cannot reach a refused address. Proxies from the environment are
-// ignored.
+// ignored. A redirect to another origin (scheme, host and port) carries none of the request's
+// headers but a few that hold no credential (Accept, Content-Type, User-Agent, ...): the
+// Authorization, cookies and API key headers set for one server never reach another.
 //
 // Each request (each redirect hop too) is a client span of the trace of its context, whose
 // trace context it carries in its traceparent header; spans are exported without the path and
@@ -326,8 +328,8 @@ func (c *Client) checkURL(orig *url.URL) (*url.URL, error) {
 	return &u, nil
 }
 
-// checkRedirect is the CheckRedirect of the http.Client: it enforces the redirect limit and
-// checks each redirect URL.
+// checkRedirect is the CheckRedirect of the http.Client: it enforces the redirect limit, checks
+// each redirect URL and keeps the first request's credentials from other origins.
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if c.opts.MaxRedirects < 0 {
 		return http.ErrUseLastResponse
@@ -338,7 +340,34 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if _, err := c.checkURL(req.URL); err != nil {
 		return fmt.Errorf("redirect to %q: %w", req.URL.Redacted(), err)
 	}
+	if !SameOrigin(req.URL, via[0].URL) {
+		for name := range req.Header {
+			if !plainHeaders[name] {
+				req.Header.Del(name)
+			}
+		}
+	}
 	return nil
+}
+
+// plainHeaders are the request headers a redirect to another origin keeps: none carries a
+// credential. Every other header (Authorization, Cookie, API keys, a tool's own headers) stays
+// with the origin it was set for.
+// (Nor does Referer: the URL it names may carry a token in its query.)
+var plainHeaders = map[string]bool{"Accept": true, "Accept-Language": true, "Content-Type": true, "User-Agent": true,
+	"Traceparent": true, "Tracestate": true, "Mcp-Protocol-Version": true}
+
+// SameOrigin reports whether a and b have the same scheme, host and port (a scheme's default
+// port written or not).
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && originPort(a) == originPort(b)
+}
+
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
 }
 
 // checkedTransport checks every request URL (first hops and redirects, also for HTTPClient

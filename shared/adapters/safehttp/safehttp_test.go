@@ -529,6 +529,49 @@ func TestRedirectLimit(t *testing.T) {
 	})
 }
 
+// A redirect within the origin keeps the request's headers; one to another origin (here
+// another port of the same host) keeps only those that carry no credential.
+func TestRedirectKeepsCredentialsWithTheirOrigin(t *testing.T) {
+	t.Parallel()
+	seen := make(chan http.Header, 2)
+	other := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+	}))
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/here":
+			http.Redirect(w, r, "/there", http.StatusTemporaryRedirect)
+		case "/there":
+			seen <- r.Header.Clone()
+		default:
+			http.Redirect(w, r, other.URL+"/elsewhere", http.StatusTemporaryRedirect)
+		}
+	}))
+	c := New(Options{AllowPrivate: true, Timeout: testTimeout})
+	for _, path := range []string{"/here", "/away"} {
+		req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL+path+"?token=s3cret", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("X-Api-Key", "s3cret")
+		req.Header.Set("Accept", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := <-seen
+		same := path == "/here"
+		if got := h.Get("Authorization") != "" && h.Get("X-Api-Key") != ""; got != same {
+			t.Errorf("%s: credentials sent on: %v, want %v (%v)", path, got, same, h)
+		}
+		if h.Get("Accept") != "application/json" || (!same && strings.Contains(fmt.Sprint(h), "s3cret")) {
+			t.Errorf("%s: headers %v", path, h)
+		}
+	}
+}
+
 func TestBodyCap(t *testing.T) {
 	t.Parallel()
 	const limit = 1000

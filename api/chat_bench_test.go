@@ -83,6 +83,42 @@ func BenchmarkChat(b *testing.B) {
 	})
 }
 
+// BenchmarkChatOneWord measures a standard chat whose message is 32,000 letters written as one
+// word (no space) and as words of seven letters, side by side: the word must not cost much
+// more than the words (the token count's byte-pair merge was quadratic in a word's length).
+func BenchmarkChatOneWord(b *testing.B) {
+	fake := providertest.New(b)
+	fake.Set(providertest.Behavior{Reply: "The shop closes at six.", Chunks: 3})
+	bb := setup(b, withProvider(fake.URL), withRateLimit(0))
+	botID := createBench(b, bb)
+	word := make([]byte, 32000)
+	x := uint32(2463534242)
+	for i := range word {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		word[i] = 'a' + byte(x%26)
+	}
+	words := bytes.Clone(word)
+	for i := 7; i < len(words); i += 8 {
+		words[i] = ' '
+	}
+	for _, c := range []struct {
+		name string
+		msg  []byte
+	}{{"words", words}, {"word", word}} {
+		body, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": string(c.msg)})
+		op := chatting(bb, body)
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if err := op(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // postChat sends body to POST /v1/bot/chat with bb's key.
 func postChat(bb *bundle, body []byte) (*http.Response, error) {
 	r, _ := http.NewRequest(http.MethodPost, bb.client.URL+"/v1/bot/chat", bytes.NewReader(body))

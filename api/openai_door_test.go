@@ -236,11 +236,41 @@ func TestOpenAIEarlierMessagesCap(t *testing.T) {
 	if !strings.Contains(string(res.Body), `"param":"messages"`) || !strings.Contains(string(res.Body), "200") {
 		t.Fatalf("201 earlier messages: %s", res.Body)
 	}
-	res = door(t, b, "/v1/chat/completions", conversationOf(200))
+	expect(t, door(t, b, "/v1/chat/completions", conversationOf(1)), http.StatusOK, "") // the caches warm
+	// The earlier messages are stored with the chat: its oldest messages' pages in one insert,
+	// the chat with its recent ones in another, then the reply; not a write a message. (A publish
+	// that times out on a loaded machine marks its event for the relay: a command more.)
+	commands := b.commandsOf(t, http.MethodPost, "/v1/chat/completions", func() {
+		res = door(t, b, "/v1/chat/completions", conversationOf(200))
+	})
 	expect(t, res, http.StatusOK, "")
+	if commands < 3 || commands > 6 {
+		t.Errorf("a chat completion with 200 earlier messages made %d store commands, want 3 (and at most 3 more marks)", commands)
+	}
 	chatID := res.JSON(t)["agentplane"].(map[string]any)["chat_id"].(string)
-	if total := a.history(t, chatID, "&per_page=1")["total"]; total != float64(202) {
-		t.Fatalf("the chat holds %v messages, want 200 earlier, the question and the reply", total)
+	var conversation []any
+	for page := 1; page <= 3; page++ {
+		h := a.history(t, chatID, fmt.Sprintf("&per_page=100&page=%d", page))
+		if h["total"] != float64(202) {
+			t.Fatalf("the chat holds %v messages, want 200 earlier, the question and the reply", h["total"])
+		}
+		conversation = append(conversation, h["conversation"].([]any)...)
+	}
+	if len(conversation) != 202 {
+		t.Fatalf("the history lists %d messages, want 202", len(conversation))
+	}
+	for i, m := range conversation {
+		m := m.(map[string]any)
+		content, role := fmt.Sprintf("message %d", i), []string{"user", "agent"}[i%2]
+		switch i {
+		case 200:
+			content = "And now?"
+		case 201:
+			content = "Hello."
+		}
+		if m["content"] != content || m["role"] != role {
+			t.Fatalf("message %d of the history is %v %q, want %s %q", i+1, m["role"], m["content"], role, content)
+		}
 	}
 }
 

@@ -123,6 +123,10 @@ type Repo interface {
 	// Start stores c, a new chat, with m as its first message (setting its Seq) and ev in the
 	// outbox of the document it returns, and updates c to what it stored.
 	Start(ctx context.Context, c *Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
+	// StartWith stores c, a new chat, with ms as its first messages (setting their Seq) and
+	// evs[i], the event of ms[i], in the outbox of the document that holds ms[i], in a bounded
+	// number of writes; it returns where each event is, and updates c to what it stored.
+	StartWith(ctx context.Context, c *Chat, ms []Message, evs []outbox.Event) ([]outbox.Ref, error)
 	Get(ctx context.Context, projectID, botID, id string) (Chat, error)
 	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Chat, int, error)
 	Delete(ctx context.Context, c Chat, at time.Time) error

@@ -183,8 +183,9 @@ type Turn struct {
 func (t Turn) Question() string { return t.User.Content }
 
 // Begin starts a turn: it checks the agent is active, finds the request's chat (or creates
-// one) and stores the user's message, made with reasoning type rt (agent when it accepts a
-// proposed plan, standard when it answers one otherwise). in must be validated.
+// one, holding the earlier messages the request brought, in.Prior) and stores the user's
+// message, made with reasoning type rt (agent when it accepts a proposed plan, standard when it
+// answers one otherwise). in must be validated.
 func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, rt string) (Turn, error) {
 	started := time.Now()
 	if !bot.Active() {
@@ -194,12 +195,9 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	if err != nil {
 		return Turn{}, err
 	}
-	var earlier []Message
-	if isNew && len(in.Prior) > 0 {
-		if earlier, err = s.seed(ctx, projectID, bot, asker, &chat, in, rt); err != nil {
-			return Turn{}, err
-		}
-		isNew = false
+	var earlier, prior []Message
+	if isNew {
+		prior = s.prior(bot, asker, chat, in, rt)
 	} else if earlier, err = s.repo.Range(ctx, chat, chat.Messages-HistoryTurns+1, chat.Messages); err != nil {
 		return Turn{}, err
 	}
@@ -218,21 +216,23 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 		Channel: "api", CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
 		User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now, Complexity: level,
 		ReasoningType: rt, EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
-	write := s.repo.Append
 	if isNew {
-		write = s.repo.Start
-	}
-	if err := s.store(ctx, projectID, bot, &chat, &user, write); err != nil {
+		ms := append(prior, user)
+		if err := s.start(ctx, projectID, bot, &chat, ms); err != nil {
+			return Turn{}, err
+		}
+		n := len(prior)
+		user, earlier = ms[n], ms[max(0, n-HistoryTurns):n:n]
+	} else if err := s.store(ctx, projectID, bot, &chat, &user, s.repo.Append); err != nil {
 		return Turn{}, err
 	}
 	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict}, nil
 }
 
-// seed stores in.Prior, the conversation a client held, as the first messages of chat, a new
-// chat (stored with the first of them), and returns the last HistoryTurns of them.
-func (s *Service) seed(ctx context.Context, projectID string, bot agents.Bot, asker Asker, chat *Chat, in Input, rt string) ([]Message, error) {
-	write := s.repo.Start
-	var stored []Message
+// prior returns in.Prior, the conversation a client held, as the first messages of chat, a new
+// chat, not stored yet.
+func (s *Service) prior(bot agents.Bot, asker Asker, chat Chat, in Input, rt string) []Message {
+	var ms []Message
 	name, limit := ModelName(in, bot), MaxTokens(in, bot)
 	for _, said := range in.Prior {
 		now, level := s.now(), Complexity(said.Content)
@@ -243,13 +243,9 @@ func (s *Service) seed(ctx context.Context, projectID string, bot agents.Bot, as
 		if said.Role == RoleAgent {
 			m.User = User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}
 		}
-		if err := s.store(ctx, projectID, bot, chat, &m, write); err != nil {
-			return nil, err
-		}
-		write = s.repo.Append
-		stored = append(stored, m)
+		ms = append(ms, m)
 	}
-	return stored[max(0, len(stored)-HistoryTurns):], nil
+	return ms
 }
 
 // Answer makes the standard reply of the turn t: one retrieval and one model call.
@@ -363,7 +359,7 @@ func UsageOf(u provider.Usage, rt string, count int) Usage {
 }
 
 // chatFor returns the request's chat, or a new one, not stored yet (isNew), when it names none:
-// the new chat is stored with its first message (Repo.Start).
+// the new chat is stored with its first messages (Repo.StartWith).
 func (s *Service) chatFor(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input) (c Chat, isNew bool, err error) {
 	if id := strings.TrimSpace(in.ChatID); id != "" {
 		c, err = s.chatOf(ctx, projectID, bot.ID, id, asker)
@@ -412,6 +408,24 @@ func EventOf(m Message) MessageEvent {
 // was stored.
 func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message) error {
 	return s.store(ctx, projectID, bot, chat, m, s.repo.Append)
+}
+
+// start stores chat, a new chat, with ms as its first messages (Repo.StartWith: one write, or two
+// when the oldest go to their pages, however many there are) and emits chat.message.created for
+// each, in order.
+func (s *Service) start(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, ms []Message) error {
+	evs := make([]outbox.Event, len(ms))
+	for i, m := range ms {
+		evs[i] = outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(m))
+	}
+	refs, err := s.repo.StartWith(ctx, chat, ms, evs)
+	if err != nil {
+		return err
+	}
+	for i, ev := range evs {
+		s.events.Dispatch(ctx, refs[i], ev)
+	}
+	return nil
 }
 
 // store stores m in chat with write (Repo.Append, or Repo.Start for a new chat) and emits

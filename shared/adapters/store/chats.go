@@ -65,10 +65,61 @@ func (r Chats) coll() *mongo.Collection { return r.db.Collection(chatsColl) }
 
 // Start inserts the new chat c holding m, its first message, and ev: one write.
 func (r Chats) Start(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
-	m.Seq = 1
-	c.Messages, c.UpdatedAt, c.Recent, c.RecentFrom, c.Rev = m.Seq, m.CreatedAt, []chats.Message{*m}, m.Seq, 1
-	ref := outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
-	return ref, insertWithEvent(ctx, r.coll(), c, ev, chats.Resource)
+	ms := []chats.Message{*m}
+	refs, err := r.StartWith(ctx, c, ms, []outbox.Event{ev})
+	if err != nil {
+		return outbox.Ref{}, err
+	}
+	m.Seq = ms[0].Seq
+	return refs[0], nil
+}
+
+// StartWith inserts the new chat c holding ms, its first messages, each ms[i] with its event
+// evs[i] in the document that holds it: the chat's own document when it keeps them all (up to
+// chats.HistoryTurns+recentSlack), else its last chats.HistoryTurns, the older ones inserted in
+// their pages first. Two writes at most, however many messages (the driver splits an insert
+// only past MongoDB's 48 MB a command).
+func (r Chats) StartWith(ctx context.Context, c *chats.Chat, ms []chats.Message, evs []outbox.Event) ([]outbox.Ref, error) {
+	if len(ms) == 0 || len(evs) != len(ms) {
+		return nil, fmt.Errorf("store: a chat starts with at least one message and one event a message, not %d and %d", len(ms), len(evs))
+	}
+	for i := range ms {
+		ms[i].Seq = i + 1
+	}
+	refs := make([]outbox.Ref, len(ms))
+	recent := ms
+	if len(ms) > chats.HistoryTurns+recentSlack {
+		recent = ms[len(ms)-chats.HistoryTurns:]
+		var pages []any
+		for start := 0; start < len(ms)-len(recent); {
+			page := messagePage{ID: messagePageID(c.UUID, ms[start].Seq), ChatID: c.UUID, ProjectID: c.ProjectID, BotID: c.BotID, Rev: 1}
+			var pending []outbox.Event
+			for ; start < len(ms)-len(recent) && messagePageID(c.UUID, ms[start].Seq) == page.ID; start++ {
+				page.Messages = append(page.Messages, ms[start])
+				pending = append(pending, evs[start])
+				refs[start] = outbox.Ref{Resource: chats.Resource, ID: page.ID}
+			}
+			doc, err := withEvent(page, pending...)
+			if err != nil {
+				return nil, err
+			}
+			pages = append(pages, doc)
+		}
+		if _, err := r.db.Collection(chatMessagesColl).InsertMany(ctx, pages); err != nil {
+			return nil, wrap(err, chats.Resource)
+		}
+	}
+	last := ms[len(ms)-1]
+	c.Messages, c.UpdatedAt, c.Recent, c.RecentFrom, c.Rev = last.Seq, last.CreatedAt, slices.Clone(recent), recent[0].Seq, 1
+	for i := len(ms) - len(recent); i < len(ms); i++ {
+		refs[i] = outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
+	}
+	doc, err := withEvent(c, evs[len(ms)-len(recent):]...)
+	if err != nil {
+		return nil, err
+	}
+	_, err = r.coll().InsertOne(ctx, doc)
+	return refs, wrap(err, chats.Resource)
 }
 
 func (r Chats) Get(ctx context.Context, projectID, botID, id string) (chats.Chat, error) {

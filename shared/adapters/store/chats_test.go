@@ -172,6 +172,65 @@ func TestLongChatsMoveOldMessagesToPages(t *testing.T) {
 	}
 }
 
+// A chat started with many messages (the OpenAI door's earlier messages) stores them in two
+// writes and reads like one appended to message by message: counted, its last messages in its
+// own document and the older in their pages, each message's event in the document that holds
+// it, and later messages numbered on and moved to the same pages.
+func TestChatStartedWithManyMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	repo := store.NewChats(db)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	c := chats.Chat{UUID: "many", ProjectID: "p", BotID: "b", CreatedAt: at, UpdatedAt: at}
+	var ms []chats.Message
+	var evs []outbox.Event
+	for i := 1; i <= 201; i++ {
+		ms = append(ms, chats.Message{UUID: fmt.Sprintf("m%d", i), ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at})
+		evs = append(evs, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", map[string]int{"n": i}))
+	}
+	refs, err := repo.StartWith(ctx, &c, ms, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[200].Seq != 201 || refs[0] != (outbox.Ref{Resource: chats.Resource, ID: "many:0"}) || refs[180] != (outbox.Ref{Resource: chats.Resource, ID: "many:3"}) ||
+		refs[181] != (outbox.Ref{Resource: chats.RecordResource, ID: "many"}) || refs[200] != refs[181] {
+		t.Fatalf("last seq %d, events in %v, %v, %v, %v", ms[200].Seq, refs[0], refs[180], refs[181], refs[200])
+	}
+	stored, msgs := wholeChat(t, repo, c.UUID)
+	if stored.Messages != 201 || stored.RecentFrom != 182 || len(stored.Recent) != chats.HistoryTurns || msgs[0].UUID != "m1" || msgs[200].UUID != "m201" {
+		t.Fatalf("chat of %d messages holds %d from %d; first %s, last %s", stored.Messages, len(stored.Recent), stored.RecentFrom, msgs[0].UUID, msgs[200].UUID)
+	}
+	if pages, _ := db.Collection("chat_messages").CountDocuments(ctx, bson.D{{Key: "chat_id", Value: c.UUID}}); pages != 4 {
+		t.Fatalf("%d pages, want 4", pages)
+	}
+	box := store.NewOutbox(db)
+	pending, err := box.Pending(ctx, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := map[string]outbox.Ref{}
+	for _, p := range pending {
+		where[p.Event.ID] = p.Ref
+	}
+	for i, ev := range evs {
+		if where[ev.ID] != refs[i] {
+			t.Fatalf("event of message %d in %v, want %v", i+1, where[ev.ID], refs[i])
+		}
+	}
+	if err := box.Ack(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := box.Pending(ctx, 500); err != nil || len(left) != 0 {
+		t.Fatalf("%d events left after their removal (%v)", len(left), err)
+	}
+	chatWith(t, repo, &stored, "later", 30)
+	again, msgs := wholeChat(t, repo, c.UUID)
+	if again.Messages != 231 || msgs[200].UUID != "m201" || msgs[230].UUID != "later231" {
+		t.Fatalf("after 30 more: %d messages, the 201st %s, the last %s", again.Messages, msgs[200].UUID, msgs[230].UUID)
+	}
+}
+
 // A move to a page repeated (after a crash between the page's write and the chat's, or after a
 // vote changed the chat meanwhile) leaves a second, newer copy of a message in its page: readers
 // see the newer one once, and a vote or a deletion reaches both.

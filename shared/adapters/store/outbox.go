@@ -228,7 +228,9 @@ func deleteWithEvent(ctx context.Context, db *mongo.Database, coll *mongo.Collec
 // Ack removes published events from their documents (and deletions' event documents), and their
 // marks: one command per collection, however many events.
 func (o Outbox) Ack(ctx context.Context, ps []outbox.Pending) error {
-	updates, deletes := map[string][]mongo.WriteModel{}, map[string][]string{}
+	// The events of one document are removed by one update of it (a chat started with many
+	// messages carries their events together).
+	unsets, deletes := map[string]map[string]bson.D{}, map[string][]string{}
 	var marks []string
 	for _, p := range ps {
 		coll, ok := outboxCollections[p.Ref.Resource]
@@ -238,14 +240,20 @@ func (o Outbox) Ack(ctx context.Context, ps []outbox.Pending) error {
 		if p.Ref.Resource == deletedResource {
 			deletes[coll] = append(deletes[coll], p.Ref.ID)
 		} else {
-			updates[coll] = append(updates[coll], mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: p.Ref.ID}}).
-				SetUpdate(bson.D{{Key: "$unset", Value: bson.D{{Key: slot(p.Event.ID), Value: ""}}}}))
+			if unsets[coll] == nil {
+				unsets[coll] = map[string]bson.D{}
+			}
+			unsets[coll][p.Ref.ID] = append(unsets[coll][p.Ref.ID], bson.E{Key: slot(p.Event.ID), Value: ""})
 		}
 		if p.Marked {
 			marks = append(marks, p.Event.ID)
 		}
 	}
-	for coll, models := range updates {
+	for coll, docs := range unsets {
+		models := make([]mongo.WriteModel, 0, len(docs))
+		for id, slots := range docs {
+			models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).SetUpdate(bson.D{{Key: "$unset", Value: slots}}))
+		}
 		if _, err := o.db.Collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
 			return wrap(err, "outbox")
 		}
@@ -262,13 +270,17 @@ func (o Outbox) Ack(ctx context.Context, ps []outbox.Pending) error {
 	return wrap(err, "outbox")
 }
 
-// withEvent returns doc as a BSON document carrying ev in its outbox.
-func withEvent(doc any, ev outbox.Event) (bson.D, error) {
+// withEvent returns doc as a BSON document carrying evs in its outbox.
+func withEvent(doc any, evs ...outbox.Event) (bson.D, error) {
 	d, err := toD(doc)
 	if err != nil {
 		return nil, err
 	}
-	return append(d, bson.E{Key: outbox.Field, Value: bson.D{{Key: ev.ID, Value: ev}}}), nil
+	box := make(bson.D, 0, len(evs))
+	for _, ev := range evs {
+		box = append(box, bson.E{Key: ev.ID, Value: ev})
+	}
+	return append(d, bson.E{Key: outbox.Field, Value: box}), nil
 }
 
 // slot is the path of an event in its document's outbox. Events are keyed by id, so adding one

@@ -119,12 +119,37 @@ func (c *counter) piece(p string) int {
 
 // mergedParts returns how many tokens cl100k_base's byte-pair merge makes of piece with the
 // vocabulary ranks: while two neighbouring parts make a token, the pair of the lowest rank
-// becomes one part. It is tiktoken-go's bytePairMerge, counting parts rather than naming them,
-// without the pre-tokenisation tiktoken-go's EncodeOrdinary runs again on the piece.
+// becomes one part (of equal ranks, the leftmost). It makes the merges tiktoken-go's
+// bytePairMerge makes, counting parts rather than naming them, without the pre-tokenisation
+// tiktoken-go's EncodeOrdinary runs again on the piece.
 func mergedParts(piece string, ranks map[string]int) int {
+	n, _ := merge(piece, ranks)
+	return n
+}
+
+// merge returns mergedParts and the steps it took: the parts it looked at to find each merge.
+// A piece of up to shortPiece bytes, nearly every piece of a text, is merged as tiktoken-go
+// does (scanMerge); a longer one, such as a word of thousands of letters with no space, by
+// queueMerge, whose cost grows with the length and not with its square.
+func merge(piece string, ranks map[string]int) (parts, steps int) {
 	if _, ok := ranks[piece]; ok || len(piece) < 2 {
-		return 1
+		return 1, 0
 	}
+	if len(piece) > shortPiece {
+		return queueMerge(piece, ranks)
+	}
+	return scanMerge(piece, ranks)
+}
+
+// shortPiece is the length up to which merge scans the parts for each merge: at most
+// shortPiece²/2 steps for a piece, shortPiece/2 per byte of a text.
+const shortPiece = 256
+
+// scanMerge merges as tiktoken-go's bytePairMerge does: each merge scans every part for the
+// pair of the lowest rank and moves the parts that follow it, so it takes up to n²/2 steps
+// for a piece of n bytes.
+func scanMerge(piece string, ranks map[string]int) (int, int) {
+	steps := 0
 	const none = math.MaxInt
 	// parts[k] is where part k starts and the rank of part k joined with part k+1.
 	type part struct{ start, rank int }
@@ -146,6 +171,7 @@ func mergedParts(piece string, ranks map[string]int) int {
 	}
 	for len(parts) > 1 {
 		low, i := none, -1
+		steps += len(parts) - 1
 		for k := 0; k < len(parts)-1; k++ {
 			if parts[k].rank < low {
 				low, i = parts[k].rank, k
@@ -160,7 +186,111 @@ func mergedParts(piece string, ranks map[string]int) int {
 		}
 		parts = append(parts[:i+1], parts[i+2:]...)
 	}
-	return len(parts) - 1
+	return len(parts) - 1, steps
+}
+
+// queueMerge makes scanMerge's merges in O(n log n) time for a piece of n bytes: the parts
+// are a linked list and the pairs that make a token a heap ordered by rank, then position; a
+// pair made stale by a merge beside it is skipped when it comes out. Each merge pushes at
+// most two pairs, so the steps, the pairs taken from the heap, are at most 3n. (tiktoken-go's
+// scan made one word of 32,000 letters, one piece, take seconds of CPU.)
+func queueMerge(piece string, ranks map[string]int) (parts, steps int) {
+	n := len(piece)
+	// Part k starts at byte k while it lives; at[k] holds where the part after it starts (n
+	// after the last), where the one before it starts (-1 before the first) and the rank of
+	// the two joined (none when they make no token).
+	at, q := make([]link, n), make(pairQueue, 0, n)
+	const none = -1
+	// pair returns the rank of part k joined with the part after it, or none.
+	pair := func(k int) int {
+		if j := at[k].next; j < n {
+			if r, ok := ranks[piece[k:at[j].next]]; ok {
+				return r
+			}
+		}
+		return none
+	}
+	for k := range n {
+		at[k] = link{next: k + 1, prev: k - 1, rank: none}
+	}
+	for k := range n - 1 {
+		if at[k].rank = pair(k); at[k].rank != none {
+			q.push(candidate{at[k].rank, k})
+		}
+	}
+	parts = n
+	for len(q) > 0 {
+		c := q.pop()
+		steps++
+		if at[c.start].rank != c.rank {
+			continue // a merge beside it changed the pair, or merged its part away
+		}
+		k, j := c.start, at[c.start].next
+		at[k].next = at[j].next
+		if at[k].next < n {
+			at[at[k].next].prev = k
+		}
+		at[j].rank = none
+		parts--
+		if at[k].rank = pair(k); at[k].rank != none {
+			q.push(candidate{at[k].rank, k})
+		}
+		if p := at[k].prev; p >= 0 {
+			if at[p].rank = pair(p); at[p].rank != none {
+				q.push(candidate{at[p].rank, p})
+			}
+		}
+	}
+	return parts, steps
+}
+
+// link is a part of queueMerge's list.
+type link struct{ next, prev, rank int }
+
+// candidate is a pair of neighbouring parts that make a token: the first part's start and
+// the token's rank.
+type candidate struct{ rank, start int }
+
+// pairQueue is a binary min-heap of candidates, by rank then start.
+type pairQueue []candidate
+
+func (c candidate) before(d candidate) bool {
+	return c.rank < d.rank || c.rank == d.rank && c.start < d.start
+}
+
+func (q *pairQueue) push(c candidate) {
+	h := append(*q, c)
+	for i := len(h) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !h[i].before(h[up]) {
+			break
+		}
+		h[i], h[up] = h[up], h[i]
+		i = up
+	}
+	*q = h
+}
+
+func (q *pairQueue) pop() candidate {
+	h := *q
+	top, last := h[0], len(h)-1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		low := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h) && h[c].before(h[low]) {
+				low = c
+			}
+		}
+		if low == i {
+			break
+		}
+		h[i], h[low] = h[low], h[i]
+		i = low
+	}
+	*q = h
+	return top
 }
 
 // ranks returns the cl100k_base vocabulary: a piece found in it is one token.

@@ -113,7 +113,8 @@ func TestTokensMatchesTiktoken(t *testing.T) {
 	}
 }
 
-// The byte-pair merge counts each piece of real texts as tiktoken-go's encoding does.
+// The byte-pair merge counts each piece of real texts as tiktoken-go's encoding does, by
+// scanning the parts as by taking pairs from a queue.
 func TestMergedPartsMatchTiktoken(t *testing.T) {
 	seen := map[string]bool{}
 	for name, text := range realTexts(t) {
@@ -122,10 +123,50 @@ func TestMergedPartsMatchTiktoken(t *testing.T) {
 				continue
 			}
 			seen[p] = true
-			if got, want := mergedParts(p, ranks()), len(encode(p)); got != want {
+			want := len(encode(p))
+			if got := mergedParts(p, ranks()); got != want {
 				t.Errorf("%s: piece %q: %d parts, tiktoken-go encodes %d tokens", name, p, got, want)
 			}
+			if got, _ := queueMerge(p, ranks()); got != want {
+				t.Errorf("%s: piece %q: %d parts merged from the queue, tiktoken-go encodes %d tokens", name, p, got, want)
+			}
 		}
+	}
+}
+
+// A word with no space is one piece however long; its byte-pair merge takes a bounded number
+// of steps per byte (at most three pairs from its queue), so that its cost grows with its
+// length, not with its square, and counts what tiktoken-go encodes.
+func TestMergedPartsOfLongWords(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		piece string
+		exact bool // compared with tiktoken-go, whose merge is quadratic: kept short
+	}{
+		{"letters", pseudoRandom(3000, []rune("abcdefghijklmnopqrstuvwxyz")), true},
+		{"repeated", strings.Repeat("abcdefgh", 500), true},
+		{"one letter", strings.Repeat("a", 3001), true},
+		{"accented", pseudoRandom(1000, []rune("éàüßøçñ")), true},
+		{"32000 letters", pseudoRandom(32000, []rune("abcdefghijklmnopqrstuvwxyz")), false},
+		{"32000 repeated", strings.Repeat("abcdefgh", 4000), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if p := scannedPieces(c.piece); len(p) != 1 {
+				t.Fatalf("the word is %d pieces, want one", len(p))
+			}
+			parts, steps := merge(c.piece, ranks())
+			if steps > 3*len(c.piece) {
+				t.Errorf("the merge of %d bytes took %d steps, want at most %d", len(c.piece), steps, 3*len(c.piece))
+			}
+			if parts < 1 || parts > len(c.piece) {
+				t.Errorf("%d parts of %d bytes", parts, len(c.piece))
+			}
+			if c.exact {
+				if want := len(encode(c.piece)); parts != want {
+					t.Errorf("%d parts, tiktoken-go encodes %d tokens", parts, want)
+				}
+			}
+		})
 	}
 }
 
@@ -214,5 +255,24 @@ func BenchmarkTokens(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for range b.N {
 		Tokens(s)
+	}
+}
+
+// BenchmarkTokensOfOneWord counts the tokens of a 32,000-byte text written as one word and as
+// words of seven letters: a chat message or a document may hold either.
+func BenchmarkTokensOfOneWord(b *testing.B) {
+	Tokens("warm up: load the vocabulary")
+	word := pseudoRandom(32000, []rune("abcdefghijklmnopqrstuvwxyz"))
+	words := []rune(word)
+	for i := 7; i < len(words); i += 8 {
+		words[i] = ' '
+	}
+	for _, c := range []struct{ name, s string }{{"words", string(words)}, {"word", word}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			for range b.N {
+				Tokens(c.s)
+			}
+		})
 	}
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 )
 
-// Var describes one environment variable: the README's configuration table and the
-// docker-compose test are both checked against this list.
+// Var describes one environment variable: docs/configuration.md's table is generated from this list
+// (`go generate ./shared/kit/config`, TestConfigurationPage) and the docker-compose test is checked
+// against it.
 type Var struct {
 	Name        string
 	Default     string
@@ -55,11 +56,11 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
-	{"AGENTPLANE_CACHE_ENTRIES", "`10000`", "Entries each process keeps in each of its caches of API keys, projects and agents (`0` turns the caches off). A change drops its entry on every process at once through NATS."},
-	{"AGENTPLANE_CACHE_TTL", "`30s`", "How long a cached key, project or agent is kept at most: the longest a change (a revoked key, an updated or deleted agent) may go unseen by another process while NATS is down. At most `5m`."},
+	{"AGENTPLANE_CACHE_ENTRIES", "`10000`", "Entries each process keeps in each of its caches (API keys, projects, agents, deal stages, end users' memories, agents' memory version tokens, the workflows an event type triggers, agents' own tools, signing secrets; `0` turns the caches off). A change drops its entry on every process at once through NATS."},
+	{"AGENTPLANE_CACHE_TTL", "`30s`", "How long a cached entry is kept at most: the longest a change (a revoked key, an updated or deleted agent, a source made ready or deleted, a workflow or a tool changed) may go unseen by another process while NATS is down. At most `5m`."},
 	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler, unless its task is still queued, running or retrying (one whose task could not be queued is queued again after a minute)."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},
-	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run without renewing its lease; another worker may take over a run whose lease expired."},
+	{"AGENTPLANE_RUN_LEASE", "`30s`", "How long a worker holds an agent run or a workflow run without renewing its lease; another worker may take over a run whose lease expired."},
 	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` and their probes at `/healthz` and `/readyz` (e.g. `:9090`); the `api` and `dev` roles serve all three on `AGENTPLANE_HTTP_ADDR`."},
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},

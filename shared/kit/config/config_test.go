@@ -8,16 +8,28 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/config"
 )
 
-func TestREADMEListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// docs/configuration.md's table is the one Vars renders, so the page cannot drift from what the
+// binary reads.
+func TestConfigurationPage(t *testing.T) {
+	const path = "../../../docs/configuration.md"
+	page, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range config.Vars {
-		if !strings.Contains(string(readme), "| `"+v.Name+"` |") {
-			t.Errorf("README's configuration table lacks %s", v.Name)
+	want, err := config.Page(string(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(page) == want {
+		return
+	}
+	got, exp := strings.Split(string(page), "\n"), strings.Split(want, "\n")
+	for i := range min(len(got), len(exp)) {
+		if got[i] != exp[i] {
+			t.Fatalf("docs/configuration.md differs from config.Vars at line %d (run `go generate ./shared/kit/config`):\n have %s\n want %s", i+1, got[i], exp[i])
 		}
 	}
+	t.Fatalf("docs/configuration.md has %d lines, config.Vars renders %d (run `go generate ./shared/kit/config`)", len(got), len(exp))
 }
 
 func TestLoad(t *testing.T) {

@@ -51,7 +51,7 @@ func getPath(m map[string]any, path string) any {
 
 // 32 updates of one agent sent at once, through four API processes (whose in-process turns do
 // not order each other's writes), all land: each changes a field of its own, and afterwards every
-// field holds what its update wrote. The README promises as much: an update crossed by another
+// field holds what its update wrote. docs/api.md promises as much: an update crossed by another
 // is applied again to what the other left, up to 50 times.
 func TestThirtyTwoConcurrentUpdatesLand(t *testing.T) {
 	t.Parallel()

@@ -267,7 +267,7 @@ type requestLimit struct {
 	body         func(n int) map[string]any
 }
 
-// Every bounded field of the README's Limits table beyond the agent's and the workflow's
+// Every bounded field of docs/limits.md's table beyond the agent's and the workflow's
 // definition, at its limit, is accepted; one over is refused naming it.
 func TestResourceLimits(t *testing.T) {
 	t.Parallel()

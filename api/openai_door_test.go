@@ -12,7 +12,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
-// The promises of the README's "Using OpenAI's clients", over plain HTTP: every answer here
+// The promises of docs/openai.md ("Using OpenAI's clients"), over plain HTTP: every answer here
 // goes through apitest, which holds it (streams event by event) to the OpenAPI document.
 
 // door sends body to an OpenAI door's path (/v1/chat/completions, /v1/responses) as the test's

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// The widget's weight as the README states it ("The loader is 2.4 KB gzipped and the panel 4.5 KB
+// The widget's weight as docs/end-users.md states it ("The loader is 2.4 KB gzipped and the panel 4.5 KB
 // more"), in bytes gzipped at best compression: the loader is what every page of a site that
 // embeds an agent loads, opened or not; the panel (the agent's page, its script and style) comes
 // on first open. A figure may be exceeded by widgetMargin, less than its rounding shows; beyond
-// it, the README is no longer true.
+// it, docs/end-users.md is no longer true.
 const (
 	widgetLoaderGzip = 2400
 	widgetPanelGzip  = 4500
@@ -41,7 +41,7 @@ func sizes(tb testing.TB, base string, paths ...string) (raw, gz int) {
 	return raw, gz
 }
 
-// The widget's loader and its panel weigh what the README says.
+// The widget's loader and its panel weigh what docs/end-users.md says.
 func TestWidgetLoaderSize(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -57,7 +57,7 @@ func TestWidgetLoaderSize(t *testing.T) {
 		raw, gz := sizes(t, b.client.URL, c.paths...)
 		t.Logf("%s: %d bytes, %d gzipped", c.what, raw, gz)
 		if gz > c.gz+widgetMargin {
-			t.Errorf("%s is %d bytes gzipped; the README says %.1f KB", c.what, gz, float64(c.gz)/1000)
+			t.Errorf("%s is %d bytes gzipped; docs/end-users.md says %.1f KB", c.what, gz, float64(c.gz)/1000)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func TestWorkflowManualRun(t *testing.T) {
 	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/projects/" + b.project.ID + "/signing-secret", Key: b.key})
 	expect(t, res, http.StatusOK, "")
 	secret := res.JSON(t)["signing_secret"].(string)
-	// The README's recipe, as a receiver would write it.
+	// docs/workflows.md's recipe, as a receiver would write it.
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(d.header.Get("X-Agentplane-Timestamp") + "." + string(d.body)))
 	want := "v1=" + hex.EncodeToString(mac.Sum(nil))
@@ -829,7 +829,7 @@ func (l *logLines) waitFor(t *testing.T, what string, match func(line map[string
 // and the worker's log says so.
 func TestWorkflowChain(t *testing.T) {
 	t.Parallel()
-	const limit = 5 // the README's: no run starts from a chain of 5
+	const limit = 5 // docs/workflows.md's: no run starts from a chain of 5
 	logs := &logLines{}
 	b := setup(t, withLogs(logs))
 	a := workflowAPI{b.chatBot(t, nil)}

@@ -28,7 +28,7 @@ commands:
   load --key K [--base URL] [--clients N] [--duration D]
                             hold a mixed workload against a running service and report it
 
-configuration: AGENTPLANE_* environment variables (see README.md)
+configuration: AGENTPLANE_* environment variables (see docs/configuration.md)
 `
 
 func main() {

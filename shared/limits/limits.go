@@ -1,7 +1,7 @@
 // Package limits holds the size checks every resource makes before it writes, on the merged
 // result of an update: string lengths in characters, array lengths in items, free-form JSON
 // and whole documents in bytes of their JSON text. The limits themselves are the resources'
-// (each package's Max constants, listed in the README); a field over its limit is an Invalid
+// (each package's Max constants, listed in docs/limits.md); a field over its limit is an Invalid
 // problem naming it (422), a whole document over its limit is TooLarge (413).
 package limits
 

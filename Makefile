@@ -39,8 +39,9 @@ fuzz:
 faults:
 	$(GO) test -race -count=1 -timeout 30m -run '^TestFaultsUnderLoad$$' -v ./cmd/agentplane -args -faults.heavy
 
+## build: bin/agentplane, static, without debug information or local paths (as deploy/Dockerfile builds it)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/agentplane ./cmd/agentplane
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o bin/agentplane ./cmd/agentplane
 
 vet:
 	$(GO) vet ./...

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -47,11 +48,11 @@ func (s *server) agentMCP(c *gin.Context) {
 	sc := scope{BotID: c.Param("bot_id")}
 	bot, err := s.bot(c, &sc)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
-	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: sc.ProjectID, accountID: principal(c).AccountID,
-		keyID: principal(c).KeyID, bot: bot})
+	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: sc.ProjectID, accountID: httpx.Principal(c).AccountID,
+		keyID: httpx.Principal(c).KeyID, bot: bot})
 	s.agentMCPHandler.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 

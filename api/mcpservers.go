@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/tools"
@@ -51,10 +52,10 @@ type mcpServerRequest struct {
 
 // createMCPServer adds a hosted server from an OpenAPI document or a predefined connector, as
 // the route says.
-func (s *server) createMCPServer(from string) handler {
+func (s *server) createMCPServer(from string) httpx.Handler {
 	return func(c *gin.Context) (any, error) {
 		var req mcpServerRequest
-		if err := s.decode(c, &req); err != nil {
+		if err := s.decoder.Decode(c, &req); err != nil {
 			return nil, err
 		}
 		if err := s.project(c, &req.scope); err != nil {
@@ -98,7 +99,7 @@ type validateSpecRequest struct {
 // with its problems.
 func (s *server) validateOpenAPI(c *gin.Context) (any, error) {
 	var req validateSpecRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	ops, err := s.tools.ValidateSpec(c, req.Spec)
@@ -113,7 +114,7 @@ type validatePostmanRequest struct {
 // 422 with its problems.
 func (s *server) validatePostman(c *gin.Context) (any, error) {
 	var req validatePostmanRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	ops, err := s.tools.ValidatePostman(c, req.Collection)
@@ -142,13 +143,13 @@ func (s *server) hostedMCP(c *gin.Context) {
 	id := c.Param("id")
 	projectID, err := s.tools.ServerProject(c, id)
 	if err == nil {
-		_, err = s.tenancy.Project(c, principal(c).AccountID, projectID)
+		_, err = s.tenancy.Project(c, httpx.Principal(c).AccountID, projectID)
 	}
 	if err != nil {
 		if apperr.As(err).Kind == apperr.NotFound {
 			err = apperr.NotFoundf("mcp_server")
 		}
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	ctx := context.WithValue(c.Request.Context(), hostedAtKey{}, hostedAt{projectID: projectID, id: id})
@@ -183,7 +184,7 @@ func (s *server) hostedServer(ctx context.Context, h hostedAt) *mcp.Server {
 
 func (s *server) updateMCPServer(c *gin.Context) (any, error) {
 	var req mcpServerRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {
@@ -200,7 +201,7 @@ type cloneRequest struct {
 
 func (s *server) cloneMCPServer(c *gin.Context) (any, error) {
 	var req cloneRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
 )
 
@@ -17,8 +18,8 @@ func (s *server) routes(r *gin.Engine) {
 		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
 	}
 
-	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
-	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
+	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
+	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
 
 	r.GET(PagePath+"/:subdomain", s.page)
 	r.GET("/", s.hostPage)

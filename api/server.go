@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentplane/agentplane/api/httpx"
+	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
@@ -127,14 +128,13 @@ type server struct {
 	budgetWait   time.Duration
 	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
 	publicRate, publicAgentRate int
-	// agentMCPHandler serves agents as MCP servers, hostedMCPHandler the hosted ones.
-	agentMCPHandler, hostedMCPHandler http.Handler
 	// userMemory is what agents remember of their end users.
 	userMemory *usermemory.Service
 	// stats are agents' statistics.
 	stats *stats.Service
-	// openAI is the OpenAI-compatible door.
+	// openAI is the OpenAI-compatible door, mcp the MCP one.
 	openAI *openai.Door
+	mcp    *mcp.Door
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -183,7 +183,12 @@ func NewServer(d Deps) http.Handler {
 	}
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
-	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
+	s.mcp = mcp.New(mcp.Door{Log: d.Logger, Tenancy: d.Tenancy, Chats: d.Chats, Runs: d.Runs, Memory: d.Memory, Tools: d.Tools, RunWait: d.RunWait,
+		Bot: func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
+		AgentAllow: func(ctx context.Context, bot agents.Bot, keyID string) error {
+			_, err := s.botAllow(ctx, bot, keyID)
+			return err
+		}})
 	s.openAI = &openai.Door{Tenancy: d.Tenancy, Agents: d.Agents, Turns: s.turns, Decoder: s.decoder, Heartbeat: d.Heartbeat,
 		Bot: func(c *gin.Context, projectID, botID string) (agents.Bot, error) {
 			return s.bot(c, &scope{ProjectID: projectID, BotID: botID})

@@ -1,14 +1,19 @@
-package api
+// Package mcp is the MCP door: every agent served as an MCP server (chat with it, search its
+// memory), and the hosted servers (one tool per operation of an imported API). Both speak
+// Streamable HTTP, stateless: any API replica answers any request. api mounts its routes.
+package mcp
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agentruns"
@@ -16,10 +21,38 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/tenancy"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
-// AgentMCPPath is where every agent is served as an MCP server: /mcp/agents/{bot_id}.
-const AgentMCPPath = "/mcp/agents"
+// AgentsPath is where every agent is served as an MCP server: /mcp/agents/{bot_id}.
+const AgentsPath = "/mcp/agents"
+
+// Door is what the MCP door needs of the API: the domain's services and the authorisation api
+// does. New makes one ready to serve.
+type Door struct {
+	Log     *slog.Logger
+	Tenancy *tenancy.Service
+	Chats   *chats.Service
+	Runs    *agentruns.Service
+	Memory  *memory.Memory
+	Tools   *tools.Service
+	// RunWait bounds how long an agent run is waited for.
+	RunWait time.Duration
+	// Bot is the agent botID names, authorised for the request's key (in the agent's own project).
+	Bot func(c *gin.Context, botID string) (agents.Bot, error)
+	// AgentAllow takes one message of the agent's rate limit for the key keyID.
+	AgentAllow func(ctx context.Context, bot agents.Bot, keyID string) error
+
+	agents, hosted http.Handler
+}
+
+// New is the door d, with its MCP handlers made.
+func New(d Door) *Door {
+	door := &d
+	door.agents, door.hosted = door.newAgentMCP(), door.newHostedMCP()
+	return door
+}
 
 // agentAt is the agent an MCP request reaches, authorised for the caller's account.
 type agentAt struct {
@@ -31,29 +64,28 @@ type agentAtKey struct{}
 
 // newAgentMCP is the MCP handler of agents (Streamable HTTP, stateless: any API replica answers
 // any request, and no session outlives its request). Its server is made per request for the
-// agent agentMCP authorised.
-func (s *server) newAgentMCP() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+// agent Agent authorised.
+func (d *Door) newAgentMCP() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		a, ok := r.Context().Value(agentAtKey{}).(agentAt)
 		if !ok {
 			return nil
 		}
-		return s.agentServer(a)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+		return d.agentServer(a)
+	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 }
 
-// agentMCP authorises the agent the path names (its project must be one of the key's account;
+// Agent authorises the agent the path names (its project must be one of the key's account;
 // another account's agent is not found) and serves the MCP request for it.
-func (s *server) agentMCP(c *gin.Context) {
-	sc := scope{BotID: c.Param("bot_id")}
-	bot, err := s.bot(c, &sc)
+func (d *Door) Agent(c *gin.Context) {
+	bot, err := d.Bot(c, c.Param("bot_id"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
-	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: sc.ProjectID, accountID: httpx.Principal(c).AccountID,
+	ctx := context.WithValue(c.Request.Context(), agentAtKey{}, agentAt{projectID: bot.ProjectID, accountID: httpx.Principal(c).AccountID,
 		keyID: httpx.Principal(c).KeyID, bot: bot})
-	s.agentMCPHandler.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
+	d.agents.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 
 type mcpChatArgs struct {
@@ -81,24 +113,24 @@ type mcpSearchOut struct {
 }
 
 // agentServer is the MCP server of one agent: chat with it, or search its memory.
-func (s *server) agentServer(a agentAt) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplane", Title: a.bot.Name, Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "chat", Description: fmt.Sprintf("Ask the agent %q. It answers from its memory and may use its tools; "+
+func (d *Door) agentServer(a agentAt) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "agentplane", Title: a.bot.Name, Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "chat", Description: fmt.Sprintf("Ask the agent %q. It answers from its memory and may use its tools; "+
 		"give chat_id to go on with a conversation.", a.bot.Name)},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpChatArgs) (*mcp.CallToolResult, mcpChatOut, error) {
-			out, err := s.mcpChat(ctx, a, in)
+		func(ctx context.Context, _ *sdk.CallToolRequest, in mcpChatArgs) (*sdk.CallToolResult, mcpChatOut, error) {
+			out, err := d.chat(ctx, a, in)
 			if err != nil {
 				return toolError(err), mcpChatOut{}, nil
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Reply}}}, out, nil
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out.Reply}}}, out, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "search_memory", Description: fmt.Sprintf("Search the memory of the agent %q: its documents, pages and notes.", a.bot.Name),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchArgs) (*mcp.CallToolResult, mcpSearchOut, error) {
+	sdk.AddTool(srv, &sdk.Tool{Name: "search_memory", Description: fmt.Sprintf("Search the memory of the agent %q: its documents, pages and notes.", a.bot.Name),
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in mcpSearchArgs) (*sdk.CallToolResult, mcpSearchOut, error) {
 			if strings.TrimSpace(in.Query) == "" {
 				return toolError(apperr.Invalidf("query", "is required")), mcpSearchOut{}, nil
 			}
-			found, err := s.memory.Search(ctx, memory.Query{ProjectID: a.projectID, BotID: a.bot.ID, Text: in.Query, Top: in.Top})
+			found, err := d.Memory.Search(ctx, memory.Query{ProjectID: a.projectID, BotID: a.bot.ID, Text: in.Query, Top: in.Top})
 			if err != nil {
 				return toolError(err), mcpSearchOut{}, nil
 			}
@@ -106,38 +138,38 @@ func (s *server) agentServer(a agentAt) *mcp.Server {
 			for i, p := range found {
 				fmt.Fprintf(&text, "[%d] %s\n%s\n\n", i+1, p.Heading(), p.Text)
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(text.String())}}},
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.TrimSpace(text.String())}}},
 				mcpSearchOut{Passages: append([]memory.Passage{}, found...)}, nil
 		})
 	return srv
 }
 
-// mcpChat is one chat turn of the agent, waited for as a non-streamed chat is: an agent run
+// chat is one chat turn of the agent, waited for as a non-streamed chat is: an agent run
 // answers within the run wait, or says what it waits for. It counts against the agent's rate
 // limit for the caller's key as a chat request does. The turn remembers the end user the
 // caller names (user), and no one when it names none: one key may serve many people.
-func (s *server) mcpChat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpChatOut, error) {
-	if _, err := s.botAllow(ctx, a.bot, a.keyID); err != nil {
+func (d *Door) chat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpChatOut, error) {
+	if err := d.AgentAllow(ctx, a.bot, a.keyID); err != nil {
 		return mcpChatOut{}, err
 	}
 	in := chats.Input{Message: &args.Message, ChatID: args.ChatID}
 	asker := chats.Asker{AccountID: a.accountID, ForEndUsers: true, EndUser: args.User}
-	out, err := s.chats.Chat(ctx, a.projectID, a.bot, asker, in, nil)
+	out, err := d.Chats.Chat(ctx, a.projectID, a.bot, asker, in, nil)
 	if err != nil {
 		return mcpChatOut{}, err
 	}
 	reply := out.Reply
 	if out.RunID != "" {
-		e, err := s.runs.Get(ctx, a.projectID, a.bot.ID, out.RunID)
+		e, err := d.Runs.Get(ctx, a.projectID, a.bot.ID, out.RunID)
 		if err != nil {
 			return mcpChatOut{}, err
 		}
-		wait, cancel := context.WithTimeout(ctx, s.runWait)
+		wait, cancel := context.WithTimeout(ctx, d.RunWait)
 		defer cancel()
-		if e, err = s.runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if e, err = d.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return mcpChatOut{}, err
 		}
-		r, err := s.runs.Reply(ctx, e)
+		r, err := d.Runs.Reply(ctx, e)
 		if err != nil {
 			return mcpChatOut{}, err
 		}
@@ -154,11 +186,11 @@ func (s *server) mcpChat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpC
 
 // toolError is err as an MCP tool's failure, which the caller's model reads: its message, never
 // what it wraps.
-func toolError(err error) *mcp.CallToolResult {
+func toolError(err error) *sdk.CallToolResult {
 	e := apperr.As(err)
 	msg := e.Message
 	if e.Kind == apperr.Internal {
 		msg = "Internal error."
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Code + ": " + msg}}}
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: e.Code + ": " + msg}}}
 }

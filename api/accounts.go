@@ -11,7 +11,7 @@ type createAccountRequest struct {
 // createAccount (admin) creates an account and its first API key, shown once.
 func (s *server) createAccount(c *gin.Context) (any, error) {
 	var req createAccountRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	a, secret, err := s.tenancy.CreateAccount(c, req.Name)

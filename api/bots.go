@@ -13,7 +13,7 @@ type createBotRequest struct {
 
 func (s *server) createBot(c *gin.Context) (any, error) {
 	var req createBotRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {
@@ -69,7 +69,7 @@ func (s *server) deleteBot(c *gin.Context) (any, error) {
 // resetBot deletes all of the agent's memory sources and keeps the agent.
 func (s *server) resetBot(c *gin.Context) (any, error) {
 	var sc scope
-	if err := s.decode(c, &sc); err != nil {
+	if err := s.decoder.Decode(c, &sc); err != nil {
 		return nil, err
 	}
 	b, err := s.bot(c, &sc)
@@ -86,7 +86,7 @@ func (s *server) resetBot(c *gin.Context) (any, error) {
 // its domain_verification as found.
 func (s *server) verifyBotDomain(c *gin.Context) (any, error) {
 	var sc scope
-	if err := s.decode(c, &sc); err != nil {
+	if err := s.decoder.Decode(c, &sc); err != nil {
 		return nil, err
 	}
 	b, err := s.bot(c, &sc)

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -25,8 +26,8 @@ type chatRequest struct {
 // chat answers a message: as JSON, or as an event stream when the body says stream.
 func (s *server) chat(c *gin.Context) {
 	var req chatRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
+	if err := s.decoder.Decode(c, &req); err != nil {
+		httpx.Fail(c, err)
 		return
 	}
 	bot, err := s.bot(c, &req.scope)
@@ -34,25 +35,25 @@ func (s *server) chat(c *gin.Context) {
 		err = s.agentLimit(c, bot)
 	}
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
-	asker := chats.Asker{AccountID: principal(c).AccountID}
+	asker := chats.Asker{AccountID: httpx.Principal(c).AccountID}
 	// The request's own context, not gin's pooled one: provider calls leave timers behind that
 	// may fire as the handler returns, and gin reuses its context for the next request.
 	ctx := c.Request.Context()
-	var stream *sse
+	var stream *httpx.SSE
 	var sink chats.Sink
 	if req.Stream {
-		stream = newSSE(c, s.heartbeat)
-		defer stream.close()
+		stream = httpx.NewSSE(c, s.heartbeat)
+		defer stream.Close()
 		sink = stream
 	}
 	out, err := s.chats.Chat(ctx, req.ProjectID, bot, asker, req.Input, sink)
 	if err == nil && out.RunID != "" {
 		e, err := s.runs.Get(ctx, req.ProjectID, bot.ID, out.RunID)
 		if err != nil {
-			fail(c, err)
+			httpx.Fail(c, err)
 			return
 		}
 		s.follow(c, e, 0, stream)
@@ -62,44 +63,44 @@ func (s *server) chat(c *gin.Context) {
 	case err == nil && stream == nil:
 		c.JSON(200, gin.H{"chat": out.Reply})
 	case err == nil:
-		_ = stream.event("done", gin.H{"chat": out.Reply})
+		_ = stream.Event("done", gin.H{"chat": out.Reply})
 	case chats.IsDisconnect(err) && ctx.Err() != nil:
-	case stream == nil || !stream.began():
-		fail(c, err)
+	case stream == nil || !stream.Began():
+		httpx.Fail(c, err)
 	default:
-		_, body, _ := errorOf(c, err)
-		_ = stream.event("error", body)
+		_, body, _ := httpx.ErrorOf(c, err)
+		_ = stream.Event("error", body)
 	}
 }
 
 // follow answers with an agent run from its entry after: on st, an event stream of its entries
 // (and the deltas of its answer), or, when st is nil, as the chat object once it answers, waits
 // for an approval or fails, or with the steps so far when it runs longer than the wait.
-func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *sse) {
+func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *httpx.SSE) {
 	if st == nil {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), s.runWait)
 		defer cancel()
 		e, err := s.runs.Follow(ctx, e, after, func(agentruns.Entry) error { return nil }, nil)
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() == nil) {
-			fail(c, err)
+			httpx.Fail(c, err)
 			return
 		}
 		reply, err := s.runs.Reply(c, e)
 		if err != nil {
-			fail(c, err)
+			httpx.Fail(c, err)
 			return
 		}
 		c.JSON(200, gin.H{"chat": reply})
 		return
 	}
-	_, err := s.runs.Follow(c.Request.Context(), e, after, st.entry, st.delta)
+	_, err := s.runs.Follow(c.Request.Context(), e, after, st.Entry, st.Delta)
 	switch {
 	case err == nil, c.Request.Context().Err() != nil:
-	case !st.began():
-		fail(c, err)
+	case !st.Began():
+		httpx.Fail(c, err)
 	default:
-		_, body, _ := errorOf(c, err)
-		_ = st.event(agentruns.EventError, body)
+		_, body, _ := httpx.ErrorOf(c, err)
+		_ = st.Event(agentruns.EventError, body)
 	}
 }
 
@@ -114,12 +115,12 @@ func (s *server) chatStream(c *gin.Context) {
 	var req runRequest
 	b, err := s.bot(c, &req.scope)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	e, err := s.runs.Get(c, req.ProjectID, b.ID, c.Query("execution_id"))
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	last := c.GetHeader("Last-Event-ID")
@@ -129,12 +130,12 @@ func (s *server) chatStream(c *gin.Context) {
 	after := 0
 	if last != "" {
 		if after, err = strconv.Atoi(last); err != nil || after < 0 {
-			fail(c, apperr.Invalidf("Last-Event-ID", "must be the id of an event of this stream"))
+			httpx.Fail(c, apperr.Invalidf("Last-Event-ID", "must be the id of an event of this stream"))
 			return
 		}
 	}
-	st := newSSE(c, s.heartbeat)
-	defer st.close()
+	st := httpx.NewSSE(c, s.heartbeat)
+	defer st.Close()
 	s.follow(c, e, after, st)
 }
 
@@ -149,13 +150,13 @@ type approvalRequest struct {
 // run's continuation as a chat answer does.
 func (s *server) executeTool(c *gin.Context) {
 	var req approvalRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
+	if err := s.decoder.Decode(c, &req); err != nil {
+		httpx.Fail(c, err)
 		return
 	}
 	b, err := s.bot(c, &req.scope)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	if req.ExecutionID == "" {
@@ -163,13 +164,13 @@ func (s *server) executeTool(c *gin.Context) {
 	}
 	e, err := s.runs.Decide(c.Request.Context(), req.ProjectID, b.ID, req.Approval)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
-	var st *sse
+	var st *httpx.SSE
 	if req.Stream {
-		st = newSSE(c, s.heartbeat)
-		defer st.close()
+		st = httpx.NewSSE(c, s.heartbeat)
+		defer st.Close()
 	}
 	s.follow(c, e, len(e.Log), st)
 }
@@ -177,7 +178,7 @@ func (s *server) executeTool(c *gin.Context) {
 // agentLimit holds the agent's own limit: ratelimit_requests per ratelimit_seconds for each
 // API key, in Redis (GCRA, shared by every API replica), and says so in the X-RateLimit headers.
 func (s *server) agentLimit(c *gin.Context, bot agents.Bot) error {
-	state, err := s.botAllow(c, bot, principal(c).KeyID)
+	state, err := s.botAllow(c, bot, httpx.Principal(c).KeyID)
 	if state == nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
@@ -31,15 +32,15 @@ func FuzzDecode(f *testing.F) {
 	}
 	gin.SetMode(gin.ReleaseMode)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s := &server{maxBody: 1 << 16}
+		d := httpx.Decoder{MaxBody: 1 << 16}
 		decode := func(dst any) error {
 			c, _ := gin.CreateTestContext(httptest.NewRecorder())
 			c.Request = httptest.NewRequest(http.MethodPost, "/v1/bot/chat", bytes.NewReader(body))
 			c.Request.Header.Set("Content-Type", "application/json")
-			return s.decode(c, dst)
+			return d.Decode(c, dst)
 		}
 		clientError := func(what string, err error) {
-			if err != nil && statusOf(apperr.As(err).Kind) >= 500 {
+			if err != nil && httpx.StatusOf(apperr.As(err).Kind) >= 500 {
 				t.Fatalf("%s of %q: %v, a server error", what, body, err)
 			}
 		}

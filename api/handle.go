@@ -1,31 +1,18 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/api/httpx"
 )
 
-// handler is the shape of every endpoint: it returns the body of a 200 answer, or an error that
-// fail maps to its status.
-type handler func(c *gin.Context) (any, error)
-
-// handle adapts a handler to gin.
-func handle(h handler) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		body, err := h(c)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, body)
-	}
-}
+// handle adapts a handler (the shape of every endpoint, httpx.Handler) to gin.
+func handle(h httpx.Handler) gin.HandlerFunc { return httpx.Handle(h) }
 
 // bind decodes the body into req and authorises the project and agent it names (a body's ids
 // win over the query's).
 func (s *server) bind(c *gin.Context, req any, sc *scope) (string, error) {
-	if err := s.decode(c, req); err != nil {
+	if err := s.decoder.Decode(c, req); err != nil {
 		return "", err
 	}
 	b, err := s.bot(c, sc)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
@@ -46,7 +47,7 @@ func (s *server) readyz(c *gin.Context) {
 		for i, d := range down {
 			names[i] = d.Field
 		}
-		fail(c, &apperr.Error{Kind: apperr.Unavailable, Code: "not_ready", Details: down,
+		httpx.Fail(c, &apperr.Error{Kind: apperr.Unavailable, Code: "not_ready", Details: down,
 			Message: "Not ready: " + strings.Join(names, ", ") + " unreachable."})
 		return
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 )
@@ -16,14 +17,14 @@ type heartbeatRequest struct {
 // configureHeartbeat creates a heartbeat of the agent, or updates the one heartbeat_id names.
 func (s *server) configureHeartbeat(c *gin.Context) (any, error) {
 	var req heartbeatRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	b, err := s.bot(c, &req.scope)
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.heartbeats.Configure(c, req.ProjectID, b, principal(c).AccountID, req.HeartbeatID, req.Input)
+	h, err := s.heartbeats.Configure(c, req.ProjectID, b, httpx.Principal(c).AccountID, req.HeartbeatID, req.Input)
 	return gin.H{"heartbeat": h}, err
 }
 
@@ -57,7 +58,7 @@ type heartbeatAction struct {
 // agent.
 func (s *server) heartbeatOf(c *gin.Context) (heartbeatAction, agents.Bot, error) {
 	var req heartbeatAction
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return req, agents.Bot{}, err
 	}
 	b, err := s.bot(c, &req.scope)

@@ -2,6 +2,8 @@ package api
 
 import (
 	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/api/httpx"
 )
 
 type createKeyRequest struct {
@@ -10,18 +12,18 @@ type createKeyRequest struct {
 
 func (s *server) createKey(c *gin.Context) (any, error) {
 	var req createKeyRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
-	k, secret, err := s.tenancy.CreateKey(c, principal(c).AccountID, req.Name)
+	k, secret, err := s.tenancy.CreateKey(c, httpx.Principal(c).AccountID, req.Name)
 	return gin.H{"key": k, "api_key": secret}, err
 }
 
 func (s *server) listKeys(c *gin.Context) (any, error) {
-	keys, err := s.tenancy.Keys(c, principal(c).AccountID)
+	keys, err := s.tenancy.Keys(c, httpx.Principal(c).AccountID)
 	return gin.H{"keys": keys}, err
 }
 
 func (s *server) revokeKey(c *gin.Context) (any, error) {
-	return gin.H{}, s.tenancy.RevokeKey(c, principal(c).AccountID, c.Param("key_id"))
+	return gin.H{}, s.tenancy.RevokeKey(c, httpx.Principal(c).AccountID, c.Param("key_id"))
 }

@@ -1,15 +1,11 @@
 package api
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/tools"
@@ -51,10 +47,10 @@ type mcpServerRequest struct {
 
 // createMCPServer adds a hosted server from an OpenAPI document or a predefined connector, as
 // the route says.
-func (s *server) createMCPServer(from string) handler {
+func (s *server) createMCPServer(from string) httpx.Handler {
 	return func(c *gin.Context) (any, error) {
 		var req mcpServerRequest
-		if err := s.decode(c, &req); err != nil {
+		if err := s.decoder.Decode(c, &req); err != nil {
 			return nil, err
 		}
 		if err := s.project(c, &req.scope); err != nil {
@@ -98,7 +94,7 @@ type validateSpecRequest struct {
 // with its problems.
 func (s *server) validateOpenAPI(c *gin.Context) (any, error) {
 	var req validateSpecRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	ops, err := s.tools.ValidateSpec(c, req.Spec)
@@ -113,77 +109,16 @@ type validatePostmanRequest struct {
 // 422 with its problems.
 func (s *server) validatePostman(c *gin.Context) (any, error) {
 	var req validatePostmanRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	ops, err := s.tools.ValidatePostman(c, req.Collection)
 	return gin.H{"valid": err == nil, "operations": ops}, err
 }
 
-// hostedAt is the hosted server an MCP request reaches, authorised for the caller's account.
-type hostedAt struct{ projectID, id string }
-
-type hostedAtKey struct{}
-
-// newHostedMCP is the MCP handler of hosted servers (Streamable HTTP, stateless).
-func (s *server) newHostedMCP() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		h, ok := r.Context().Value(hostedAtKey{}).(hostedAt)
-		if !ok {
-			return nil
-		}
-		return s.hostedServer(r.Context(), h)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-}
-
-// hostedMCP authorises the hosted server the path names (its project must be one of the key's
-// account; another account's is not found) and serves the MCP request for it.
-func (s *server) hostedMCP(c *gin.Context) {
-	id := c.Param("id")
-	projectID, err := s.tools.ServerProject(c, id)
-	if err == nil {
-		_, err = s.tenancy.Project(c, principal(c).AccountID, projectID)
-	}
-	if err != nil {
-		if apperr.As(err).Kind == apperr.NotFound {
-			err = apperr.NotFoundf("mcp_server")
-		}
-		fail(c, err)
-		return
-	}
-	ctx := context.WithValue(c.Request.Context(), hostedAtKey{}, hostedAt{projectID: projectID, id: id})
-	s.hostedMCPHandler.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
-}
-
-// hostedServer is the MCP server of a hosted server: one tool per active operation.
-func (s *server) hostedServer(ctx context.Context, h hostedAt) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplane", Version: "1"}, nil)
-	offers, err := s.tools.ServerOffers(ctx, h.projectID, h.id)
-	if err != nil {
-		s.log.Warn("hosted MCP server not read", "mcp_server_id", h.id, "error", err)
-		return srv
-	}
-	for _, o := range offers {
-		srv.AddTool(&mcp.Tool{Name: o.Operation, Description: o.Description, InputSchema: o.Schema,
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: o.ReadOnly}},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				args := json.RawMessage(req.Params.Arguments)
-				out, err := s.tools.InvokeServer(ctx, h.projectID, o, args)
-				switch {
-				case errors.Is(err, tools.ErrCall):
-					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
-				case err != nil:
-					return toolError(err), nil
-				}
-				return &mcp.CallToolResult{IsError: out.IsError, Content: []mcp.Content{&mcp.TextContent{Text: out.Text}}}, nil
-			})
-	}
-	return srv
-}
-
 func (s *server) updateMCPServer(c *gin.Context) (any, error) {
 	var req mcpServerRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {
@@ -200,7 +135,7 @@ type cloneRequest struct {
 
 func (s *server) cloneMCPServer(c *gin.Context) (any, error) {
 	var req cloneRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	if err := s.project(c, &req.scope); err != nil {

@@ -23,17 +23,10 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
-	"github.com/agentplane/agentplane/shared/tenancy"
-)
-
-const (
-	requestIDKey = "request_id"
-	loggerKey    = "logger"
-	principalKey = "principal"
-	bodyKey      = "body"
 )
 
 // traceScope is the instrumentation scope of the API's server spans.
@@ -75,7 +68,7 @@ const MaxURL = 16 << 10
 // limitURL answers 414 to a URL longer than MaxURL.
 func (s *server) limitURL(c *gin.Context) {
 	if len(c.Request.RequestURI) > MaxURL {
-		fail(c, apperr.New(apperr.URITooLong, "uri_too_long", fmt.Sprintf("The request URL is longer than %d bytes.", MaxURL)))
+		httpx.Fail(c, apperr.New(apperr.URITooLong, "uri_too_long", fmt.Sprintf("The request URL is longer than %d bytes.", MaxURL)))
 		return
 	}
 	c.Next()
@@ -84,7 +77,7 @@ func (s *server) limitURL(c *gin.Context) {
 // bodyDeadline gives a request's body bodyTimeout to arrive: the connection's read deadline,
 // lifted once the body has been read to its end, so that a stream's answer is not cut. A body
 // nobody read (the request failed first, say without a key) is not waited for: the answer closes
-// the connection (see fail).
+// the connection (see httpx.Fail).
 func (s *server) bodyDeadline(c *gin.Context) {
 	if c.Request.ContentLength == 0 || c.Request.Body == nil || c.Request.Body == http.NoBody {
 		c.Next()
@@ -97,7 +90,7 @@ func (s *server) bodyDeadline(c *gin.Context) {
 	}
 	b := &deadlineBody{ReadCloser: c.Request.Body, rc: rc}
 	c.Request.Body = b
-	c.Set(bodyKey, b)
+	c.Set(httpx.BodyKey, b)
 	c.Next()
 }
 
@@ -116,11 +109,8 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyLeft reports whether c's request has a body that was not read to its end.
-func bodyLeft(c *gin.Context) bool {
-	b, ok := c.Get(bodyKey)
-	return ok && !b.(*deadlineBody).done.Load()
-}
+// ReadToEnd reports whether the body was read to its end.
+func (b *deadlineBody) ReadToEnd() bool { return b.done.Load() }
 
 // requestID keeps a sane X-Request-ID from the client or makes one, and answers with it. The
 // request's span records it, and its log lines the trace id.
@@ -134,8 +124,8 @@ func (s *server) requestID(c *gin.Context) {
 		span.SetAttributes(attribute.String("agentplane.request_id", id))
 		log = log.With("trace_id", span.SpanContext().TraceID().String())
 	}
-	c.Set(requestIDKey, id)
-	c.Set(loggerKey, log)
+	c.Set(httpx.RequestIDKey, id)
+	c.Set(httpx.LoggerKey, log)
 	c.Header("X-Request-ID", id)
 	c.Next()
 }
@@ -152,8 +142,6 @@ func saneRequestID(id string) bool {
 	return true
 }
 
-func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
-
 // accessLog logs one line per request and counts it in the metrics. It logs the route, never
 // the headers or the query (they may carry keys).
 func (s *server) accessLog(c *gin.Context) {
@@ -169,7 +157,7 @@ func (s *server) accessLog(c *gin.Context) {
 		route = "unmatched"
 	}
 	s.metrics.Request(route, c.Request.Method, c.Writer.Status(), took, commands.Load())
-	logger(c).Info("request", "method", c.Request.Method, "route", route, "status", c.Writer.Status(),
+	httpx.Logger(c).Info("request", "method", c.Request.Method, "route", route, "status", c.Writer.Status(),
 		"duration_ms", took.Milliseconds(), "bytes", c.Writer.Size(), "store_commands", commands.Load())
 }
 
@@ -177,9 +165,9 @@ func (s *server) accessLog(c *gin.Context) {
 func (s *server) recover(c *gin.Context) {
 	defer func() {
 		if p := recover(); p != nil {
-			logger(c).Error("panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			httpx.Logger(c).Error("panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				fail(c, fmt.Errorf("panic: %v", p))
+				httpx.Fail(c, fmt.Errorf("panic: %v", p))
 			}
 			c.Abort()
 		}
@@ -188,11 +176,11 @@ func (s *server) recover(c *gin.Context) {
 }
 
 func (s *server) notFound(c *gin.Context) {
-	fail(c, apperr.New(apperr.NotFound, "route_not_found", "No route "+c.Request.Method+" "+c.Request.URL.Path+"."))
+	httpx.Fail(c, apperr.New(apperr.NotFound, "route_not_found", "No route "+c.Request.Method+" "+c.Request.URL.Path+"."))
 }
 
 func (s *server) methodNotAllowed(c *gin.Context) {
-	fail(c, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+"."))
+	httpx.Fail(c, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+"."))
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
@@ -213,20 +201,16 @@ func bearer(c *gin.Context) (string, error) {
 func (s *server) authenticate(c *gin.Context) {
 	token, err := bearer(c)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	p, err := s.tenancy.Authenticate(c, token)
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
-	c.Set(principalKey, p)
+	c.Set(httpx.PrincipalKey, p)
 	c.Next()
-}
-
-func principal(c *gin.Context) tenancy.Principal {
-	return c.MustGet(principalKey).(tenancy.Principal)
 }
 
 // requireAdmin guards the admin routes and the queue dashboard with AGENTPLANE_ADMIN_TOKEN, sent
@@ -247,7 +231,7 @@ func (s *server) requireAdmin(c *gin.Context) {
 	if err != nil {
 		// A browser asks for the token (as the password) at the Basic challenge: the dashboard.
 		c.Header("WWW-Authenticate", `Bearer realm="agentplane", Basic realm="agentplane admin", charset="UTF-8"`)
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	c.Next()
@@ -274,10 +258,10 @@ func (s *server) accountBudget(c *gin.Context) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.budgetWait)
-	release, err := s.budget.Lock(ctx, principal(c).AccountID)
+	release, err := s.budget.Lock(ctx, httpx.Principal(c).AccountID)
 	cancel()
 	if err != nil {
-		fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "account_busy", RetryAfter: 1,
+		httpx.Fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "account_busy", RetryAfter: 1,
 			Message: "This account already has as many requests in progress as it may; retry when one has been answered."})
 		return
 	}
@@ -293,9 +277,9 @@ func (s *server) rateLimited(c *gin.Context) {
 		return
 	}
 	limit := redis_rate.PerMinute(s.rateLimit)
-	res, err := s.limiter.Allow(c, "ratelimit:key:"+principal(c).KeyID, limit)
+	res, err := s.limiter.Allow(c, "ratelimit:key:"+httpx.Principal(c).KeyID, limit)
 	if err != nil {
-		fail(c, apperr.Unavailablef("redis", err))
+		httpx.Fail(c, apperr.Unavailablef("redis", err))
 		return
 	}
 	reset := time.Now().Add(res.ResetAfter)
@@ -304,7 +288,7 @@ func (s *server) rateLimited(c *gin.Context) {
 	c.Header("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(reset.UnixMilli())/1000)), 10))
 	if res.Allowed == 0 {
 		retry := int(math.Ceil(res.RetryAfter.Seconds()))
-		fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited", RetryAfter: max(retry, 1),
+		httpx.Fail(c, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited", RetryAfter: max(retry, 1),
 			Message: fmt.Sprintf("Rate limit of %d requests per minute exceeded; retry in %d s.", s.rateLimit, max(retry, 1))})
 		return
 	}

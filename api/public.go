@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -160,7 +161,7 @@ func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
 		err = apperr.NotFoundf(agents.Resource)
 	}
 	if err != nil {
-		status, _, e := errorOf(c, err)
+		status, _, e := httpx.ErrorOf(c, err)
 		c.Data(status, "text/plain; charset=utf-8", []byte(e.Message))
 		return
 	}
@@ -185,7 +186,7 @@ func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
 	c.Status(http.StatusOK)
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	if err := pageTemplate.Execute(c.Writer, data); err != nil {
-		logger(c).Error("page", "error", err)
+		httpx.Logger(c).Error("page", "error", err)
 	}
 }
 
@@ -209,7 +210,7 @@ type sessionRequest struct {
 // browser kept, or a new one.
 func (s *server) openSession(c *gin.Context) (any, error) {
 	var req sessionRequest
-	if err := s.decode(c, &req); err != nil {
+	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
 	bot, err := s.agents.BySubdomain(c, req.Subdomain)
@@ -294,12 +295,12 @@ func sourcesOf(refs []memory.Ref) []publicSource {
 }
 
 // publicSink streams a reply's pieces to the page.
-type publicSink struct{ st *sse }
+type publicSink struct{ st *httpx.SSE }
 
 func (p publicSink) Stored(chats.Message) error { return nil }
-func (p publicSink) inChat(string) error        { return nil }
+func (p publicSink) InChat(string) error        { return nil }
 func (p publicSink) Delta(text string) error {
-	return p.st.event("delta", gin.H{"content": text})
+	return p.st.Event("delta", gin.H{"content": text})
 }
 
 // publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
@@ -309,12 +310,12 @@ func (p publicSink) Delta(text string) error {
 // as an account's requests are (AGENTPLANE_ACCOUNT_CONCURRENCY), apart from those.
 func (s *server) publicChat(c *gin.Context) {
 	var req publicChatRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
+	if err := s.decoder.Decode(c, &req); err != nil {
+		httpx.Fail(c, err)
 		return
 	}
 	bot, sub, err := s.endUser(c)
-	var t turn
+	var t httpx.Turn
 	if err == nil {
 		t, err = s.publicTurn(c, bot, sub, req)
 	}
@@ -323,27 +324,27 @@ func (s *server) publicChat(c *gin.Context) {
 		release, err = s.visitorsBudget(c, bot)
 	}
 	if err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	defer release()
-	st := newSSE(c, s.heartbeat)
-	defer st.close()
-	reply, err := s.converse(c, bot, askerOf(sub), t, publicSink{st: st})
+	st := httpx.NewSSE(c, s.heartbeat)
+	defer st.Close()
+	reply, err := s.turns.Converse(c.Request.Context(), bot, askerOf(sub), t, publicSink{st: st})
 	switch {
 	case err != nil && chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
-	case err != nil && !st.began():
-		fail(c, err)
+	case err != nil && !st.Began():
+		httpx.Fail(c, err)
 	case err != nil:
-		_, body, _ := errorOf(c, err)
-		_ = st.event("error", body)
+		_, body, _ := httpx.ErrorOf(c, err)
+		_ = st.Event("error", body)
 	default:
-		if req.ChatID == "" && t.decision == nil {
+		if req.ChatID == "" && t.Decision == nil {
 			if err := s.subscribers.ChatStarted(c, sub); err != nil {
-				logger(c).Warn("subscriber's chat not counted", "error", err)
+				httpx.Logger(c).Warn("subscriber's chat not counted", "error", err)
 			}
 		}
-		_ = st.event("done", replyOf(bot, reply))
+		_ = st.Event("done", replyOf(bot, reply))
 	}
 }
 
@@ -352,13 +353,13 @@ func (s *server) publicChat(c *gin.Context) {
 // account's.
 func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
 	out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
-	if call := pausedCall(reply); call != nil {
-		out.WaitingFor = call[0].Function.Name
+	if reply.RequiresApprove && reply.Tool != nil {
+		out.WaitingFor = reply.Tool.Name
 		if bot.VisitorApprovals {
 			out.ExecutionID = reply.ExecutionID
-			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for approval.")
+			out.HTML = markdown.HTML("The agent wants to use **" + reply.Tool.Name + "** and waits for approval.")
 		} else {
-			out.HTML = markdown.HTML("The agent wants to use **" + call[0].Function.Name + "** and waits for the team's approval; its answer will be in this chat.")
+			out.HTML = markdown.HTML("The agent wants to use **" + reply.Tool.Name + "** and waits for the team's approval; its answer will be in this chat.")
 		}
 	}
 	return out
@@ -368,31 +369,31 @@ func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
 // reasoning_type, which counts against the agent's limit for them (and, when they are anonymous,
 // for their client address: a new session is no new limit); or, when the agent lets visitors
 // approve, a decision on a run of one of their own chats.
-func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (turn, error) {
+func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (httpx.Turn, error) {
 	if strings.TrimSpace(req.ExecutionID) == "" {
 		_, err := s.botAllow(c, bot, "subscriber:"+sub.ID)
 		if err == nil && sub.Anonymous {
 			_, err = s.botAllow(c, bot, "address:"+c.ClientIP())
 		}
-		return turn{input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true}}, err
+		return httpx.Turn{Input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true}}, err
 	}
 	if !bot.VisitorApprovals {
-		return turn{}, apperr.New(apperr.Forbidden, "visitor_approvals_off", "This agent's team approves its actions; the answer will be in this chat once they have.")
+		return httpx.Turn{}, apperr.New(apperr.Forbidden, "visitor_approvals_off", "This agent's team approves its actions; the answer will be in this chat once they have.")
 	}
 	if req.Approve == nil {
-		return turn{}, apperr.Invalidf("approve", "is required with execution_id: true runs the tool, false rejects it")
+		return httpx.Turn{}, apperr.Invalidf("approve", "is required with execution_id: true runs the tool, false rejects it")
 	}
 	e, err := s.runs.Get(c, bot.ProjectID, bot.ID, req.ExecutionID)
 	if err != nil {
-		return turn{}, err
+		return httpx.Turn{}, err
 	}
 	if _, err := s.chats.GetFor(c, bot.ProjectID, bot.ID, e.ChatID, askerOf(sub)); err != nil {
 		if apperr.As(err).Kind == apperr.NotFound {
-			return turn{}, apperr.NotFoundf(agentruns.Resource)
+			return httpx.Turn{}, apperr.NotFoundf(agentruns.Resource)
 		}
-		return turn{}, err
+		return httpx.Turn{}, err
 	}
-	return turn{decision: &agentruns.Approval{ExecutionID: e.ID, Approve: req.Approve}}, nil
+	return httpx.Turn{Decision: &agentruns.Approval{ExecutionID: e.ID, Approve: req.Approve}}, nil
 }
 
 // publicMessage is a message of the end user's chat as the page shows it.
@@ -446,7 +447,7 @@ func (s *server) listSubscribers(c *gin.Context) (any, error) {
 // newSSOSecret makes the agent a new SSO secret and answers it, this once.
 func (s *server) newSSOSecret(c *gin.Context) (any, error) {
 	var sc scope
-	if err := s.decode(c, &sc); err != nil {
+	if err := s.decoder.Decode(c, &sc); err != nil {
 		return nil, err
 	}
 	bot, err := s.bot(c, &sc)
@@ -464,7 +465,7 @@ func (s *server) newSSOSecret(c *gin.Context) (any, error) {
 func (s *server) publicLimited(c *gin.Context) {
 	if err := s.publicAllow(c, "ratelimit:public:address:"+c.ClientIP(), s.publicRate, "rate_limited",
 		"Too many requests from your address"); err != nil {
-		fail(c, err)
+		httpx.Fail(c, err)
 		return
 	}
 	c.Next()

@@ -1,6 +1,11 @@
 package api
 
-import "github.com/gin-gonic/gin"
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/agentplane/agentplane/api/mcp"
+	"github.com/agentplane/agentplane/api/openai"
+)
 
 // routes is the whole API surface at a glance.
 func (s *server) routes(r *gin.Engine) {
@@ -13,8 +18,8 @@ func (s *server) routes(r *gin.Engine) {
 		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
 	}
 
-	r.POST(AgentMCPPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.agentMCP)
-	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.hostedMCP)
+	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
+	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
 
 	r.GET(PagePath+"/:subdomain", s.page)
 	r.GET("/", s.hostPage)
@@ -25,11 +30,11 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST("/public/v1/chat", s.publicLimited, s.publicChat)
 	r.GET("/public/v1/history", s.publicLimited, handle(s.publicHistory))
 
-	openAI := []gin.HandlerFunc{openAIErrors, s.authenticate, s.rateLimited, s.accountBudget}
-	r.POST("/v1/chat/completions", append(openAI, s.completion)...)
-	r.POST("/v1/responses", append(openAI, s.response)...)
-	r.GET("/v1/models", append(openAI, handle(s.listModels))...)
-	r.GET("/v1/models/:model", append(openAI, handle(s.readModel))...)
+	openAI := []gin.HandlerFunc{openai.Errors, s.authenticate, s.rateLimited, s.accountBudget}
+	r.POST("/v1/chat/completions", append(openAI, s.openAI.Completion)...)
+	r.POST("/v1/responses", append(openAI, s.openAI.Response)...)
+	r.GET("/v1/models", append(openAI, handle(s.openAI.ListModels))...)
+	r.GET("/v1/models/:model", append(openAI, handle(s.openAI.ReadModel))...)
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimited, s.accountBudget)
 	v1.POST("/projects", handle(s.createProject))

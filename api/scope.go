@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/paging"
@@ -46,7 +47,7 @@ func (s *server) scoped(c *gin.Context, sc *scope) (*agents.Bot, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.tenancy.Project(c, principal(c).AccountID, bot.ProjectID); err != nil {
+		if _, err := s.tenancy.Project(c, httpx.Principal(c).AccountID, bot.ProjectID); err != nil {
 			if apperr.As(err).Kind == apperr.NotFound {
 				return nil, apperr.NotFoundf("bot")
 			}
@@ -58,7 +59,7 @@ func (s *server) scoped(c *gin.Context, sc *scope) (*agents.Bot, error) {
 	if sc.ProjectID == "" {
 		return nil, apperr.Invalidf("project_id", "is required")
 	}
-	_, err := s.tenancy.Project(c, principal(c).AccountID, sc.ProjectID)
+	_, err := s.tenancy.Project(c, httpx.Principal(c).AccountID, sc.ProjectID)
 	return nil, err
 }
 

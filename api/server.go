@@ -13,6 +13,9 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/api/httpx"
+	"github.com/agentplane/agentplane/api/mcp"
+	"github.com/agentplane/agentplane/api/openai"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
@@ -117,19 +120,21 @@ type server struct {
 	checks       []Check
 	queues       http.Handler
 	adminToken   string
-	maxBody      int64
+	decoder      httpx.Decoder
+	turns        httpx.Turns
 	bodyTimeout  time.Duration
 	rateLimit    int
 	budget       *keylock.Locks // by account, nil without a budget
 	budgetWait   time.Duration
 	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
 	publicRate, publicAgentRate int
-	// agentMCPHandler serves agents as MCP servers, hostedMCPHandler the hosted ones.
-	agentMCPHandler, hostedMCPHandler http.Handler
 	// userMemory is what agents remember of their end users.
 	userMemory *usermemory.Service
 	// stats are agents' statistics.
 	stats *stats.Service
+	// openAI is the OpenAI-compatible door, mcp the MCP one.
+	openAI *openai.Door
+	mcp    *mcp.Door
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -165,19 +170,30 @@ func NewServer(d Deps) http.Handler {
 		checks:       d.Checks,
 		queues:       d.Queues,
 		adminToken:   d.AdminToken,
-		maxBody:      d.MaxBodyBytes,
 		bodyTimeout:  cmp.Or(d.BodyTimeout, 30*time.Second),
 		rateLimit:    d.RateLimit,
 		budgetWait:   cmp.Or(d.BudgetWait, 10*time.Second),
 		publicRate:   d.PublicRateLimit,
 	}
 	s.publicAgentRate = d.PublicAgentRateLimit
+	s.decoder = httpx.Decoder{MaxBody: d.MaxBodyBytes, BodyTimeout: s.bodyTimeout}
+	s.turns = httpx.Turns{Chats: d.Chats, Runs: d.Runs, RunWait: d.RunWait}
 	if d.AccountBudget > 0 {
 		s.budget = &keylock.Locks{Holders: d.AccountBudget}
 	}
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
-	s.agentMCPHandler, s.hostedMCPHandler = s.newAgentMCP(), s.newHostedMCP()
+	s.mcp = mcp.New(mcp.Door{Log: d.Logger, Tenancy: d.Tenancy, Chats: d.Chats, Runs: d.Runs, Memory: d.Memory, Tools: d.Tools, RunWait: d.RunWait,
+		Bot: func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
+		AgentAllow: func(ctx context.Context, bot agents.Bot, keyID string) error {
+			_, err := s.botAllow(ctx, bot, keyID)
+			return err
+		}})
+	s.openAI = &openai.Door{Tenancy: d.Tenancy, Agents: d.Agents, Turns: s.turns, Decoder: s.decoder, Heartbeat: d.Heartbeat,
+		Bot: func(c *gin.Context, projectID, botID string) (agents.Bot, error) {
+			return s.bot(c, &scope{ProjectID: projectID, BotID: botID})
+		},
+		AgentLimit: s.agentLimit}
 	r := newEngine()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
 		s.log.Error("trusted proxies refused: the connection's address is the client's", "error", err)

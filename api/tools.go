@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/tools"
 )
@@ -141,7 +142,7 @@ func (s *server) testTool(c *gin.Context) (any, error) {
 	out := gin.H{"ok": res.OK, "operations": res.Operations, "duration_ms": res.DurationMS}
 	if res.Error != nil {
 		// The server's failure, in the shape of the API's errors, with the status it would have.
-		_, body, _ := errorOf(c, res.Error)
+		_, body, _ := httpx.ErrorOf(c, res.Error)
 		out["error"] = body.Error
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -106,7 +107,7 @@ func (s *server) readWorkflowRun(c *gin.Context) (any, error) {
 
 // signingSecret shows the project's webhook signing secret, made on first use.
 func (s *server) signingSecret(c *gin.Context) (any, error) {
-	p, err := s.tenancy.Project(c, principal(c).AccountID, c.Param("project_id"))
+	p, err := s.tenancy.Project(c, httpx.Principal(c).AccountID, c.Param("project_id"))
 	if err != nil {
 		return nil, err
 	}

@@ -44,12 +44,13 @@ var rules = []rule{
 	{"shared/adapters", []string{"api", "workers", "jobs", "events", "cmd", "shared/devenv"}, "adapters serve every role"},
 	{"api", []string{"workers", "jobs", "cmd", "shared/devenv", "shared/adapters/store", "shared/adapters/queue"},
 		"the API role calls the domain; the composition root (cmd/agentplane/app) hands it the adapters"},
+	{"api/httpx", []string{"api"}, "what the doors share imports no door (api and the doors import it)"},
 	{"workers", []string{"api", "jobs", "cmd", "shared/devenv"}, "roles do not import each other (events is the workers' and the API's way to NATS)"},
 	{"jobs", []string{"api", "workers", "events", "cmd", "shared/devenv"}, "roles do not import each other"},
 	{"events", []string{"api", "workers", "jobs", "cmd", "shared/devenv"}, "roles do not import each other"},
 	{"shared/chats", []string{"shared/agentruns"}, "the chat turn calls agent runs through an interface agentruns implements"},
 	{"shared/chats", []string{"shared/usermemory"}, "the chat turn reads and feeds end users' memories through an interface usermemory implements"},
-	{"shared/kit/apperr", []string{"net/http"}, "the error-kind -> HTTP status table lives in api"},
+	{"shared/kit/apperr", []string{"net/http"}, "the error-kind -> HTTP status table lives in api/httpx"},
 }
 
 func TestLayout(t *testing.T) {

@@ -1,10 +1,12 @@
-package api
+// Package openai is the OpenAI-compatible door: any OpenAI client talks to any agent. A model is
+// an agent ("agent:<id>", or its bare id or uuid), the API key is the Bearer token, and the
+// answers and errors have OpenAI's shapes. What only agentplane has (the chat, the run, the
+// sources) rides in an "agentplane" field OpenAI's clients ignore. api mounts its routes.
+package openai
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -20,21 +23,31 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/tenancy"
 )
 
-// The OpenAI-compatible door: any OpenAI client talks to any agent. A model is an agent
-// ("agent:<id>", or its bare id or uuid), the API key is the Bearer token, and the answers and
-// errors have OpenAI's shapes. What only agentplane has (the chat, the run, the sources) rides
-// in an "agentplane" field OpenAI's clients ignore.
+// Door is what it needs of the API: the domain's services and the authorisation api does.
+type Door struct {
+	Tenancy *tenancy.Service
+	Agents  *agents.Service
+	Turns   httpx.Turns
+	Decoder httpx.Decoder
+	// Heartbeat spaces the comment lines of its streams.
+	Heartbeat time.Duration
+	// Bot is the agent botID names, authorised for the request's key: in projectID, or in the
+	// agent's own project when projectID is empty.
+	Bot func(c *gin.Context, projectID, botID string) (agents.Bot, error)
+	// AgentLimit takes one message of the agent's rate limit for the request's key.
+	AgentLimit func(c *gin.Context, bot agents.Bot) error
+}
 
 // modelPrefix names an agent as a model.
 const modelPrefix = "agent:"
 
-// openAIShape marks a request whose errors are answered in OpenAI's shape.
-const openAIShape = "openai_shape"
-
-// openAIErrors makes the request's errors OpenAI's: {"error": {message, type, code, param}}.
-func openAIErrors(c *gin.Context) { c.Set(openAIShape, true) }
+// Errors makes the request's errors OpenAI's: {"error": {message, type, code, param}}.
+func Errors(c *gin.Context) {
+	httpx.SetErrorShape(c, func(status int, e *apperr.Error) any { return openAIErrorOf(status, e) })
+}
 
 // openAIError is an error as OpenAI's API answers it.
 type openAIError struct {
@@ -68,13 +81,12 @@ func openAIErrorOf(status int, e *apperr.Error) openAIError {
 
 // modelOf is the agent a model names, authorised for the key's account; the OpenAI-Project
 // header, when given, is the project it must be in.
-func (s *server) modelOf(c *gin.Context, model string) (agents.Bot, error) {
+func (d *Door) modelOf(c *gin.Context, model string) (agents.Bot, error) {
 	id := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(model), modelPrefix))
 	if id == "" {
 		return agents.Bot{}, apperr.Invalidf("model", "is required: the agent to talk to, as agent:<bot id> (GET /v1/models lists them)")
 	}
-	sc := scope{ProjectID: strings.TrimSpace(c.GetHeader("OpenAI-Project")), BotID: id}
-	bot, err := s.bot(c, &sc)
+	bot, err := d.Bot(c, strings.TrimSpace(c.GetHeader("OpenAI-Project")), id)
 	if err != nil && apperr.As(err).Code == "bot_not_found" {
 		return agents.Bot{}, apperr.New(apperr.NotFound, "model_not_found", "The model does not exist or you do not have access to it; GET /v1/models lists yours.")
 	}
@@ -94,19 +106,19 @@ func modelOfBot(b agents.Bot, projectID string) openAIModel {
 	return openAIModel{ID: modelPrefix + b.ID, Object: "model", Created: b.CreatedAt.Unix(), OwnedBy: projectID, Name: b.Name}
 }
 
-// listModels lists the agents of the key's account (of the OpenAI-Project header's project
+// ListModels lists the agents of the key's account (of the OpenAI-Project header's project
 // only, when given) as models.
-func (s *server) listModels(c *gin.Context) (any, error) {
-	account := principal(c).AccountID
+func (d *Door) ListModels(c *gin.Context) (any, error) {
+	account := httpx.Principal(c).AccountID
 	var projects []string
 	if p := strings.TrimSpace(c.GetHeader("OpenAI-Project")); p != "" {
-		if _, err := s.tenancy.Project(c, account, p); err != nil {
+		if _, err := d.Tenancy.Project(c, account, p); err != nil {
 			return nil, err
 		}
 		projects = []string{p}
 	} else {
 		err := eachPage(func(page paging.Page) (int, int, error) {
-			list, total, err := s.tenancy.Projects(c, account, page)
+			list, total, err := d.Tenancy.Projects(c, account, page)
 			for _, p := range list {
 				projects = append(projects, p.ID)
 			}
@@ -119,7 +131,7 @@ func (s *server) listModels(c *gin.Context) (any, error) {
 	models := []openAIModel{}
 	for _, p := range projects {
 		err := eachPage(func(page paging.Page) (int, int, error) {
-			list, total, err := s.agents.List(c, p, page)
+			list, total, err := d.Agents.List(c, p, page)
 			for _, b := range list {
 				models = append(models, modelOfBot(b, p))
 			}
@@ -146,9 +158,9 @@ func eachPage(read func(paging.Page) (int, int, error)) error {
 	}
 }
 
-// readModel is one agent as a model.
-func (s *server) readModel(c *gin.Context) (any, error) {
-	bot, err := s.modelOf(c, c.Param("model"))
+// ReadModel is one agent as a model.
+func (d *Door) ReadModel(c *gin.Context) (any, error) {
+	bot, err := d.modelOf(c, c.Param("model"))
 	if err != nil {
 		return nil, err
 	}
@@ -211,13 +223,6 @@ func contentText(content json.RawMessage, at string, kinds ...string) (string, e
 // an agent run.
 var efforts = map[string]string{"none": "standard", "minimal": "standard", "low": "standard", "medium": "agent", "high": "agent"}
 
-// turn is what a completion request asks of the agent: a message (with the chat to add it to,
-// or the conversation so far), or a decision on the tool call a run waits for.
-type turn struct {
-	input    chats.Input
-	decision *agentruns.Approval
-}
-
 // said is a message of an OpenAI request, in either API's form: a role (system, developer,
 // user, assistant, tool), its text and, for a tool's answer, the call it answers. at names it in
 // errors.
@@ -237,23 +242,23 @@ type asked struct {
 // turnFrom reads an OpenAI request: the last message is the turn (a user's message, or a tool's
 // answer deciding on the call a run waits for); system and developer messages are the turn's
 // instruction; the others are the conversation so far unless a chat is named.
-func turnFrom(list []said, a asked) (turn, error) {
+func turnFrom(list []said, a asked) (httpx.Turn, error) {
 	if len(list) == 0 {
-		return turn{}, apperr.Invalidf(a.field, "is required: at least the user's message")
+		return httpx.Turn{}, apperr.Invalidf(a.field, "is required: at least the user's message")
 	}
 	last := list[len(list)-1]
 	if last.role == "tool" {
-		return turn{decision: decisionOf(last.callID, last.text)}, nil
+		return httpx.Turn{Decision: decisionOf(last.callID, last.text)}, nil
 	}
 	if last.role != "user" {
-		return turn{}, apperr.Invalidf(a.field, "must end with the user's message (or a tool's answer deciding on a tool call)")
+		return httpx.Turn{}, apperr.Invalidf(a.field, "must end with the user's message (or a tool's answer deciding on a tool call)")
 	}
 	in := chats.Input{Message: &last.text, ChatID: strings.TrimSpace(a.chatID), ChatMode: a.chatMode, ReasoningMode: a.reasoningMode,
 		Stream: a.stream, MaxReplyTokens: a.maxTokens}
 	if effort := strings.ToLower(strings.TrimSpace(a.effort)); effort != "" && in.ReasoningMode == "" {
 		mode, ok := efforts[effort]
 		if !ok {
-			return turn{}, apperr.Invalidf("reasoning_effort", "must be one of none, minimal, low (one model call), medium or high (an agent run)")
+			return httpx.Turn{}, apperr.Invalidf("reasoning_effort", "must be one of none, minimal, low (one model call), medium or high (an agent run)")
 		}
 		in.ReasoningMode = mode
 	}
@@ -273,24 +278,24 @@ func turnFrom(list []said, a asked) (turn, error) {
 			}
 		case "tool":
 		default:
-			return turn{}, apperr.Invalidf(m.at+".role", "must be system, developer, user, assistant or tool")
+			return httpx.Turn{}, apperr.Invalidf(m.at+".role", "must be system, developer, user, assistant or tool")
 		}
 	}
 	in.Instruction = strings.Join(instructions, "\n\n")
 	if in.ChatID != "" {
 		in.Prior = nil
 	}
-	return turn{input: in}, nil
+	return httpx.Turn{Input: in}, nil
 }
 
 // turnOf reads a Chat Completions request's turn.
-func (req completionRequest) turnOf() (turn, error) {
+func (req completionRequest) turnOf() (httpx.Turn, error) {
 	list := make([]said, len(req.Messages))
 	for i, m := range req.Messages {
 		at := fmt.Sprintf("messages[%d]", i)
 		text, err := contentText(m.Content, at+".content", "text")
 		if err != nil {
-			return turn{}, err
+			return httpx.Turn{}, err
 		}
 		list[i] = said{role: m.Role, text: text, callID: m.ToolCallID, at: at}
 	}
@@ -324,26 +329,26 @@ func decisionOf(callID, content string) *agentruns.Approval {
 	return &agentruns.Approval{ExecutionID: strings.TrimPrefix(strings.TrimSpace(callID), callPrefix), Approve: &approve}
 }
 
-// completion answers a Chat Completions request with a turn of the agent its model names: as
+// Completion answers a Chat Completions request with a turn of the agent its model names: as
 // a chat.completion, or as OpenAI's chunk stream.
-func (s *server) completion(c *gin.Context) {
+func (d *Door) Completion(c *gin.Context) {
 	var req completionRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
+	if err := d.Decoder.Decode(c, &req); err != nil {
+		httpx.Fail(c, err)
 		return
 	}
-	bot, t, ok := s.doorTurn(c, req.Model, req.turnOf)
+	bot, t, ok := d.doorTurn(c, req.Model, req.turnOf)
 	if !ok {
 		return
 	}
 	w := &completionWriter{c: c, id: "chatcmpl-" + ids.New(), model: req.Model, created: time.Now().Unix(), usage: req.StreamOptions.IncludeUsage}
-	var sink doorSink
+	var sink httpx.Sink
 	if req.Stream {
-		w.st = newSSE(c, s.heartbeat)
-		defer w.st.close()
+		w.st = httpx.NewSSE(c, d.Heartbeat)
+		defer w.st.Close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
+	reply, err := d.Turns.Converse(c.Request.Context(), bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
 	if err != nil {
 		w.fail(err)
 		return
@@ -354,18 +359,18 @@ func (s *server) completion(c *gin.Context) {
 // doorTurn is what both OpenAI doors do before answering: the agent the request's model names,
 // the turn it asks for, and the agent's rate limit when the turn is a message (a decision on a
 // waiting call is not one). On an error it answers it and reports false.
-func (s *server) doorTurn(c *gin.Context, model string, turnOf func() (turn, error)) (agents.Bot, turn, bool) {
-	bot, err := s.modelOf(c, model)
-	var t turn
+func (d *Door) doorTurn(c *gin.Context, model string, turnOf func() (httpx.Turn, error)) (agents.Bot, httpx.Turn, bool) {
+	bot, err := d.modelOf(c, model)
+	var t httpx.Turn
 	if err == nil {
 		t, err = turnOf()
 	}
-	if err == nil && t.decision == nil {
-		err = s.agentLimit(c, bot)
+	if err == nil && t.Decision == nil {
+		err = d.AgentLimit(c, bot)
 	}
 	if err != nil {
-		fail(c, err)
-		return agents.Bot{}, turn{}, false
+		httpx.Fail(c, err)
+		return agents.Bot{}, httpx.Turn{}, false
 	}
 	return bot, t, true
 }
@@ -374,85 +379,14 @@ func (s *server) doorTurn(c *gin.Context, model string, turnOf func() (turn, err
 // the request names (user, else safety_identifier), whose memories the turn uses; no one's when
 // it names none, as one key may serve many people.
 func doorAsker(c *gin.Context, user, safetyIdentifier string) chats.Asker {
-	return chats.Asker{AccountID: principal(c).AccountID, ForEndUsers: true, EndUser: cmp.Or(strings.TrimSpace(user), strings.TrimSpace(safetyIdentifier))}
-}
-
-// doorSink is where an OpenAI door streams a turn's reply: the chat's sink, told first which
-// chat the turn is in.
-type doorSink interface {
-	chats.Sink
-	inChat(chatID string) error
-}
-
-// converse carries out a turn of an OpenAI door: a message to the agent (a reply made at once,
-// or the agent run that answers it) or a decision on the call a run waits for. With a sink, the
-// reply streams to it as it is made; without, a run is waited for.
-func (s *server) converse(c *gin.Context, bot agents.Bot, asker chats.Asker, t turn, sink doorSink) (chats.Reply, error) {
-	ctx := c.Request.Context()
-	var out chats.Outcome
-	if t.decision != nil {
-		e, err := s.runs.Decide(ctx, bot.ProjectID, bot.ID, *t.decision)
-		if err != nil {
-			return chats.Reply{}, err
-		}
-		out.RunID = e.ID
-	} else {
-		var err error
-		var chatSink chats.Sink
-		if sink != nil {
-			chatSink = sink
-		}
-		if out, err = s.chats.Chat(ctx, bot.ProjectID, bot, asker, t.input, chatSink); err != nil {
-			return chats.Reply{}, err
-		}
-	}
-	if out.RunID == "" {
-		return *out.Reply, nil
-	}
-	return s.followRun(c, bot, out.RunID, sink)
-}
-
-// followRun waits for the agent run id to answer or to wait for an approval, streaming its
-// answer to sink as it is made when there is one. A run still going after the run wait is
-// answered 504 when not streamed: an OpenAI answer has no form for one that is not over.
-func (s *server) followRun(c *gin.Context, bot agents.Bot, id string, sink doorSink) (chats.Reply, error) {
-	ctx := c.Request.Context()
-	e, err := s.runs.Get(ctx, bot.ProjectID, bot.ID, id)
-	if err != nil {
-		return chats.Reply{}, err
-	}
-	var delta func(string) error
-	wait := ctx
-	if sink != nil {
-		if err := sink.inChat(e.ChatID); err != nil {
-			return chats.Reply{}, err
-		}
-		delta = sink.Delta
-	} else {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(ctx, s.runWait)
-		defer cancel()
-	}
-	e, err = s.runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, delta)
-	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
-		return chats.Reply{}, err
-	}
-	reply, err := s.runs.Reply(ctx, e)
-	if err != nil {
-		return chats.Reply{}, err
-	}
-	if !reply.IsComplete && !reply.RequiresApprove {
-		return chats.Reply{}, apperr.New(apperr.GatewayTimeout, "run_in_progress", fmt.Sprintf(
-			"The agent's run %s goes on longer than this request waits; ask with stream: true to follow it, or read the chat %s later.", e.ID, reply.ChatID))
-	}
-	return reply, nil
+	return chats.Asker{AccountID: httpx.Principal(c).AccountID, ForEndUsers: true, EndUser: cmp.Or(strings.TrimSpace(user), strings.TrimSpace(safetyIdentifier))}
 }
 
 // completionWriter answers a completion: a chat.completion at its end, or chunks as the reply
 // is made.
 type completionWriter struct {
 	c       *gin.Context
-	st      *sse
+	st      *httpx.SSE
 	id      string
 	model   string
 	created int64
@@ -531,14 +465,14 @@ func pausedCall(r chats.Reply) []toolCall {
 }
 
 func (w *completionWriter) chunk(choices []completionChoice, usage *completionUsage, ext *extension) error {
-	return w.st.data(completionOut{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
+	return w.st.Data(completionOut{ID: w.id, Object: "chat.completion.chunk", Created: w.created, Model: w.model,
 		Choices: choices, Usage: usage, Agentplane: ext})
 }
 
 // Stored begins the stream with the assistant's role.
 func (w *completionWriter) Stored(chats.Message) error { return w.begin() }
 
-func (w *completionWriter) inChat(string) error { return nil }
+func (w *completionWriter) InChat(string) error { return nil }
 
 func (w *completionWriter) begin() error {
 	if w.began {
@@ -595,7 +529,7 @@ func (w *completionWriter) finish(r chats.Reply) {
 			return
 		}
 	}
-	_ = w.st.raw("[DONE]")
+	_ = w.st.Raw("[DONE]")
 }
 
 // fail answers err: as an error answer while nothing was streamed, else as the stream's last
@@ -604,12 +538,12 @@ func (w *completionWriter) fail(err error) {
 	if chats.IsDisconnect(err) && w.c.Request.Context().Err() != nil {
 		return
 	}
-	if w.st == nil || !w.st.began() {
-		fail(w.c, err)
+	if w.st == nil || !w.st.Began() {
+		httpx.Fail(w.c, err)
 		return
 	}
-	status, _, e := errorOf(w.c, err)
-	if w.st.data(openAIErrorOf(status, e)) == nil {
-		_ = w.st.raw("[DONE]")
+	status, _, e := httpx.ErrorOf(w.c, err)
+	if w.st.Data(openAIErrorOf(status, e)) == nil {
+		_ = w.st.Raw("[DONE]")
 	}
 }

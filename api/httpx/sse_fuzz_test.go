@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"encoding/json"
@@ -26,18 +26,18 @@ func FuzzSSE(f *testing.F) {
 		rec := httptest.NewRecorder()
 		c, _ := gin.CreateTestContext(rec)
 		c.Request = httptest.NewRequest("POST", "/v1/bot/chat", nil)
-		s := newSSE(c, time.Hour)
-		if err := s.event("stored", gin.H{"message": message}); err != nil {
+		s := NewSSE(c, time.Hour)
+		if err := s.Event("stored", gin.H{"message": message}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.delta(delta); err != nil {
+		if err := s.Delta(delta); err != nil {
 			t.Fatal(err)
 		}
 		_, _ = rec.WriteString(": ping\n\n")
-		if err := s.event("done", gin.H{"reply": delta + message}); err != nil {
+		if err := s.Event("done", gin.H{"reply": delta + message}); err != nil {
 			t.Fatal(err)
 		}
-		s.close()
+		s.Close()
 
 		type want struct{ id, name, key, text string }
 		wants := []want{{"1", "stored", "message", message}, {"", "delta", "content", delta}, {"2", "done", "reply", delta + message}}

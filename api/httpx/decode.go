@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -18,23 +19,30 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
-// decode reads c's JSON body into dst: strict about syntax and types, lenient about presence.
+// Decoder reads requests' JSON bodies, at most MaxBody bytes of them; BodyTimeout is the time
+// a body is given to arrive (the middleware's), named in the error of one that did not.
+type Decoder struct {
+	MaxBody     int64
+	BodyTimeout time.Duration
+}
+
+// Decode reads c's JSON body into dst: strict about syntax and types, lenient about presence.
 // Unknown fields are ignored, null means absent and an empty body is an empty object. The body is
 // read at most up to the configured limit. NUL characters are refused. Keys may hold any
 // character but NUL ("$where", "a.b"): typed fields have fixed names and free-form values are
 // stored as JSON text (shared/freeform), so no key of a body becomes a document key or an operator.
-func (s *server) decode(c *gin.Context, dst any) error {
+func (d Decoder) Decode(c *gin.Context, dst any) error {
 	r := c.Request
-	if r.ContentLength > s.maxBody {
-		return tooLarge(s.maxBody)
+	if r.ContentLength > d.MaxBody {
+		return tooLarge(d.MaxBody)
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, s.maxBody))
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, d.MaxBody))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			return tooLarge(s.maxBody)
+			return tooLarge(d.MaxBody)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", s.bodyTimeout))
+			return apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", d.BodyTimeout))
 		}
 		return apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
 	}

@@ -1,4 +1,4 @@
-package api
+package openai
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"
@@ -69,17 +70,17 @@ type responseInput struct {
 
 // turnOf reads a Responses request's turn: input is the user's text or a list of items, and
 // previous_response_id (else metadata.chat_id) names the chat to go on with.
-func (req responseRequest) turnOf() (turn, error) {
+func (req responseRequest) turnOf() (httpx.Turn, error) {
 	var list []said
 	var text string
 	if raw := strings.TrimSpace(string(req.Input)); raw == "" || raw == "null" {
-		return turn{}, apperr.Invalidf("input", "is required: the user's message, as text or as a list of items")
+		return httpx.Turn{}, apperr.Invalidf("input", "is required: the user's message, as text or as a list of items")
 	} else if json.Unmarshal(req.Input, &text) == nil {
 		list = []said{{role: "user", text: text, at: "input"}}
 	} else {
 		var items []responseInput
 		if err := json.Unmarshal(req.Input, &items); err != nil {
-			return turn{}, apperr.Invalidf("input", "must be text or a list of items")
+			return httpx.Turn{}, apperr.Invalidf("input", "must be text or a list of items")
 		}
 		for i, it := range items {
 			at := fmt.Sprintf("input[%d]", i)
@@ -87,13 +88,13 @@ func (req responseRequest) turnOf() (turn, error) {
 			case "", "message":
 				text, err := contentText(it.Content, at+".content", "input_text", "output_text", "text")
 				if err != nil {
-					return turn{}, err
+					return httpx.Turn{}, err
 				}
 				list = append(list, said{role: it.Role, text: text, at: at})
 			case "function_call_output":
 				output, err := contentText(it.Output, at+".output", "input_text", "output_text", "text")
 				if err != nil {
-					return turn{}, err
+					return httpx.Turn{}, err
 				}
 				list = append(list, said{role: "tool", text: output, callID: it.CallID, at: at})
 			}
@@ -102,46 +103,46 @@ func (req responseRequest) turnOf() (turn, error) {
 	chatID := req.Metadata["chat_id"]
 	if req.PreviousResponseID != "" {
 		if chatID = chatOfResponse(req.PreviousResponseID); chatID == "" {
-			return turn{}, apperr.Invalidf("previous_response_id", "must be the id of a response of this API")
+			return httpx.Turn{}, apperr.Invalidf("previous_response_id", "must be the id of a response of this API")
 		}
 	}
 	return turnFrom(list, asked{chatID: chatID, chatMode: req.Metadata["chat_mode"], reasoningMode: req.Metadata["reasoning_mode"],
 		effort: req.Reasoning.Effort, instructions: req.Instructions, stream: req.Stream, maxTokens: req.MaxOutputTokens, field: "input"})
 }
 
-// response answers a Responses request with a turn of the agent its model names: as a response
+// Response answers a Responses request with a turn of the agent its model names: as a response
 // object, or as its typed event stream.
-func (s *server) response(c *gin.Context) {
+func (d *Door) Response(c *gin.Context) {
 	var req responseRequest
-	if err := s.decode(c, &req); err != nil {
-		fail(c, err)
+	if err := d.Decoder.Decode(c, &req); err != nil {
+		httpx.Fail(c, err)
 		return
 	}
-	bot, t, ok := s.doorTurn(c, req.Model, req.turnOf)
+	bot, t, ok := d.doorTurn(c, req.Model, req.turnOf)
 	if !ok {
 		return
 	}
 	w := &responseWriter{c: c, req: req, created: time.Now().Unix(), itemID: "msg_" + strings.ReplaceAll(ids.New(), "-", "")}
-	var sink doorSink
+	var sink httpx.Sink
 	if req.Stream {
-		w.st = newSSE(c, s.heartbeat)
-		defer w.st.close()
+		w.st = httpx.NewSSE(c, d.Heartbeat)
+		defer w.st.Close()
 		sink = w
 	}
-	reply, err := s.converse(c, bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
+	reply, err := d.Turns.Converse(c.Request.Context(), bot, doorAsker(c, req.User, req.SafetyIdentifier), t, sink)
 	if err != nil {
 		if chats.IsDisconnect(err) && c.Request.Context().Err() != nil {
 			return
 		}
-		if w.st == nil || !w.st.began() {
+		if w.st == nil || !w.st.Began() {
 			if apperr.As(err).Code == "chat_not_found" && req.PreviousResponseID != "" {
 				err = &apperr.Error{Kind: apperr.NotFound, Code: "previous_response_not_found", Message: "The previous response does not exist or you do not have access to it.",
 					Details: []apperr.Detail{{Field: "previous_response_id", Problem: "not found"}}}
 			}
-			fail(c, err)
+			httpx.Fail(c, err)
 			return
 		}
-		status, _, e := errorOf(c, err)
+		status, _, e := httpx.ErrorOf(c, err)
 		o := openAIErrorOf(status, e).Error
 		_ = w.event("error", gin.H{"code": o.Code, "message": o.Message, "param": o.Param})
 		return
@@ -153,7 +154,7 @@ func (s *server) response(c *gin.Context) {
 // reply is made.
 type responseWriter struct {
 	c       *gin.Context
-	st      *sse
+	st      *httpx.SSE
 	req     responseRequest
 	created int64
 	id      string
@@ -253,17 +254,11 @@ func (w *responseWriter) message(text, status string) responseItem {
 func (w *responseWriter) event(typ string, fields gin.H) error {
 	fields["type"], fields["sequence_number"] = typ, w.seq
 	w.seq++
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return err
-	}
-	w.st.mu.Lock()
-	defer w.st.mu.Unlock()
-	return w.st.write("", typ, raw)
+	return w.st.Typed(typ, fields)
 }
 
-// inChat begins the stream once the chat is known: the response's id names it.
-func (w *responseWriter) inChat(chatID string) error {
+// InChat begins the stream once the chat is known: the response's id names it.
+func (w *responseWriter) InChat(chatID string) error {
 	if w.id != "" {
 		return nil
 	}
@@ -275,7 +270,7 @@ func (w *responseWriter) inChat(chatID string) error {
 }
 
 // Stored begins the stream: the user's message is in its chat.
-func (w *responseWriter) Stored(m chats.Message) error { return w.inChat(m.ChatID) }
+func (w *responseWriter) Stored(m chats.Message) error { return w.InChat(m.ChatID) }
 
 // Delta streams a piece of the reply's text, opening the message item first.
 func (w *responseWriter) Delta(text string) error {
@@ -301,7 +296,7 @@ func (w *responseWriter) finish(r chats.Reply) {
 		w.c.JSON(200, w.object("completed", w.outputOf(r), &r))
 		return
 	}
-	if err := w.inChat(r.ChatID); err != nil {
+	if err := w.InChat(r.ChatID); err != nil {
 		return
 	}
 	output := w.outputOf(r)

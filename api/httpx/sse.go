@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"encoding/json"
@@ -15,10 +15,10 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
-// sse writes a Server-Sent Events stream. Nothing is written until the first event, so an error
+// SSE writes a Server-Sent Events stream. Nothing is written until the first event, so an error
 // found before then is still an ordinary JSON error answer. Once started, a comment line every
 // heartbeat keeps idle proxies from closing the connection.
-type sse struct {
+type SSE struct {
 	c         *gin.Context
 	heartbeat time.Duration
 	mu        sync.Mutex
@@ -28,12 +28,13 @@ type sse struct {
 	stopped   sync.WaitGroup
 }
 
-func newSSE(c *gin.Context, heartbeat time.Duration) *sse {
-	return &sse{c: c, heartbeat: heartbeat, stop: make(chan struct{})}
+// NewSSE is c's event stream, a comment line every heartbeat once started.
+func NewSSE(c *gin.Context, heartbeat time.Duration) *SSE {
+	return &SSE{c: c, heartbeat: heartbeat, stop: make(chan struct{})}
 }
 
-// event writes one event with data as JSON, numbered after the last.
-func (s *sse) event(name string, data any) error {
+// Event writes one event with data as JSON, numbered after the last.
+func (s *SSE) Event(name string, data any) error {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return err
@@ -44,13 +45,13 @@ func (s *sse) event(name string, data any) error {
 	return s.write(strconv.Itoa(s.next), name, raw)
 }
 
-// entry writes a kept entry of a run under its own number, which a client resumes from. The
+// Entry writes a kept entry of a run under its own number, which a client resumes from. The
 // failure that ends a failed run is written as the API's error body.
-func (s *sse) entry(e agentruns.Entry) error {
+func (s *SSE) Entry(e agentruns.Entry) error {
 	raw := []byte(e.Data)
 	if e.Event == agentruns.EventError {
 		f := agentruns.FailureOf(e)
-		status := statusOf(apperr.KindNamed(f.Kind))
+		status := StatusOf(apperr.KindNamed(f.Kind))
 		var err error
 		if raw, err = json.Marshal(gin.H{"error": gin.H{"status": status, "code": f.Code, "message": f.Message}, "message": f.Message}); err != nil {
 			return err
@@ -62,9 +63,9 @@ func (s *sse) entry(e agentruns.Entry) error {
 	return s.write(strconv.Itoa(e.Seq), e.Event, raw)
 }
 
-// delta writes a piece of an answer, without a number: it is not kept, and a client resuming
+// Delta writes a piece of an answer, without a number: it is not kept, and a client resuming
 // from a later entry does not need it.
-func (s *sse) delta(text string) error {
+func (s *SSE) Delta(text string) error {
 	raw, err := json.Marshal(gin.H{"content": text})
 	if err != nil {
 		return err
@@ -74,24 +75,35 @@ func (s *sse) delta(text string) error {
 	return s.write("", agentruns.EventDelta, raw)
 }
 
-// data writes v as an event of no name and no number, as OpenAI's streams are made.
-func (s *sse) data(v any) error {
+// Typed writes v as an event named typ, without a number, as OpenAI's Responses streams are made.
+func (s *SSE) Typed(typ string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return s.raw(string(raw))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write("", typ, raw)
 }
 
-// raw writes text as an event's data, as it is.
-func (s *sse) raw(text string) error {
+// Data writes v as an event of no name and no number, as OpenAI's streams are made.
+func (s *SSE) Data(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.Raw(string(raw))
+}
+
+// Raw writes text as an event's data, as it is.
+func (s *SSE) Raw(text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.write("", "", []byte(text))
 }
 
 // write sends one event (of no name when name is empty); s.mu is held.
-func (s *sse) write(id, name string, raw []byte) error {
+func (s *SSE) write(id, name string, raw []byte) error {
 	if !s.started {
 		s.begin()
 	}
@@ -113,7 +125,7 @@ func (s *sse) write(id, name string, raw []byte) error {
 }
 
 // begin sends the headers and starts the heartbeat; s.mu is held.
-func (s *sse) begin() {
+func (s *SSE) begin() {
 	s.started = true
 	h := s.c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -140,22 +152,20 @@ func (s *sse) begin() {
 	})
 }
 
-// began reports whether the stream has started (its headers are sent).
-func (s *sse) began() bool {
+// Began reports whether the stream has started (its headers are sent).
+func (s *SSE) Began() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started
 }
 
-// close stops the heartbeat of a started stream.
-func (s *sse) close() {
-	if s.began() {
+// Close stops the heartbeat of a started stream.
+func (s *SSE) Close() {
+	if s.Began() {
 		close(s.stop)
 		s.stopped.Wait()
 	}
 }
 
-// Stored and Delta make the stream the sink of a chat reply.
-func (s *sse) Stored(m chats.Message) error { return s.event("stored", gin.H{"message": m}) }
-
-func (s *sse) Delta(text string) error { return s.delta(text) }
+// Stored (with Delta) makes the stream the sink of a chat reply.
+func (s *SSE) Stored(m chats.Message) error { return s.Event("stored", gin.H{"message": m}) }

@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"bytes"
@@ -35,13 +35,13 @@ func BenchmarkDecode(b *testing.B) {
 	})
 	b.Run("Decode", func(b *testing.B) {
 		gin.SetMode(gin.ReleaseMode)
-		s := &server{maxBody: 1 << 20}
+		d := Decoder{MaxBody: 1 << 20}
 		for b.Loop() {
 			c, _ := gin.CreateTestContext(httptest.NewRecorder())
 			c.Request, _ = http.NewRequest("POST", "/", bytes.NewReader(body))
 			c.Request.Header.Set("Content-Type", "application/json")
 			var r request
-			if err := s.decode(c, &r); err != nil {
+			if err := d.Decode(c, &r); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,9 +1,12 @@
-package api
+// Package httpx is what every door of the API shares: the one error-kind -> HTTP status table
+// and the error body, the request decoder, the event-stream writer, the handler shape, what the
+// middleware leaves in a request's context (its id, logger, principal) and the turn of a chat a
+// door asks of an agent. The doors (api/openai, ...) and api itself import it; it imports no door.
+package httpx
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -12,14 +15,15 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
-// errorBody is the JSON of every non-2xx answer. The top-level message and error.status are
+// ErrorBody is the JSON of every non-2xx answer. The top-level message and error.status are
 // what BoostGPT's official clients read.
-type errorBody struct {
-	Error   errorObject `json:"error"`
+type ErrorBody struct {
+	Error   ErrorObject `json:"error"`
 	Message string      `json:"message"`
 }
 
-type errorObject struct {
+// ErrorObject is an error body's error.
+type ErrorObject struct {
 	Status    int             `json:"status"`
 	Code      string          `json:"code"`
 	Message   string          `json:"message"`
@@ -27,15 +31,24 @@ type errorObject struct {
 	RequestID string          `json:"request_id"`
 }
 
-// fail answers c with err and stops the handler chain. Internal errors are logged and shown to
+// errorShapeKey holds the shape a door answers its errors in (SetErrorShape).
+const errorShapeKey = "error_shape"
+
+// ErrorShape is a door's own form of an error answered with status.
+type ErrorShape func(status int, e *apperr.Error) any
+
+// SetErrorShape makes c's errors be answered in shape rather than as an ErrorBody.
+func SetErrorShape(c *gin.Context, shape ErrorShape) { c.Set(errorShapeKey, shape) }
+
+// Fail answers c with err and stops the handler chain. Internal errors are logged and shown to
 // users only as "Internal error.".
-func fail(c *gin.Context, err error) {
+func Fail(c *gin.Context, err error) {
 	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
 		// The client went away; nobody reads the answer.
 		c.Abort()
 		return
 	}
-	status, body, e := errorOf(c, err)
+	status, body, e := ErrorOf(c, err)
 	if bodyLeft(c) {
 		// Answer at once rather than wait for the rest of a body nobody will read.
 		c.Header("Connection", "close")
@@ -46,8 +59,8 @@ func fail(c *gin.Context, err error) {
 	if e.Kind == apperr.Unauthorized && c.Writer.Header().Get("WWW-Authenticate") == "" {
 		c.Header("WWW-Authenticate", `Bearer realm="agentplane"`)
 	}
-	if c.GetBool(openAIShape) {
-		c.AbortWithStatusJSON(status, openAIErrorOf(status, e))
+	if shape, ok := c.Get(errorShapeKey); ok {
+		c.AbortWithStatusJSON(status, shape.(ErrorShape)(status, e))
 		return
 	}
 	c.AbortWithStatusJSON(status, body)
@@ -73,33 +86,26 @@ var statuses = map[apperr.Kind]int{
 	apperr.URITooLong:       http.StatusRequestURITooLong,
 }
 
-// statusOf is the HTTP status of errors of kind k.
-func statusOf(k apperr.Kind) int { return statuses[k] }
+// StatusOf is the HTTP status of errors of kind k.
+func StatusOf(k apperr.Kind) int { return statuses[k] }
 
-// errorOf maps err to its status and body, logging internal errors and outages.
-func errorOf(c *gin.Context, err error) (int, errorBody, *apperr.Error) {
+// ErrorOf maps err to its status and body, logging internal errors and outages.
+func ErrorOf(c *gin.Context, err error) (int, ErrorBody, *apperr.Error) {
 	e := apperr.As(err)
-	status := statusOf(e.Kind)
+	status := StatusOf(e.Kind)
 	switch {
 	case e.Kind == apperr.Internal:
-		logger(c).Error("internal error", "error", err)
+		Logger(c).Error("internal error", "error", err)
 		e = &apperr.Error{Kind: apperr.Internal, Code: "internal_error", Message: "Internal error."}
 	case e.Kind == apperr.Unavailable:
-		logger(c).Warn("dependency unavailable", "error", err)
+		Logger(c).Warn("dependency unavailable", "error", err)
 	}
 	details := e.Details
 	if details == nil {
 		details = []apperr.Detail{}
 	}
-	return status, errorBody{
-		Error:   errorObject{Status: status, Code: e.Code, Message: e.Message, Details: details, RequestID: requestID(c)},
+	return status, ErrorBody{
+		Error:   ErrorObject{Status: status, Code: e.Code, Message: e.Message, Details: details, RequestID: RequestID(c)},
 		Message: e.Message,
 	}, e
-}
-
-func logger(c *gin.Context) *slog.Logger {
-	if l, ok := c.Get(loggerKey); ok {
-		return l.(*slog.Logger)
-	}
-	return slog.Default()
 }

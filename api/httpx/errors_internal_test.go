@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 func TestEveryKindHasAStatus(t *testing.T) {
 	seen := map[int]apperr.Kind{}
 	for _, k := range apperr.Kinds() {
-		status := statusOf(k)
+		status := StatusOf(k)
 		if status < 400 || status > 599 {
 			t.Errorf("kind %s answers %d", k, status)
 		}

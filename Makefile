@@ -11,7 +11,7 @@ FUZZTIME ?= 5000x
 # duration: Go 1.26's fuzzing coordinator may fail a run with "context deadline exceeded" when a
 # duration ends while a worker is mid-input (golang/go#75804, fixed in Go 1.27), and a count has
 # no deadline to race.
-FUZZ = ./api:FuzzDecode ./api:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
+FUZZ = ./api:FuzzDecode ./api/httpx:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
 	./shared/workflows:FuzzRender ./shared/memory/text:FuzzSplit ./shared/memory/text:FuzzExtractHTML
 
 .PHONY: run test build vet fmt-check bench fuzz faults

@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // BenchmarkChat measures what the platform adds to a model call: a standard chat through the
@@ -30,7 +31,7 @@ func BenchmarkChat(b *testing.B) {
 	bb := setup(b, withProvider(fake.URL), withRateLimit(0))
 	botID := createBench(b, bb)
 	direct := provider.NewOpenAI(provider.Config{BaseURL: fake.URL, APIKey: "k", Timeout: 10 * time.Second})
-	req := provider.Request{Model: "gpt-4o-mini", MaxTokens: 1024, Messages: []provider.Message{{Role: "system", Content: "You are helpful."}, {Role: "user", Content: "When do you close?"}}}
+	req := llm.Request{Model: "gpt-4o-mini", MaxTokens: 1024, Messages: []llm.Message{{Role: "system", Content: "You are helpful."}, {Role: "user", Content: "When do you close?"}}}
 	body, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": "When do you close?"})
 	streamBody, _ := json.Marshal(map[string]any{"project_id": bb.project.ID, "bot_id": botID, "message": "When do you close?", "stream": true})
 	post := func(body []byte) (*http.Response, error) { return postChat(bb, body) }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // BenchmarkAgentRun measures agent runs (reasoning mode agent), which go through the task
@@ -98,8 +99,8 @@ func BenchmarkAgentRun(b *testing.B) {
 
 	direct := provider.NewOpenAI(provider.Config{BaseURL: fake.URL, APIKey: "k", Timeout: 10 * time.Second})
 	directRun := func() error {
-		msgs := []provider.Message{{Role: provider.RoleSystem, Content: "You are helpful. You can use tools."}, {Role: provider.RoleUser, Content: "Which deals are open?"}}
-		req := provider.Request{Model: "gpt-4o-mini", MaxTokens: 1024, Messages: msgs, Tools: bb.tools.Offer()}
+		msgs := []llm.Message{{Role: llm.RoleSystem, Content: "You are helpful. You can use tools."}, {Role: llm.RoleUser, Content: "Which deals are open?"}}
+		req := llm.Request{Model: "gpt-4o-mini", MaxTokens: 1024, Messages: msgs, Tools: bb.tools.Offer()}
 		rep, err := direct.Stream(ctx, req, func(string) error { return nil })
 		if err != nil {
 			return err
@@ -108,8 +109,8 @@ func BenchmarkAgentRun(b *testing.B) {
 			return fmt.Errorf("no tool call: %+v", rep)
 		}
 		call := rep.ToolCalls[0]
-		req.Messages = append(msgs, provider.Message{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call}},
-			provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Content: `{"deals":[],"total":0}`})
+		req.Messages = append(msgs, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: `{"deals":[],"total":0}`})
 		rep, err = direct.Stream(ctx, req, func(string) error { return nil })
 		if err == nil && (rep.Content == "" || len(rep.ToolCalls) > 0) {
 			err = fmt.Errorf("no answer: %+v", rep)
@@ -173,8 +174,8 @@ func BenchmarkAgentRun(b *testing.B) {
 func firstRequest(fake *providertest.Server, msg string) (time.Time, bool) {
 	var first time.Time
 	for _, r := range fake.Requests() {
-		if (first.IsZero() || r.At.Before(first)) && slices.ContainsFunc(r.Messages, func(m provider.Message) bool {
-			return m.Role == provider.RoleUser && m.Content == msg
+		if (first.IsZero() || r.At.Before(first)) && slices.ContainsFunc(r.Messages, func(m llm.Message) bool {
+			return m.Role == llm.RoleUser && m.Content == msg
 		}) {
 			first = r.At
 		}

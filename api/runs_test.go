@@ -21,11 +21,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 )
 
@@ -145,7 +145,7 @@ func TestAgentRun(t *testing.T) {
 		t.Fatalf("%d requests, tools %v", len(reqs), reqs[0].Tools)
 	}
 	last := reqs[3].Messages
-	if n := len(last); n < 7 || last[n-1].Role != provider.RoleTool || !strings.Contains(last[n-1].Content, mine.UUID) || last[n-2].ToolCalls[0].Name != "list_deals" {
+	if n := len(last); n < 7 || last[n-1].Role != llm.RoleTool || !strings.Contains(last[n-1].Content, mine.UUID) || last[n-2].ToolCalls[0].Name != "list_deals" {
 		t.Fatalf("the last request does not carry the cycles: %+v", last)
 	}
 	hist := a.history(t, chat["chat_id"].(string), "")
@@ -482,7 +482,7 @@ func TestPlanMode(t *testing.T) {
 	if !strings.Contains(last[0].Content, "Now carry out step 3, the last") || !strings.Contains(last[0].Content, "Result of step 2: No open deals.") {
 		t.Fatalf("last step prompt %q", last[0].Content)
 	}
-	if q := last[len(last)-3]; q.Role != provider.RoleUser || q.Content != "Review my pipeline" {
+	if q := last[len(last)-3]; q.Role != llm.RoleUser || q.Content != "Review my pipeline" {
 		t.Fatalf("the run does not carry out the planned request: %+v", last)
 	}
 
@@ -589,7 +589,7 @@ func TestAgentRunEndedWithTheAnswerInTheChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn := chats.Turn{Bot: bot, Chat: c, User: c.Recent[len(c.Recent)-1]}
-	m := b.chats.AgentMessage(turn, "All fine, said before the crash.", "gpt-4o-mini", time.Second, provider.Usage{}, []memory.Ref{})
+	m := b.chats.AgentMessage(turn, "All fine, said before the crash.", "gpt-4o-mini", time.Second, llm.Usage{}, []memory.Ref{})
 	m.Reasoning = freeform.Object{"executionId": exec}
 	if err := b.chats.Append(ctx, b.project.ID, bot, &c, &m); err != nil {
 		t.Fatal(err)

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/lease"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -95,7 +95,7 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 		// is taken by the next worker without waiting for the lease to expire.
 		r.release(parent, e.ID, owner)
 		return err
-	case final || apperr.As(err).Kind == apperr.Invalid || provider.Permanent(err):
+	case final || apperr.As(err).Kind == apperr.Invalid || llm.Permanent(err):
 		return h.fail(context.WithoutCancel(parent), err)
 	}
 	// The retry asynq makes must find the run free: held by this attempt's lease it would take
@@ -124,7 +124,7 @@ type holder struct {
 	bot   agents.Bot
 	chat  chats.Chat
 	turn  chats.Turn
-	model provider.Model
+	model llm.Model
 	in    chats.Input
 	// known is what is known of the run's user, for its prompts.
 	known string
@@ -177,7 +177,7 @@ func (h *holder) run(ctx context.Context) error {
 			return nil
 		})
 		if err != nil {
-			if provider.ToolsRefused(err) && !h.e.TextProtocol {
+			if llm.ToolsRefused(err) && !h.e.TextProtocol {
 				if err := h.advance(ctx, Change{Set: map[string]any{"text_protocol": true}}); err != nil {
 					return err
 				}
@@ -210,13 +210,13 @@ func (h *holder) run(ctx context.Context) error {
 // step is what the model chose: a tool call (with the thought before it) or an answer.
 type step struct {
 	thought string
-	call    *provider.ToolCall
+	call    *llm.ToolCall
 	answer  string
 }
 
 // parse reads a reply: native tool calls (the first one: one action per cycle), or the text
 // protocol's "Action:" lines, else an answer.
-func (h *holder) parse(rep provider.Reply) step {
+func (h *holder) parse(rep llm.Reply) step {
 	if !h.e.TextProtocol {
 		if len(rep.ToolCalls) > 0 {
 			c := rep.ToolCalls[0]
@@ -249,7 +249,7 @@ func parseText(content string, cycle int) step {
 		if in := inputLine.FindStringSubmatch(content); in != nil {
 			args = strings.TrimSpace(in[1])
 		}
-		return step{thought: thought, call: &provider.ToolCall{ID: fmt.Sprintf("text_%d", cycle), Name: m[1], Arguments: args}}
+		return step{thought: thought, call: &llm.ToolCall{ID: fmt.Sprintf("text_%d", cycle), Name: m[1], Arguments: args}}
 	}
 	if m := finalLine.FindStringSubmatch(content); m != nil {
 		return step{answer: strings.TrimSpace(m[1])}
@@ -274,7 +274,7 @@ func (h *holder) nextStep(ctx context.Context, result string) error {
 // act runs (or holds for approval) the tool call of the next cycle and persists the cycle. A
 // call whose arguments break its tool's schema is refused at once: nobody is asked to approve
 // what cannot run.
-func (h *holder) act(ctx context.Context, thought string, call provider.ToolCall) error {
+func (h *holder) act(ctx context.Context, thought string, call llm.ToolCall) error {
 	n := len(h.e.Cycles) + 1
 	tool, ok := h.set.Lookup(call.Name)
 	if ok && tool.asks(h.bot.AutoApproveTools) && tool.Check(call.Arguments) == nil {
@@ -475,7 +475,7 @@ func (h *holder) advance(ctx context.Context, c Change) error {
 // request is the model request of the next cycle: the instruction, what is known of the user
 // and how to work, the conversation, the question and the cycles so far. last asks for the
 // answer (no more tools).
-func (h *holder) request(last bool) provider.Request {
+func (h *holder) request(last bool) llm.Request {
 	var sys strings.Builder
 	sys.WriteString(chats.Preamble(h.in, h.bot, h.known))
 	fmt.Fprintf(&sys, "\n\nYou can use tools to look things up and act for the user; the current time is %s. "+
@@ -501,21 +501,21 @@ func (h *holder) request(last bool) provider.Request {
 	if h.e.TextProtocol {
 		sys.WriteString(textProtocol(h.set))
 	}
-	msgs := []provider.Message{{Role: provider.RoleSystem, Content: sys.String()}}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: sys.String()}}
 	msgs = append(msgs, chats.History(h.turn.Earlier)...)
-	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: h.e.Request.Message})
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: h.e.Request.Message})
 	for _, c := range h.e.Cycles {
 		if h.e.TextProtocol {
 			msgs = append(msgs,
-				provider.Message{Role: provider.RoleAssistant, Content: fmt.Sprintf("Thought: %s\nAction: %s\nAction Input: %s", c.Thought, c.Action, c.ActionInput)},
-				provider.Message{Role: provider.RoleUser, Content: "Observation: " + c.Observation})
+				llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("Thought: %s\nAction: %s\nAction Input: %s", c.Thought, c.Action, c.ActionInput)},
+				llm.Message{Role: llm.RoleUser, Content: "Observation: " + c.Observation})
 			continue
 		}
 		msgs = append(msgs,
-			provider.Message{Role: provider.RoleAssistant, Content: c.Thought, ToolCalls: []provider.ToolCall{{ID: c.CallID, Name: c.Action, Arguments: c.ActionInput}}},
-			provider.Message{Role: provider.RoleTool, ToolCallID: c.CallID, Content: c.Observation})
+			llm.Message{Role: llm.RoleAssistant, Content: c.Thought, ToolCalls: []llm.ToolCall{{ID: c.CallID, Name: c.Action, Arguments: c.ActionInput}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: c.CallID, Content: c.Observation})
 	}
-	req := provider.Request{Model: chats.ModelName(h.in, h.bot), MaxTokens: chats.MaxTokens(h.in, h.bot), Messages: msgs,
+	req := llm.Request{Model: chats.ModelName(h.in, h.bot), MaxTokens: chats.MaxTokens(h.in, h.bot), Messages: msgs,
 		Passages: passages(h.e.Cycles), NoAnswer: h.bot.NoAnswerReply}
 	if !h.e.TextProtocol {
 		req.Tools, req.NoTools = h.set.Offer(), last
@@ -560,7 +560,7 @@ func capAnswer(e Execution) string {
 	return b.String()
 }
 
-func (u *Usage) add(p provider.Usage) {
+func (u *Usage) add(p llm.Usage) {
 	u.PromptTokens += p.PromptTokens
 	u.CompletionTokens += p.CompletionTokens
 	u.TotalTokens += p.TotalTokens
@@ -568,8 +568,8 @@ func (u *Usage) add(p provider.Usage) {
 	u.ReasoningTokens += p.ReasoningTokens
 }
 
-func (u Usage) provider() provider.Usage {
-	return provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+func (u Usage) provider() llm.Usage {
+	return llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
 }
 

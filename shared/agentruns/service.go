@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -59,7 +59,7 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 }
 
 // Tools are the tools runs of the agent may use.
-func (s *Service) Tools(ctx context.Context, projectID, botID string) ([]provider.Tool, error) {
+func (s *Service) Tools(ctx context.Context, projectID, botID string) ([]llm.Tool, error) {
 	set, err := s.tools.For(ctx, projectID, botID)
 	if err != nil {
 		return nil, err

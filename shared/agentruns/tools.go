@@ -11,11 +11,11 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -228,10 +228,10 @@ func (tb *Toolbox) Lookup(name string) (*Tool, bool) {
 }
 
 // Offer is the tools as the model sees them.
-func (tb *Toolbox) Offer() []provider.Tool {
-	out := make([]provider.Tool, len(tb.tools))
+func (tb *Toolbox) Offer() []llm.Tool {
+	out := make([]llm.Tool, len(tb.tools))
 	for i, t := range tb.tools {
-		out[i] = provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		out[i] = llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
 	return out
 }

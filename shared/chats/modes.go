@@ -10,8 +10,8 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 )
 
@@ -47,7 +47,7 @@ func Verdict(message string) string {
 // Propose answers the turn t with a numbered plan of at most MaxPlanSteps steps for its request
 // (chat_mode plan), using tools the agent has (described by tools), and keeps the plan on the
 // chat until the user answers it. A turn that revises a proposed plan plans the revised request.
-func (s *Service) Propose(ctx context.Context, t Turn, tools []provider.Tool, sink Sink) (Reply, error) {
+func (s *Service) Propose(ctx context.Context, t Turn, tools []llm.Tool, sink Sink) (Reply, error) {
 	request := t.Question()
 	if t.Verdict == Revise && t.Chat.Plan != nil {
 		request = t.Chat.Plan.Request + "\n\nChange to the plan: " + t.Question()
@@ -60,8 +60,8 @@ func (s *Service) Propose(ctx context.Context, t Turn, tools []provider.Tool, si
 		fmt.Fprintf(&sys, "\n- %s: %s", tool.Name, tool.Description)
 	}
 	req := s.request(t)
-	req.Messages = append(append([]provider.Message{{Role: provider.RoleSystem, Content: sys.String()}}, History(t.Earlier)...),
-		provider.Message{Role: provider.RoleUser, Content: request})
+	req.Messages = append(append([]llm.Message{{Role: llm.RoleSystem, Content: sys.String()}}, History(t.Earlier)...),
+		llm.Message{Role: llm.RoleUser, Content: request})
 	var steps []string
 	return s.respond(ctx, t, sink, pass{req: req, kind: "plan",
 		text: func(text string) string {
@@ -126,20 +126,20 @@ func (s *Service) Post(ctx context.Context, projectID string, bot agents.Bot, ch
 	}
 	t := Turn{ProjectID: projectID, Bot: bot, Chat: chat, Started: time.Now(),
 		User: Message{Model: bot.Model, Complexity: Complexity(text), Preference: Preference{ReasoningType: "standard", Model: bot.Model, Complexity: Complexity(text)}}}
-	m := s.AgentMessage(t, text, bot.Model, 0, provider.Usage{}, []memory.Ref{})
+	m := s.AgentMessage(t, text, bot.Model, 0, llm.Usage{}, []memory.Ref{})
 	m.CreditUsed = "0"
 	return m, s.store(ctx, projectID, bot, &chat, &m, write)
 }
 
 // say answers the turn t with text, without a model call (credit 0).
 func (s *Service) say(ctx context.Context, t Turn, kind, text string) (Reply, error) {
-	agent := s.AgentMessage(t, text, t.User.Model, 0, provider.Usage{}, []memory.Ref{})
+	agent := s.AgentMessage(t, text, t.User.Model, 0, llm.Usage{}, []memory.Ref{})
 	agent.CreditUsed = "0"
 	if err := s.Append(ctx, t.ProjectID, t.Bot, &t.Chat, &agent); err != nil {
 		return Reply{}, err
 	}
 	return NewReply(t.Chat.UUID, t.User, t.Started, Answered{Agent: agent, Done: true, Kind: kind,
-		Usage: UsageOf(provider.Usage{}, t.User.ReasoningType, agent.Seq), At: agent.CreatedAt}), nil
+		Usage: UsageOf(llm.Usage{}, t.User.ReasoningType, agent.Seq), At: agent.CreatedAt}), nil
 }
 
 // Edit answers a turn of chat_mode edit: the text to edit is the first fenced block (```) of the
@@ -154,7 +154,7 @@ func (s *Service) Edit(ctx context.Context, t Turn, sink Sink) (Reply, error) {
 	sys := Instruction(t.Input, t.Bot) + "\n\nYou edit text. Apply the user's requested change to the text they give and answer with the complete edited text only: no explanation, no code fences."
 	user := fmt.Sprintf("Change requested: %s\n\nText to edit:\n```%s\n%s\n```", ask, lang, target)
 	req := s.request(t)
-	req.Messages = []provider.Message{{Role: provider.RoleSystem, Content: sys}, {Role: provider.RoleUser, Content: user}}
+	req.Messages = []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}
 	return s.respond(ctx, t, sink, pass{req: req, kind: "edit", text: unfence,
 		after: func(r *Reply) {
 			r.Context = udiff.Unified("original", "edited", withNewline(target), withNewline(r.Reply))

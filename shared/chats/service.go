@@ -7,17 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -39,31 +38,28 @@ const defaultInstruction = "You are a helpful assistant."
 type Providers struct {
 	// Default answers when the request names no provider host: the configured provider, or the
 	// offline model.
-	Default provider.Model
-	// BaseURL and Key are the configured provider's ("" when none): a request's provider_key
-	// (or the agent's) is used with BaseURL.
+	Default llm.Model
+	// BaseURL is the configured provider's ("" when none): a request's provider_key (or the
+	// agent's) is used with it.
 	BaseURL string
-	// Guarded is the SSRF-guarded client, for provider hosts requests name.
-	Guarded *http.Client
-	Timeout time.Duration
-	// Pool keeps the clients of provider hosts and keys that requests and agents name.
-	Pool *provider.Pool
+	// Open gives the model of a provider host and key that a request or an agent names.
+	Open func(llm.Endpoint) llm.Model
 }
 
 // Model is the model answering in for bot: the request's provider host, else the configured
 // provider with the request's or the agent's key, else the default.
-func (s *Service) Model(in Input, bot agents.Bot) provider.Model { return s.providers.pick(in, bot) }
+func (s *Service) Model(in Input, bot agents.Bot) llm.Model { return s.providers.pick(in, bot) }
 
-func (p Providers) pick(in Input, bot agents.Bot) provider.Model {
+func (p Providers) pick(in Input, bot agents.Bot) llm.Model {
 	key := in.ProviderKey
 	if key == "" {
 		key = bot.ProviderKey
 	}
 	switch {
 	case in.ProviderHost != "":
-		return p.Pool.OpenAI(provider.Config{BaseURL: in.ProviderHost, APIKey: in.ProviderKey, HTTPClient: p.Guarded, Timeout: p.Timeout})
+		return p.Open(llm.Endpoint{BaseURL: in.ProviderHost, APIKey: in.ProviderKey, Guarded: true})
 	case p.BaseURL != "" && key != "":
-		return p.Pool.OpenAI(provider.Config{BaseURL: p.BaseURL, APIKey: key, Timeout: p.Timeout})
+		return p.Open(llm.Endpoint{BaseURL: p.BaseURL, APIKey: key})
 	}
 	return p.Default
 }
@@ -260,13 +256,13 @@ func (s *Service) Answer(ctx context.Context, t Turn, sink Sink) (Reply, error) 
 }
 
 // request is the model request of a turn, without its messages.
-func (s *Service) request(t Turn) provider.Request {
-	return provider.Request{Model: t.User.Preference.Model, MaxTokens: t.User.Preference.MaxTokens, NoAnswer: t.Bot.NoAnswerReply}
+func (s *Service) request(t Turn) llm.Request {
+	return llm.Request{Model: t.User.Preference.Model, MaxTokens: t.User.Preference.MaxTokens, NoAnswer: t.Bot.NoAnswerReply}
 }
 
 // pass is one model call answering a turn.
 type pass struct {
-	req      provider.Request
+	req      llm.Request
 	passages []memory.Passage
 	// kind is the reply's type: standard, edit or plan.
 	kind string
@@ -283,7 +279,7 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 	bot, chat := t.Bot, t.Chat
 	model := s.Model(t.Input, bot)
 	called := time.Now()
-	var res provider.Reply
+	var res llm.Reply
 	var err error
 	var firstToken time.Duration
 	if sink != nil {
@@ -337,7 +333,7 @@ func (s *Service) respond(ctx context.Context, t Turn, sink Sink, p pass) (Reply
 
 // AgentMessage is the agent's message answering the turn t: content by the model, produced in
 // took with usage u, citing cited. Its credit is one model call; callers adjust it.
-func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration, u provider.Usage, cited []memory.Ref) Message {
+func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration, u llm.Usage, cited []memory.Ref) Message {
 	pref := t.User.Preference
 	pref.Model = model
 	done := s.now()
@@ -351,7 +347,7 @@ func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration
 
 // UsageOf is the usage record (2.5) of a reply of reasoning type rt whose agent message is the
 // chat's count-th.
-func UsageOf(u provider.Usage, rt string, count int) Usage {
+func UsageOf(u llm.Usage, rt string, count int) Usage {
 	return Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		ReasoningType: rt, ConversationCount: count,
 		PromptTokensDetails:     map[string]int{"cached_tokens": u.CachedTokens, "audio_tokens": 0},
@@ -458,7 +454,7 @@ func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot
 // Prompt is a standard turn's messages: the system prompt (instruction, what is known of the
 // user, numbered passages under their headings), the earlier turns that fit the history
 // budget, and the question.
-func Prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []provider.Message {
+func Prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passage, known, question string) []llm.Message {
 	var sys strings.Builder
 	sys.WriteString(Preamble(in, bot, known))
 	if len(passages) > 0 {
@@ -468,8 +464,8 @@ func Prompt(in Input, bot agents.Bot, earlier []Message, passages []memory.Passa
 			fmt.Fprintf(&sys, "\n\n[%d] %s\n%s", i+1, p.Heading(), p.Text)
 		}
 	}
-	msgs := []provider.Message{{Role: "system", Content: sys.String()}}
-	return append(append(msgs, History(earlier)...), provider.Message{Role: "user", Content: question})
+	msgs := []llm.Message{{Role: "system", Content: sys.String()}}
+	return append(append(msgs, History(earlier)...), llm.Message{Role: "user", Content: question})
 }
 
 // Preamble is how a turn's system prompt begins: the instruction, then known, what is known of
@@ -495,8 +491,8 @@ func Instruction(in Input, bot agents.Bot) string {
 }
 
 // History is the latest of the earlier messages that fit the history budget, as model turns.
-func History(earlier []Message) []provider.Message {
-	var turns []provider.Message
+func History(earlier []Message) []llm.Message {
+	var turns []llm.Message
 	budget := historyBudget
 	for i := len(earlier) - 1; i >= 0; i-- {
 		m := earlier[i]
@@ -507,7 +503,7 @@ func History(earlier []Message) []provider.Message {
 		if m.Role == RoleAgent {
 			role = "assistant"
 		}
-		turns = append([]provider.Message{{Role: role, Content: m.Content}}, turns...)
+		turns = append([]llm.Message{{Role: role, Content: m.Content}}, turns...)
 	}
 	return turns
 }

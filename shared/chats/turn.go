@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // AgentRuns carry out the turns answered by an agent run (shared/agentruns implements it).
@@ -17,7 +17,7 @@ type AgentRuns interface {
 	// stored.
 	Start(ctx context.Context, t Turn, providerKey string, plan Plan) (string, error)
 	// Tools are the tools runs of the agent may use, as a proposed plan describes them.
-	Tools(ctx context.Context, projectID, botID string) ([]provider.Tool, error)
+	Tools(ctx context.Context, projectID, botID string) ([]llm.Tool, error)
 }
 
 // UseAgentRuns gives the service the agent runs that carry out the turns it does not answer at
@@ -86,7 +86,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	case t.Verdict == Reject:
 		r, err = s.Drop(ctx, t)
 	case t.Verdict == Revise || in.ChatMode == "plan":
-		var offered []provider.Tool
+		var offered []llm.Tool
 		if offered, err = s.runs.Tools(ctx, t.ProjectID, t.Bot.ID); err == nil {
 			r, err = s.Propose(ctx, t, offered, sink)
 		}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/text"
@@ -31,12 +30,22 @@ var ErrPermanent = errors.New("permanent ingestion failure")
 // embedBatch is how many chunks go to the embeddings endpoint at once.
 const embedBatch = 64
 
+// Fetcher reads the pages of url sources: the SSRF-guarded client (shared/adapters/safehttp).
+type Fetcher interface {
+	// Read GETs url and reads its whole body: the final URL after redirects, the body's media
+	// type (lowercased, without parameters) and the body.
+	Read(ctx context.Context, url string) (final *url.URL, mediaType string, body []byte, err error)
+	// Permanent reports whether an error of Read is one retrying cannot mend (an address the
+	// guard refuses, an answer of 4xx, a body too large).
+	Permanent(err error) bool
+}
+
 // Ingester does the workers' part of sources: ingestion, scheduled syncs and the sweep of
 // forgotten sources.
 type Ingester struct {
 	repo     Repo
 	events   *outbox.Dispatcher
-	fetch    *safehttp.Client
+	fetch    Fetcher
 	embed    memory.Embedder
 	maxPages int
 	log      *slog.Logger
@@ -48,7 +57,7 @@ type Ingester struct {
 // NewIngester returns the ingester. Every fetch goes through fetch; embed may be nil; a url
 // source crawls at most maxPages pages; ingested is called with the bytes of text each
 // ingestion read, by source type.
-func NewIngester(repo Repo, events *outbox.Dispatcher, fetch *safehttp.Client, embed memory.Embedder, maxPages int, log *slog.Logger, ingested func(typ string, bytes int)) *Ingester {
+func NewIngester(repo Repo, events *outbox.Dispatcher, fetch Fetcher, embed memory.Embedder, maxPages int, log *slog.Logger, ingested func(typ string, bytes int)) *Ingester {
 	return &Ingester{repo: repo, events: events, fetch: fetch, embed: embed, maxPages: maxPages, log: log, ingested: ingested,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
@@ -132,22 +141,22 @@ func (g *Ingester) collect(ctx context.Context, src Source) ([]page, error) {
 
 // fetchPage fetches and extracts one page; links are those an HTML page points to.
 func (g *Ingester) fetchPage(ctx context.Context, raw string) (page, []string, error) {
-	res, err := g.fetch.Fetch(ctx, raw)
+	final, mediaType, body, err := g.fetch.Read(ctx, raw)
 	var nerr net.Error
 	switch {
 	case err == nil:
-	case safehttp.Permanent(err):
+	case g.fetch.Permanent(err):
 		return page{}, nil, fmt.Errorf("%w: %v", ErrPermanent, err)
 	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout()):
 		return page{}, nil, fmt.Errorf("fetching %q: timed out: %w", raw, err)
 	default:
 		return page{}, nil, err
 	}
-	doc, _, err := text.Extract(res.Body, res.ContentType, res.URL)
+	doc, _, err := text.Extract(body, mediaType, final)
 	if err != nil {
-		return page{}, nil, fmt.Errorf("%w: %s: %v", ErrPermanent, res.URL, err)
+		return page{}, nil, fmt.Errorf("%w: %s: %v", ErrPermanent, final, err)
 	}
-	return page{url: res.URL.String(), title: doc.Title, favicon: doc.Favicon, text: doc.Text, headings: doc.Headings}, doc.Links, nil
+	return page{url: final.String(), title: doc.Title, favicon: doc.Favicon, text: doc.Text, headings: doc.Headings}, doc.Links, nil
 }
 
 // crawl reads start and the pages of its site it links to, breadth first, each page once, up

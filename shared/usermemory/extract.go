@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // Fact is a memory as extraction finds it, before it is merged with what is known.
@@ -169,7 +169,7 @@ func capped(facts []Fact) []Fact { return facts[:min(len(facts), MaxFacts)] }
 
 // schema is the JSON schema of the model's answer (strict structured output: every property
 // required, none other allowed).
-var schema = provider.Schema{Name: "user_memories", Schema: map[string]any{
+var schema = llm.Schema{Name: "user_memories", Schema: map[string]any{
 	"type": "object", "additionalProperties": false, "required": []any{"memories"},
 	"properties": map[string]any{"memories": map[string]any{
 		"type": "array", "maxItems": MaxFacts,
@@ -188,7 +188,7 @@ var schema = provider.Schema{Name: "user_memories", Schema: map[string]any{
 const instruction = `You keep an assistant's long-term memory of one user. From the user's message below, extract only durable facts the user states explicitly about themselves: preferences, personal facts (name, language, location, job), past issues they had, and how they want to be helped. Do not extract questions, requests for this conversation only, guesses, or facts about other people or products. Write each fact as one sentence in the third person ("The user prefers email."). type: semantic for facts and preferences, episodic for things that happened to the user, procedural for how they want to be helped. subject: a short lowercase key when the fact has one value at a time (name, email, language, timezone, company, role), else "". Leave out what is already known. Answer {"memories": []} when there is nothing durable.`
 
 // request is the model request extracting the facts of text, told what is known.
-func request(text string, known []Memory) provider.Request {
+func request(text string, known []Memory) llm.Request {
 	var sys strings.Builder
 	sys.WriteString(instruction)
 	if len(known) > 0 {
@@ -197,7 +197,7 @@ func request(text string, known []Memory) provider.Request {
 			sys.WriteString("\n- " + m.Content)
 		}
 	}
-	return provider.Request{Messages: []provider.Message{{Role: provider.RoleSystem, Content: sys.String()}, {Role: provider.RoleUser, Content: text}},
+	return llm.Request{Messages: []llm.Message{{Role: llm.RoleSystem, Content: sys.String()}, {Role: llm.RoleUser, Content: text}},
 		Schema: &schema, MaxTokens: 800}
 }
 

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory/text"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
@@ -28,7 +28,7 @@ const (
 // Models picks the model that extracts the facts of a message: the one that answered its turn
 // (the request's provider, else the agent's key with the configured provider, else the
 // configured provider or the offline model).
-type Models func(ctx context.Context, p tasks.MemoryExtractPayload) (provider.Model, error)
+type Models func(ctx context.Context, p tasks.MemoryExtractPayload) (llm.Model, error)
 
 // Service keeps end users' memories: it queues the extraction of a turn, extracts and merges
 // (workers), recalls them for prompts, and lists and deletes them (the API).
@@ -76,14 +76,14 @@ func (s *Service) Extract(ctx context.Context, p tasks.MemoryExtractPayload) err
 		}
 		return err
 	}
-	if provider.IsOffline(model) {
+	if llm.IsOffline(model) {
 		return s.merge(ctx, p, known, Rules(p.Text))
 	}
 	req := request(p.Text, known)
 	req.Model = p.Model
 	res, err := model.Complete(ctx, req)
 	switch {
-	case provider.Permanent(err):
+	case llm.Permanent(err):
 		return fmt.Errorf("%w: %v", ErrDropped, err)
 	case err != nil:
 		return err

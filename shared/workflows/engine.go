@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
@@ -67,14 +66,22 @@ type Bots interface {
 	Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error)
 }
 
+// Webhooks delivers webhooks: the SSRF-guarded client (shared/adapters/safehttp), without
+// redirects.
+type Webhooks interface {
+	Do(req *http.Request) (*http.Response, error)
+	// Permanent reports whether an error of Do is one sending again cannot mend (an address the
+	// guard refuses, a malformed URL, an unknown host).
+	Permanent(err error) bool
+}
+
 // Actors are the services a run's actions act through.
 type Actors struct {
-	Bots    Bots
-	CRM     *crm.Service
-	Sources *sources.Service
-	Chats   *chats.Service
-	// Webhooks delivers webhooks: the SSRF-guarded client, without redirects.
-	Webhooks *safehttp.Client
+	Bots     Bots
+	CRM      *crm.Service
+	Sources  *sources.Service
+	Chats    *chats.Service
+	Webhooks Webhooks
 }
 
 // Executor runs workflow runs in workers.
@@ -384,7 +391,7 @@ func (x *Executor) deliver(ctx context.Context, url, delivery, secret string, he
 	req.Header.Set("Idempotency-Key", delivery)
 	res, err := x.actors.Webhooks.Do(req)
 	if err != nil {
-		if safehttp.Permanent(err) {
+		if x.actors.Webhooks.Permanent(err) {
 			return "", 0, 0, refusal{err}
 		}
 		return "", 0, 0, err

@@ -39,6 +39,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/retention"
@@ -266,7 +267,7 @@ func (a *App) Domain() (Domain, error) {
 // (the request's provider, else the agent's key, else the configured provider or the offline
 // model).
 func extractors(d Domain) usermemory.Models {
-	return func(ctx context.Context, p tasks.MemoryExtractPayload) (provider.Model, error) {
+	return func(ctx context.Context, p tasks.MemoryExtractPayload) (llm.Model, error) {
 		bot, err := d.Agents.Get(ctx, p.ProjectID, p.BotID)
 		if err != nil {
 			return nil, err
@@ -415,7 +416,7 @@ func (a *App) embedder() memory.Embedder {
 	if a.Cfg.EmbeddingURL == "" {
 		return nil
 	}
-	return memory.NewEmbedder(a.Cfg.EmbeddingURL, a.Cfg.EmbeddingKey, a.Cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
+	return provider.NewEmbedder(a.Cfg.EmbeddingURL, a.Cfg.EmbeddingKey, a.Cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
 }
 
 // providerClients is how many clients of provider hosts and keys that requests and agents name
@@ -428,8 +429,15 @@ const providerClients = 256
 func (a *App) providers() chats.Providers {
 	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: 30 * time.Minute, MaxBytes: 64 << 20}).HTTPClient()
 	guarded.Transport = a.Metrics.Provider(guarded.Transport)
-	p := chats.Providers{Default: provider.NewOffline(), BaseURL: a.Cfg.ProviderURL, Guarded: guarded, Timeout: a.Cfg.ProviderTimeout,
-		Pool: provider.NewPool(providerClients)}
+	pool := provider.NewPool(providerClients)
+	open := func(e llm.Endpoint) llm.Model {
+		c := provider.Config{BaseURL: e.BaseURL, APIKey: e.APIKey, Timeout: a.Cfg.ProviderTimeout}
+		if e.Guarded {
+			c.HTTPClient = guarded
+		}
+		return pool.OpenAI(c)
+	}
+	p := chats.Providers{Default: provider.NewOffline(), BaseURL: a.Cfg.ProviderURL, Open: open}
 	if a.Cfg.ProviderURL != "" {
 		p.Default = provider.NewOpenAI(provider.Config{BaseURL: a.Cfg.ProviderURL, APIKey: a.Cfg.ProviderKey, Timeout: a.Cfg.ProviderTimeout,
 			HTTPClient: &http.Client{Transport: a.Metrics.Provider(nil)}})

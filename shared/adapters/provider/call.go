@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // Retry and error-reporting bounds.
@@ -176,11 +177,7 @@ func (e *statusError) retryable() bool {
 }
 
 func (e *statusError) apperr() *apperr.Error {
-	msg := fmt.Sprintf("the model provider answered %d %s", e.status, http.StatusText(e.status))
-	if e.message != "" {
-		msg += ": " + e.message
-	}
-	return &apperr.Error{Kind: apperr.BadGateway, Code: "provider_error", Message: msg}
+	return llm.ProviderError(e.status, e.message)
 }
 
 // retryAfter reads the wait a response asks for: Retry-After-Ms (OpenAI's), or Retry-After in

@@ -10,23 +10,23 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory/index"
 )
 
 // Behaviour of the offline model.
 const (
-	offlineName     = "offline-extractive"
 	defaultNoAnswer = "I don't know the answer to that yet."
 	maxSentences    = 3 // sentences in an answer
 	minWords        = 3 // shorter fragments (headings, labels) are not answers
 	wordsPerDelta   = 4 // words in each streamed piece
 )
 
-// offline is the built-in extractive [Model].
+// offline is the built-in extractive [llm.Model].
 type offline struct{}
 
 // NewOffline returns the built-in extractive model, which needs no key and no network. It
-// answers the last user message with sentences of [Request.Passages]: the one holding the most
+// answers the last user message with sentences of [llm.Request.Passages]: the one holding the most
 // weight of the question's terms, then up to two more that cover terms of the question the
 // first ones do not. It matches the question as memory searches it (index.QueryTerms: the
 // analyzer's terms, stemmed, stopwords dropped, and their related terms at their lower
@@ -35,39 +35,35 @@ type offline struct{}
 // ([memory.Passage.Score]), so that of two sentences matching alike the one in the passage
 // retrieval found better answers. They are given in passage order, each followed by the
 // citation of its passage ("[2]" for the second). When no sentence holds a term of the
-// question, it answers [Request.NoAnswer]. Usage is always counted.
+// question, it answers [llm.Request.NoAnswer]. Usage is always counted.
 //
 // Offered tools, it first calls search_memory with the question (when offered and no tool has
 // answered yet), then answers from the passages the caller gathered.
-func NewOffline() Model { return offline{} }
+func NewOffline() llm.Model { return offline{} }
 
 // offlineSearch is the one tool the offline model calls.
 const offlineSearch = "search_memory"
 
 // toolCall is the offline model's tool call for r, if it makes one.
-func toolCall(r Request) (Reply, bool) {
-	if r.NoTools || !slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Name == offlineSearch }) ||
-		slices.ContainsFunc(r.Messages, func(m Message) bool { return m.Role == RoleTool }) {
-		return Reply{}, false
+func toolCall(r llm.Request) (llm.Reply, bool) {
+	if r.NoTools || !slices.ContainsFunc(r.Tools, func(t llm.Tool) bool { return t.Name == offlineSearch }) ||
+		slices.ContainsFunc(r.Messages, func(m llm.Message) bool { return m.Role == llm.RoleTool }) {
+		return llm.Reply{}, false
 	}
 	args, _ := json.Marshal(map[string]string{"query": lastUser(r.Messages)})
 	rep := offlineReply(r, "")
 	rep.FinishReason = "tool_calls"
-	rep.ToolCalls = []ToolCall{{ID: "call_offline_1", Name: offlineSearch, Arguments: string(args)}}
+	rep.ToolCalls = []llm.ToolCall{{ID: "call_offline_1", Name: offlineSearch, Arguments: string(args)}}
 	return rep, true
 }
 
-// Name implements [Model].
-func (offline) Name() string { return offlineName }
+// Name implements [llm.Model].
+func (offline) Name() string { return llm.Offline }
 
-// IsOffline reports whether m is the offline model, which answers from passages and follows no
-// JSON schema: callers that need structure use rules of their own instead.
-func IsOffline(m Model) bool { return m.Name() == offlineName }
-
-// Complete implements [Model].
-func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
+// Complete implements [llm.Model].
+func (offline) Complete(ctx context.Context, r llm.Request) (llm.Reply, error) {
 	if err := ctx.Err(); err != nil {
-		return Reply{}, err
+		return llm.Reply{}, err
 	}
 	if rep, ok := toolCall(r); ok {
 		return rep, nil
@@ -75,8 +71,8 @@ func (offline) Complete(ctx context.Context, r Request) (Reply, error) {
 	return offlineReply(r, answer(r)), nil
 }
 
-// Stream implements [Model]: the answer goes out a few words at a time.
-func (offline) Stream(ctx context.Context, r Request, onDelta func(string) error) (Reply, error) {
+// Stream implements [llm.Model]: the answer goes out a few words at a time.
+func (offline) Stream(ctx context.Context, r llm.Request, onDelta func(string) error) (llm.Reply, error) {
 	if onDelta == nil {
 		onDelta = func(string) error { return nil }
 	}
@@ -98,14 +94,14 @@ func (offline) Stream(ctx context.Context, r Request, onDelta func(string) error
 	return offlineReply(r, sent.String()), nil
 }
 
-func offlineReply(r Request, content string) Reply {
-	return Reply{Content: content, Model: offlineName, Usage: countUsage(r.Messages, content), FinishReason: "stop"}
+func offlineReply(r llm.Request, content string) llm.Reply {
+	return llm.Reply{Content: content, Model: llm.Offline, Usage: countUsage(r.Messages, content), FinishReason: "stop"}
 }
 
 // lastUser is the content of the last user message.
-func lastUser(msgs []Message) string {
+func lastUser(msgs []llm.Message) string {
 	for _, m := range slices.Backward(msgs) {
-		if m.Role == RoleUser {
+		if m.Role == llm.RoleUser {
 			return m.Content
 		}
 	}
@@ -121,7 +117,7 @@ type sentence struct {
 }
 
 // answer is the offline model's reply to r.
-func answer(r Request) string {
+func answer(r llm.Request) string {
 	noAnswer := r.NoAnswer
 	if noAnswer == "" {
 		noAnswer = defaultNoAnswer

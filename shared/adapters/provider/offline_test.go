@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/text"
 )
@@ -20,14 +21,14 @@ func passages() []memory.Passage {
 	}
 }
 
-func ask(question string) provider.Request {
-	return provider.Request{
+func ask(question string) llm.Request {
+	return llm.Request{
 		Model: "ignored",
-		Messages: []provider.Message{
-			{Role: provider.RoleSystem, Content: "Answer from the passages."},
-			{Role: provider.RoleUser, Content: "Where can I park?"},
-			{Role: provider.RoleAssistant, Content: "In the garage [2]."},
-			{Role: provider.RoleUser, Content: question},
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "Answer from the passages."},
+			{Role: llm.RoleUser, Content: "Where can I park?"},
+			{Role: llm.RoleAssistant, Content: "In the garage [2]."},
+			{Role: llm.RoleUser, Content: question},
 		},
 		Passages: passages(),
 		NoAnswer: "Sorry, I have nothing on that.",
@@ -35,14 +36,14 @@ func ask(question string) provider.Request {
 }
 
 // over asks question of the passages, each with its retrieval score (Passage.Score).
-func over(question string, passages ...memory.Passage) provider.Request {
-	return provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Content: question}}, Passages: passages}
+func over(question string, passages ...memory.Passage) llm.Request {
+	return llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: question}}, Passages: passages}
 }
 
 func TestOffline(t *testing.T) {
 	tests := []struct {
 		name     string
-		request  provider.Request
+		request  llm.Request
 		want     string
 		wantSome []string // when the answer is only partly fixed
 	}{
@@ -95,8 +96,8 @@ func TestOffline(t *testing.T) {
 		},
 		{
 			name: "no passages and no NoAnswer",
-			request: provider.Request{Messages: []provider.Message{
-				{Role: provider.RoleUser, Content: "When does the office open?"},
+			request: llm.Request{Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "When does the office open?"},
 			}},
 			want: "I don't know the answer to that yet.",
 		},
@@ -123,7 +124,7 @@ func TestOffline(t *testing.T) {
 			for _, msg := range tt.request.Messages {
 				prompt += text.Tokens(msg.Content)
 			}
-			wantUsage := provider.Usage{PromptTokens: prompt, CompletionTokens: text.Tokens(got.Content),
+			wantUsage := llm.Usage{PromptTokens: prompt, CompletionTokens: text.Tokens(got.Content),
 				TotalTokens: prompt + text.Tokens(got.Content), Counted: true}
 			if got.Model != "offline-extractive" || got.Usage != wantUsage || got.FinishReason != "stop" {
 				t.Errorf("reply %+v, want model offline-extractive, usage %+v", got, wantUsage)

@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // Defaults and bounds of [NewOpenAI].
@@ -23,7 +24,7 @@ const (
 	defaultMaxRetries = 2
 )
 
-// openAI is the OpenAI-compatible [Model].
+// openAI is the OpenAI-compatible [llm.Model].
 type openAI struct {
 	svc        openai.ChatCompletionService
 	key        string
@@ -38,9 +39,9 @@ type openAI struct {
 //
 // The SDK's own retries are disabled: the model retries itself, only before the first byte of
 // an answer, within c.Timeout. The SDK reads no OPENAI_* environment variable. The reply cap
-// ([Request.MaxTokens]) is sent as max_completion_tokens to OpenAI and Azure OpenAI hosts and
+// ([llm.Request.MaxTokens]) is sent as max_completion_tokens to OpenAI and Azure OpenAI hosts and
 // as max_tokens to any other host, since many compatible servers know only the latter.
-func NewOpenAI(c Config) Model {
+func NewOpenAI(c Config) llm.Model {
 	if c.BaseURL == "" {
 		c.BaseURL = defaultBaseURL
 	}
@@ -81,25 +82,25 @@ func isOpenAIHost(baseURL string) bool {
 	return host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com")
 }
 
-// Name implements [Model].
+// Name implements [llm.Model].
 func (m *openAI) Name() string { return "openai-compatible" }
 
-// Complete implements [Model].
-func (m *openAI) Complete(ctx context.Context, r Request) (Reply, error) {
+// Complete implements [llm.Model].
+func (m *openAI) Complete(ctx context.Context, r llm.Request) (llm.Reply, error) {
 	reply, err := m.complete(ctx, r)
 	return reply, m.scrub(err)
 }
 
-// Stream implements [Model].
-func (m *openAI) Stream(ctx context.Context, r Request, onDelta func(string) error) (Reply, error) {
+// Stream implements [llm.Model].
+func (m *openAI) Stream(ctx context.Context, r llm.Request, onDelta func(string) error) (llm.Reply, error) {
 	reply, err := m.stream(ctx, r, onDelta)
 	return reply, m.scrub(err)
 }
 
-func (m *openAI) complete(ctx context.Context, r Request) (Reply, error) {
+func (m *openAI) complete(ctx context.Context, r llm.Request) (llm.Reply, error) {
 	params, err := m.params(r)
 	if err != nil {
-		return Reply{}, err
+		return llm.Reply{}, err
 	}
 	c := m.begin(ctx)
 	defer c.end()
@@ -111,18 +112,18 @@ func (m *openAI) complete(ctx context.Context, r Request) (Reply, error) {
 		}
 		wait, retry, out := c.failed(err, &x, attempt, badAnswer)
 		if !retry {
-			return Reply{}, out
+			return llm.Reply{}, out
 		}
 		if err := c.sleep(wait); err != nil {
-			return Reply{}, err
+			return llm.Reply{}, err
 		}
 	}
 }
 
 // completion turns a chat completion into a Reply.
-func completion(res *openai.ChatCompletion, r Request) (Reply, error) {
+func completion(res *openai.ChatCompletion, r llm.Request) (llm.Reply, error) {
 	if len(res.Choices) == 0 {
-		return Reply{}, badAnswer(errors.New("the answer has no choices"))
+		return llm.Reply{}, badAnswer(errors.New("the answer has no choices"))
 	}
 	ch := res.Choices[0]
 	content := ch.Message.Content
@@ -133,13 +134,13 @@ func completion(res *openai.ChatCompletion, r Request) (Reply, error) {
 	if model == "" {
 		model = r.Model
 	}
-	var calls []ToolCall
+	var calls []llm.ToolCall
 	for _, c := range ch.Message.ToolCalls {
 		if c.Type == "function" || c.Type == "" {
-			calls = append(calls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			calls = append(calls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
 	}
-	return Reply{
+	return llm.Reply{
 		Content:      content,
 		Model:        model,
 		Usage:        usageOf(res.Usage, res.JSON.Usage.Valid(), r.Messages, content),
@@ -148,13 +149,13 @@ func completion(res *openai.ChatCompletion, r Request) (Reply, error) {
 	}, nil
 }
 
-func (m *openAI) stream(ctx context.Context, r Request, onDelta func(string) error) (Reply, error) {
+func (m *openAI) stream(ctx context.Context, r llm.Request, onDelta func(string) error) (llm.Reply, error) {
 	if onDelta == nil {
 		onDelta = func(string) error { return nil }
 	}
 	params, err := m.params(r)
 	if err != nil {
-		return Reply{}, err
+		return llm.Reply{}, err
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	c := m.begin(ctx)
@@ -173,16 +174,16 @@ func (m *openAI) stream(ctx context.Context, r Request, onDelta func(string) err
 		case ctx.Err() != nil:
 			return acc.reply(r.Messages), ctx.Err()
 		case errors.Is(err, errTimeout):
-			return Reply{}, timeoutError(m.timeout)
+			return llm.Reply{}, timeoutError(m.timeout)
 		case started:
 			return acc.reply(r.Messages), streamError(err)
 		}
 		wait, retry, out := c.failed(err, &x, attempt, streamError)
 		if !retry {
-			return Reply{}, out
+			return llm.Reply{}, out
 		}
 		if err := c.sleep(wait); err != nil {
-			return Reply{}, err
+			return llm.Reply{}, err
 		}
 	}
 }
@@ -225,7 +226,7 @@ type accumulator struct {
 	finish   string
 	usage    openai.CompletionUsage
 	reported bool // the provider sent usage
-	calls    []ToolCall
+	calls    []llm.ToolCall
 }
 
 // add records a chunk and returns the content it adds to the reply.
@@ -261,7 +262,7 @@ func (a *accumulator) toolCall(d openai.ChatCompletionChunkChoiceDeltaToolCall) 
 		return
 	}
 	for len(a.calls) <= i {
-		a.calls = append(a.calls, ToolCall{})
+		a.calls = append(a.calls, llm.ToolCall{})
 	}
 	c := &a.calls[i]
 	if d.ID != "" {
@@ -272,19 +273,19 @@ func (a *accumulator) toolCall(d openai.ChatCompletionChunkChoiceDeltaToolCall) 
 }
 
 // reply is the reply accumulated so far.
-func (a *accumulator) reply(msgs []Message) Reply {
+func (a *accumulator) reply(msgs []llm.Message) llm.Reply {
 	content := a.content.String()
-	var calls []ToolCall
+	var calls []llm.ToolCall
 	for _, c := range a.calls {
 		if c.Name != "" {
 			calls = append(calls, c)
 		}
 	}
-	return Reply{Content: content, Model: a.model, Usage: usageOf(a.usage, a.reported, msgs, content), FinishReason: a.finish, ToolCalls: calls}
+	return llm.Reply{Content: content, Model: a.model, Usage: usageOf(a.usage, a.reported, msgs, content), FinishReason: a.finish, ToolCalls: calls}
 }
 
 // usageOf is the provider's usage u when it reported one, else an estimate.
-func usageOf(u openai.CompletionUsage, reported bool, msgs []Message, reply string) Usage {
+func usageOf(u openai.CompletionUsage, reported bool, msgs []llm.Message, reply string) llm.Usage {
 	if !reported || u.PromptTokens+u.CompletionTokens+u.TotalTokens == 0 {
 		return countUsage(msgs, reply)
 	}
@@ -292,7 +293,7 @@ func usageOf(u openai.CompletionUsage, reported bool, msgs []Message, reply stri
 	if total == 0 {
 		total = int(u.PromptTokens + u.CompletionTokens)
 	}
-	return Usage{
+	return llm.Usage{
 		PromptTokens:     int(u.PromptTokens),
 		CompletionTokens: int(u.CompletionTokens),
 		TotalTokens:      total,
@@ -302,21 +303,21 @@ func usageOf(u openai.CompletionUsage, reported bool, msgs []Message, reply stri
 }
 
 // params builds the SDK request of r.
-func (m *openAI) params(r Request) (openai.ChatCompletionNewParams, error) {
+func (m *openAI) params(r llm.Request) (openai.ChatCompletionNewParams, error) {
 	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(r.Messages))
 	for i, msg := range r.Messages {
 		switch msg.Role {
-		case RoleSystem:
+		case llm.RoleSystem:
 			msgs = append(msgs, openai.SystemMessage(msg.Content))
-		case RoleUser:
+		case llm.RoleUser:
 			msgs = append(msgs, openai.UserMessage(msg.Content))
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			msgs = append(msgs, assistantMessage(msg))
-		case RoleTool:
+		case llm.RoleTool:
 			msgs = append(msgs, openai.ToolMessage(msg.Content, msg.ToolCallID))
 		default:
 			return openai.ChatCompletionNewParams{}, apperr.Invalidf(fmt.Sprintf("messages[%d].role", i),
-				"must be %q, %q, %q or %q, not %q", RoleSystem, RoleUser, RoleAssistant, RoleTool, msg.Role)
+				"must be %q, %q, %q or %q, not %q", llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool, msg.Role)
 		}
 	}
 	p := openai.ChatCompletionNewParams{Model: r.Model, Messages: msgs}
@@ -342,7 +343,7 @@ func (m *openAI) params(r Request) (openai.ChatCompletionNewParams, error) {
 }
 
 // assistantMessage is an assistant turn, with the tools it called.
-func assistantMessage(msg Message) openai.ChatCompletionMessageParamUnion {
+func assistantMessage(msg llm.Message) openai.ChatCompletionMessageParamUnion {
 	if len(msg.ToolCalls) == 0 {
 		return openai.AssistantMessage(msg.Content)
 	}

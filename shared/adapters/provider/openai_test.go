@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory/text"
 )
 
@@ -32,18 +33,18 @@ func TestComplete(t *testing.T) {
 		name      string
 		behavior  providertest.Behavior
 		maxTokens int
-		want      provider.Usage
+		want      llm.Usage
 	}{
 		{
 			name:      "usage from the provider",
 			behavior:  providertest.Behavior{Reply: reply, Usage: providertest.Usage{Prompt: 20, Completion: 7}},
 			maxTokens: 64,
-			want:      provider.Usage{PromptTokens: 20, CompletionTokens: 7, TotalTokens: 27},
+			want:      llm.Usage{PromptTokens: 20, CompletionTokens: 7, TotalTokens: 27},
 		},
 		{
 			name:     "usage counted when the provider sends none",
 			behavior: providertest.Behavior{Reply: reply, NoUsage: true},
-			want: provider.Usage{
+			want: llm.Usage{
 				PromptTokens:     text.Tokens("You answer from the passages.") + text.Tokens("What is the capital of France?"),
 				CompletionTokens: text.Tokens(reply),
 				TotalTokens:      text.Tokens("You answer from the passages.") + text.Tokens("What is the capital of France?") + text.Tokens(reply),
@@ -61,7 +62,7 @@ func TestComplete(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
-			want := provider.Reply{Content: reply, Model: "gpt-test", Usage: tt.want, FinishReason: "stop"}
+			want := llm.Reply{Content: reply, Model: "gpt-test", Usage: tt.want, FinishReason: "stop"}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reply = %+v, want %+v", got, want)
 			}
@@ -92,25 +93,25 @@ func TestStream(t *testing.T) {
 		name       string
 		behavior   providertest.Behavior
 		wantDeltas int
-		wantUsage  provider.Usage
+		wantUsage  llm.Usage
 	}{
 		{
 			name:       "one delta per word, usage from the provider",
 			behavior:   providertest.Behavior{Reply: reply},
 			wantDeltas: len(strings.Fields(reply)),
-			wantUsage:  provider.Usage{PromptTokens: 11, CompletionTokens: 9, TotalTokens: 20},
+			wantUsage:  llm.Usage{PromptTokens: 11, CompletionTokens: 9, TotalTokens: 20},
 		},
 		{
 			name:       "three deltas",
 			behavior:   providertest.Behavior{Reply: reply, Chunks: 3, ChunkDelay: 5 * time.Millisecond},
 			wantDeltas: 3,
-			wantUsage:  provider.Usage{PromptTokens: 11, CompletionTokens: 9, TotalTokens: 20},
+			wantUsage:  llm.Usage{PromptTokens: 11, CompletionTokens: 9, TotalTokens: 20},
 		},
 		{
 			name:       "usage counted when the provider sends none",
 			behavior:   providertest.Behavior{Reply: reply, NoUsage: true},
 			wantDeltas: len(strings.Fields(reply)),
-			wantUsage: provider.Usage{
+			wantUsage: llm.Usage{
 				PromptTokens:     text.Tokens("You answer from the passages.") + text.Tokens("What is the capital of France?"),
 				CompletionTokens: text.Tokens(reply),
 				TotalTokens:      text.Tokens("You answer from the passages.") + text.Tokens("What is the capital of France?") + text.Tokens(reply),
@@ -130,7 +131,7 @@ func TestStream(t *testing.T) {
 			if len(deltas) != tt.wantDeltas || strings.Join(deltas, "") != reply {
 				t.Errorf("deltas = %q, want %d pieces of %q", deltas, tt.wantDeltas, reply)
 			}
-			want := provider.Reply{Content: reply, Model: "gpt-test", Usage: tt.wantUsage, FinishReason: "stop"}
+			want := llm.Reply{Content: reply, Model: "gpt-test", Usage: tt.wantUsage, FinishReason: "stop"}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reply = %+v, want %+v", got, want)
 			}
@@ -304,7 +305,7 @@ func TestRetries(t *testing.T) {
 			m := newModel(fake, func(c *provider.Config) { c.MaxRetries = tt.maxRetries; c.Timeout = 5 * time.Second })
 			start := time.Now()
 			var (
-				got provider.Reply
+				got llm.Reply
 				err error
 			)
 			if tt.stream {
@@ -505,7 +506,7 @@ func TestMaxTokensField(t *testing.T) {
 func TestInvalidRole(t *testing.T) {
 	fake := providertest.New(t)
 	r := request()
-	r.Messages = append(r.Messages, provider.Message{Role: "function", Content: "x"})
+	r.Messages = append(r.Messages, llm.Message{Role: "function", Content: "x"})
 	_, err := newModel(fake, nil).Complete(t.Context(), r)
 	wantError(t, err, apperr.Invalid, "invalid_field")
 	if n := len(fake.Requests()); n != 0 {
@@ -531,13 +532,13 @@ func TestToolCalls(t *testing.T) {
 				{Reply: "The deal is won."},
 			}})
 			m := newModel(fake, nil)
-			tools := []provider.Tool{{Name: "get_deal", Description: "Reads a deal.", Parameters: map[string]any{
+			tools := []llm.Tool{{Name: "get_deal", Description: "Reads a deal.", Parameters: map[string]any{
 				"type": "object", "properties": map[string]any{"deal_id": map[string]any{"type": "string"}}}}}
 			r := request()
 			r.Tools = tools
-			call := func(r provider.Request) provider.Reply {
+			call := func(r llm.Request) llm.Reply {
 				t.Helper()
-				var got provider.Reply
+				var got llm.Reply
 				var err error
 				if stream {
 					got, err = m.Stream(t.Context(), r, nil)
@@ -550,12 +551,12 @@ func TestToolCalls(t *testing.T) {
 				return got
 			}
 			first := call(r)
-			want := []provider.ToolCall{{ID: "call_1", Name: "get_deal", Arguments: `{"deal_id":"d-1"}`}}
+			want := []llm.ToolCall{{ID: "call_1", Name: "get_deal", Arguments: `{"deal_id":"d-1"}`}}
 			if !reflect.DeepEqual(first.ToolCalls, want) || first.Content != "" || first.FinishReason != "tool_calls" {
 				t.Fatalf("first reply %+v, want the call %+v", first, want)
 			}
-			r.Messages = append(r.Messages, provider.Message{Role: provider.RoleAssistant, ToolCalls: first.ToolCalls},
-				provider.Message{Role: provider.RoleTool, ToolCallID: "call_1", Content: `{"status":"won"}`})
+			r.Messages = append(r.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: first.ToolCalls},
+				llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: `{"status":"won"}`})
 			second := call(r)
 			if second.Content != "The deal is won." || len(second.ToolCalls) != 0 {
 				t.Fatalf("second reply %+v", second)

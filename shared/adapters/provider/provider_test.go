@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 func TestMain(m *testing.M) {
@@ -22,7 +23,7 @@ const testKey = "sk-test-4f1c9a7e2b6d8053"
 
 // newModel returns an OpenAI-compatible model calling fake, with short deadlines; edit
 // changes the configuration.
-func newModel(fake *providertest.Server, edit func(*provider.Config)) provider.Model {
+func newModel(fake *providertest.Server, edit func(*provider.Config)) llm.Model {
 	c := provider.Config{BaseURL: fake.URL, APIKey: testKey, Timeout: 2 * time.Second}
 	if edit != nil {
 		edit(&c)
@@ -31,12 +32,12 @@ func newModel(fake *providertest.Server, edit func(*provider.Config)) provider.M
 }
 
 // request is a request with a system and a user message.
-func request() provider.Request {
-	return provider.Request{
+func request() llm.Request {
+	return llm.Request{
 		Model: "gpt-test",
-		Messages: []provider.Message{
-			{Role: provider.RoleSystem, Content: "You answer from the passages."},
-			{Role: provider.RoleUser, Content: "What is the capital of France?"},
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "You answer from the passages."},
+			{Role: llm.RoleUser, Content: "What is the capital of France?"},
 		},
 	}
 }

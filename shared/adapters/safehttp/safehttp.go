@@ -243,6 +243,20 @@ func (c *Client) Fetch(ctx context.Context, rawURL string) (*Page, error) {
 	}, nil
 }
 
+// Read is [Client.Fetch] for callers that take the page's parts: its final URL, media type and
+// body (the fetcher of url sources).
+func (c *Client) Read(ctx context.Context, rawURL string) (*url.URL, string, []byte, error) {
+	p, err := c.Fetch(ctx, rawURL)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return p.URL, p.ContentType, p.Body, nil
+}
+
+// Permanent is the package's [Permanent], for callers that hold the client behind an interface
+// of theirs (the webhooks of workflows, the fetcher of sources).
+func (c *Client) Permanent(err error) bool { return Permanent(err) }
+
 // StatusError is returned by [Client.Fetch] when the final response status is not 2xx.
 type StatusError struct {
 	URL        string // final URL, password redacted

@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/memory/index"
 	"github.com/agentplane/agentplane/shared/memory/text"
@@ -257,7 +258,7 @@ func (c corpus) ask(t *testing.T, q question) result {
 // configured (chats.Prompt over the passages, chats.Citations of the reply) and reports whether
 // the reply cites one of the passages want.
 func cites(t *testing.T, question string, passages []memory.Passage, want []string) bool {
-	req := provider.Request{Messages: chats.Prompt(chats.Input{}, agents.Bot{}, nil, passages, "", question), Passages: passages}
+	req := llm.Request{Messages: chats.Prompt(chats.Input{}, agents.Bot{}, nil, passages, "", question), Passages: passages}
 	rep, err := provider.NewOffline().Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentplane/agentplane/shared/adapters/provider"
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // Defaults of a zero [Behavior].
@@ -104,7 +104,7 @@ type Received struct {
 	// Body is the decoded request JSON.
 	Body     map[string]any
 	Model    string
-	Messages []provider.Message
+	Messages []llm.Message
 	// MaxTokens is max_tokens or max_completion_tokens, whichever was sent; 0 when neither.
 	MaxTokens int
 	Stream    bool
@@ -121,7 +121,7 @@ type Received struct {
 func (r Received) results() int {
 	n := 0
 	for _, m := range r.Messages {
-		if m.Role == provider.RoleTool || (m.Role == provider.RoleUser && strings.HasPrefix(m.Content, "Observation:")) {
+		if m.Role == llm.RoleTool || (m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "Observation:")) {
 			n++
 		}
 	}
@@ -471,14 +471,14 @@ func decode(h http.Header, body []byte) (rec Received, includeUsage bool, err er
 	msgs, _ := rec.Body["messages"].([]any)
 	for _, m := range msgs {
 		obj, _ := m.(map[string]any)
-		msg := provider.Message{Content: content(obj["content"])}
+		msg := llm.Message{Content: content(obj["content"])}
 		msg.Role, _ = obj["role"].(string)
 		msg.ToolCallID, _ = obj["tool_call_id"].(string)
 		calls, _ := obj["tool_calls"].([]any)
 		for _, c := range calls {
 			call, _ := c.(map[string]any)
 			fn, _ := call["function"].(map[string]any)
-			tc := provider.ToolCall{}
+			tc := llm.ToolCall{}
 			tc.ID, _ = call["id"].(string)
 			tc.Name, _ = fn["name"].(string)
 			tc.Arguments, _ = fn["arguments"].(string)

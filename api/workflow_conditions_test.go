@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -78,6 +80,41 @@ func TestWorkflowConditionFields(t *testing.T) {
 				"conditions": []map[string]any{{"field": c.field, "operator": "exists"}}})})
 			expect(t, res, http.StatusOK, "")
 		}
+	})
+
+	// A workflow stored before conditions' fields were checked, with a condition on a field its
+	// event lacks, can still be paused and renamed; an update that changes its conditions or its
+	// event has them checked.
+	t.Run("StoredBeforeTheCheck", func(t *testing.T) {
+		id := a.create(t, map[string]any{"trigger_type": "event", "trigger_event": "deal.won", "actions": webhook,
+			"conditions": []map[string]any{{"field": "data.status", "operator": "eq", "value": "won"}, {"field": "data.value", "operator": "gte", "value": 1000}}})
+		if _, err := b.db.Collection("workflows").UpdateOne(context.Background(), bson.M{"_id": id},
+			bson.M{"$set": bson.M{"conditions.1.field": "data.deal.value"}, "$inc": bson.M{"rev": 1}}); err != nil {
+			t.Fatal(err)
+		}
+		update := func(body map[string]any) *apitest.Response {
+			body["workflow_id"] = id
+			return b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/workflow/update", Key: b.key, Body: a.body(body)})
+		}
+		res := update(map[string]any{"is_active": false, "name": "Paused"})
+		expect(t, res, http.StatusOK, "")
+		w := res.JSON(t)["workflow"].(map[string]any)
+		if w["is_active"] != false || w["name"] != "Paused" || w["conditions"].([]any)[1].(map[string]any)["field"] != "data.deal.value" {
+			t.Fatalf("update %s", res.Body)
+		}
+		for _, c := range []struct {
+			body  map[string]any
+			field string
+		}{
+			{map[string]any{"conditions": []map[string]any{{"field": "data.deal.value", "operator": "gte", "value": 5000}}}, "conditions[0].field"},
+			{map[string]any{"trigger_event": "deal.lost"}, "conditions[1].field"},
+		} {
+			res = update(c.body)
+			expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+			expectField(t, res, c.field)
+		}
+		res = update(map[string]any{"conditions": []map[string]any{{"field": "data.value", "operator": "gte", "value": 5000}}})
+		expect(t, res, http.StatusOK, "")
 	})
 
 	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/workflow/catalog?" + a.query(""), Key: b.key})

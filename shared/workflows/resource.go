@@ -79,7 +79,8 @@ func (in Input) apply(w *Workflow) {
 	}
 }
 
-func (w *Workflow) validate() error {
+// validate checks w; prev, when w is an update, is the stored workflow w replaces.
+func (w *Workflow) validate(prev *Workflow) error {
 	var p apperr.Problems
 	switch {
 	case w.Name == "":
@@ -93,7 +94,13 @@ func (w *Workflow) validate() error {
 	if utf8.RuneCountInString(w.Status) > MaxStatusLength {
 		p.Add("status", "must be at most %d characters", MaxStatusLength)
 	}
-	if err := w.Definition.Validate(outbox.Types); err != nil {
+	var err error
+	if prev == nil {
+		err = w.Definition.Validate(outbox.Types)
+	} else {
+		err = w.Definition.ValidateUpdate(prev.Definition, outbox.Types)
+	}
+	if err != nil {
 		p = append(p, apperr.As(err).Details...)
 	}
 	if err := p.Err(); err != nil {
@@ -138,7 +145,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 	if w.Status == "" {
 		w.Status = map[bool]string{true: "active", false: "inactive"}[w.IsActive]
 	}
-	if err := w.validate(); err != nil {
+	if err := w.validate(nil); err != nil {
 		return Workflow{}, err
 	}
 	ev := workflowEvents.New(ctx, outbox.WorkflowCreated, projectID, botID, w)
@@ -175,7 +182,7 @@ func (s *Service) update(ctx context.Context, projectID, botID, id string, in In
 	}
 	next := cur
 	in.apply(&next)
-	if err := next.validate(); err != nil {
+	if err := next.validate(&cur); err != nil {
 		return Workflow{}, err
 	}
 	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1

@@ -25,6 +25,24 @@ var fieldPathRE = regexp.MustCompile(FieldPathPattern)
 // a schedule's timezone to UTC, turns nil conditions, actions and trigger_config into empty
 // ones, and sets the default value of exists (true) and of send_message's mode (post).
 func (d *Definition) Validate(eventTypes []string) error {
+	return d.validate(eventTypes, nil)
+}
+
+// ValidateUpdate is Validate for d replacing prev, a stored definition: it checks the
+// conditions' fields against the trigger event only when d changes the trigger event or the
+// conditions, so that a workflow stored before that check can still be renamed or paused.
+func (d *Definition) ValidateUpdate(prev Definition, eventTypes []string) error {
+	prev.Conditions = slices.Clone(prev.Conditions)
+	prev.normalise()
+	for i := range prev.Conditions {
+		operandProblem(&prev.Conditions[i])
+	}
+	return d.validate(eventTypes, &prev)
+}
+
+// validate checks d; with prev, only a change of the trigger event or the conditions has their
+// fields checked against the event.
+func (d *Definition) validate(eventTypes []string, prev *Definition) error {
 	d.normalise()
 	var p apperr.Problems
 	d.validateTrigger(&p, eventTypes)
@@ -32,9 +50,19 @@ func (d *Definition) Validate(eventTypes []string) error {
 	if d.TriggerType == TriggerTypeEvent && slices.Contains(eventTypes, d.TriggerEvent) {
 		event = d.TriggerEvent
 	}
-	validateConditions(&p, d.Conditions, event)
+	validateConditions(&p, d.Conditions)
+	if prev == nil || d.TriggerEvent != prev.TriggerEvent || !sameJSON(d.Conditions, prev.Conditions) {
+		validateEventFields(&p, d.Conditions, event)
+	}
 	validateActions(&p, d.Actions)
 	return p.Err()
+}
+
+// sameJSON reports whether a and b have the same JSON text.
+func sameJSON(a, b []Condition) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
 func (d *Definition) normalise() {
@@ -160,26 +188,41 @@ func validateTimezone(p *apperr.Problems, config map[string]any) {
 	}
 }
 
-// validateConditions checks the conditions of a workflow triggered by events of type event
-// ("" for other triggers).
-func validateConditions(p *apperr.Problems, conditions []Condition, event string) {
+// validateConditions checks the conditions of a workflow, but not their fields against its
+// trigger event (validateEventFields).
+func validateConditions(p *apperr.Problems, conditions []Condition) {
 	if len(conditions) > MaxConditions {
 		p.Add("conditions", "must have at most %d entries", MaxConditions)
 		return
 	}
 	for i := range conditions {
-		validateCondition(p, fmt.Sprintf("conditions[%d]", i), &conditions[i], event)
+		validateCondition(p, fmt.Sprintf("conditions[%d]", i), &conditions[i])
 	}
 }
 
-func validateCondition(p *apperr.Problems, path string, c *Condition, event string) {
+// validateEventFields checks that the well-formed fields of conditions are fields of events of
+// type event ("" for other triggers, whose fields are not checked).
+func validateEventFields(p *apperr.Problems, conditions []Condition, event string) {
+	if event == "" || len(conditions) > MaxConditions {
+		return
+	}
+	for i, c := range conditions {
+		if wellFormedField(c.Field) {
+			validateEventField(p, fmt.Sprintf("conditions[%d].field", i), c.Field, event)
+		}
+	}
+}
+
+func wellFormedField(field string) bool {
+	return field != "" && len(field) <= MaxFieldPathLen && fieldPathRE.MatchString(field)
+}
+
+func validateCondition(p *apperr.Problems, path string, c *Condition) {
 	switch {
 	case c.Field == "":
 		p.Add(path+".field", "is required")
-	case len(c.Field) > MaxFieldPathLen || !fieldPathRE.MatchString(c.Field):
+	case !wellFormedField(c.Field):
 		p.Add(path+".field", "must be a dot path such as data.status of letters, digits and underscores, at most %d characters", MaxFieldPathLen)
-	case event != "":
-		validateEventField(p, path+".field", c.Field, event)
 	}
 	if !slices.Contains(Operators, c.Operator) {
 		p.Add(path+".operator", "must be one of: %s", strings.Join(Operators, ", "))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
+	"github.com/agentplane/agentplane/api/public"
 )
 
 // routes is the whole API surface at a glance.
@@ -21,14 +22,14 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
 
-	r.GET(PagePath+"/:subdomain", s.page)
-	r.GET("/", s.hostPage)
-	r.GET("/web/app.js", webAsset("app.js"))
-	r.GET("/web/app.css", webAsset("app.css"))
-	r.GET("/widget.js", webAsset("widget.js"))
-	r.POST("/public/v1/session", s.publicLimited, handle(s.openSession))
-	r.POST("/public/v1/chat", s.publicLimited, s.publicChat)
-	r.GET("/public/v1/history", s.publicLimited, handle(s.publicHistory))
+	r.GET(public.PagePath+"/:subdomain", s.public.Page)
+	r.GET("/", s.public.HostPage)
+	r.GET("/web/app.js", public.Asset("app.js"))
+	r.GET("/web/app.css", public.Asset("app.css"))
+	r.GET("/widget.js", public.Asset("widget.js"))
+	r.POST("/public/v1/session", s.public.Limited, handle(s.public.OpenSession))
+	r.POST("/public/v1/chat", s.public.Limited, s.public.Chat)
+	r.GET("/public/v1/history", s.public.Limited, handle(s.public.History))
 
 	openAI := []gin.HandlerFunc{openai.Errors, s.authenticate, s.rateLimited, s.accountBudget}
 	r.POST("/v1/chat/completions", append(openAI, s.openAI.Completion)...)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
+	"github.com/agentplane/agentplane/api/public"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
@@ -126,15 +127,14 @@ type server struct {
 	rateLimit    int
 	budget       *keylock.Locks // by account, nil without a budget
 	budgetWait   time.Duration
-	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
-	publicRate, publicAgentRate int
 	// userMemory is what agents remember of their end users.
 	userMemory *usermemory.Service
 	// stats are agents' statistics.
 	stats *stats.Service
-	// openAI is the OpenAI-compatible door, mcp the MCP one.
+	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one.
 	openAI *openai.Door
 	mcp    *mcp.Door
+	public *public.Door
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -173,9 +173,7 @@ func NewServer(d Deps) http.Handler {
 		bodyTimeout:  cmp.Or(d.BodyTimeout, 30*time.Second),
 		rateLimit:    d.RateLimit,
 		budgetWait:   cmp.Or(d.BudgetWait, 10*time.Second),
-		publicRate:   d.PublicRateLimit,
 	}
-	s.publicAgentRate = d.PublicAgentRateLimit
 	s.decoder = httpx.Decoder{MaxBody: d.MaxBodyBytes, BodyTimeout: s.bodyTimeout}
 	s.turns = httpx.Turns{Chats: d.Chats, Runs: d.Runs, RunWait: d.RunWait}
 	if d.AccountBudget > 0 {
@@ -183,17 +181,22 @@ func NewServer(d Deps) http.Handler {
 	}
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
+	// agentAllow takes one message of the agent's rate limit for the key keyID.
+	agentAllow := func(ctx context.Context, bot agents.Bot, keyID string) error {
+		_, err := s.botAllow(ctx, bot, keyID)
+		return err
+	}
 	s.mcp = mcp.New(mcp.Door{Log: d.Logger, Tenancy: d.Tenancy, Chats: d.Chats, Runs: d.Runs, Memory: d.Memory, Tools: d.Tools, RunWait: d.RunWait,
-		Bot: func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
-		AgentAllow: func(ctx context.Context, bot agents.Bot, keyID string) error {
-			_, err := s.botAllow(ctx, bot, keyID)
-			return err
-		}})
+		Bot:        func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
+		AgentAllow: agentAllow})
 	s.openAI = &openai.Door{Tenancy: d.Tenancy, Agents: d.Agents, Turns: s.turns, Decoder: s.decoder, Heartbeat: d.Heartbeat,
 		Bot: func(c *gin.Context, projectID, botID string) (agents.Bot, error) {
 			return s.bot(c, &scope{ProjectID: projectID, BotID: botID})
 		},
 		AgentLimit: s.agentLimit}
+	s.public = &public.Door{Agents: d.Agents, Chats: d.Chats, Runs: d.Runs, Subscribers: d.Subscribers, Turns: s.turns, Decoder: s.decoder,
+		Heartbeat: d.Heartbeat, Limiter: s.limiter, Rate: d.PublicRateLimit, AgentRate: d.PublicAgentRateLimit, Budget: s.budget, BudgetWait: s.budgetWait,
+		AgentAllow: agentAllow}
 	r := newEngine()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
 		s.log.Error("trusted proxies refused: the connection's address is the client's", "error", err)

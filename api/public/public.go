@@ -1,4 +1,8 @@
-package api
+// Package public is the end users' door: an agent's hosted chat page at /a/{subdomain} (and at
+// the root of the host that names it), its files in web/, the widget, and the public endpoints
+// the page speaks to with a session token scoped to the agent (never an API key). api mounts its
+// routes.
+package public
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
@@ -21,19 +26,40 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/kit/markdown"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/subscribers"
 )
 
-// The end users' side: an agent's hosted chat page at /a/{subdomain}, and the public endpoints
-// it speaks to with a session token scoped to the agent (never an API key).
-
 //go:embed web
 var web embed.FS
 
 var pageTemplate = template.Must(template.ParseFS(web, "web/page.html"))
+
+// Door is what the end users' door needs of the API: the domain's services, the limits api
+// configures and the agent's rate limit api keeps.
+type Door struct {
+	Agents      *agents.Service
+	Chats       *chats.Service
+	Runs        *agentruns.Service
+	Subscribers *subscribers.Service
+	Turns       httpx.Turns
+	Decoder     httpx.Decoder
+	// Heartbeat spaces the comment lines of its streams.
+	Heartbeat time.Duration
+	Limiter   *redis_rate.Limiter
+	// Rate and AgentRate are the end users' requests a minute per client address and per agent
+	// (0: no limit).
+	Rate, AgentRate int
+	// Budget bounds the turns in progress of one project's visitors (nil: no bound); a turn waits
+	// up to BudgetWait for one.
+	Budget     *keylock.Locks
+	BudgetWait time.Duration
+	// AgentAllow takes one message of the agent's rate limit for the key keyID.
+	AgentAllow func(ctx context.Context, bot agents.Bot, keyID string) error
+}
 
 // PagePath is where an agent's hosted chat page is: /a/{subdomain}.
 const PagePath = "/a"
@@ -138,25 +164,25 @@ func orDefault(v, otherwise string) string {
 	return v
 }
 
-// page serves an agent's hosted chat page at /a/{subdomain}.
-func (s *server) page(c *gin.Context) {
-	bot, err := s.agents.BySubdomain(c, c.Param("subdomain"))
-	s.servePage(c, bot, err)
+// Page serves an agent's hosted chat page at /a/{subdomain}.
+func (d *Door) Page(c *gin.Context) {
+	bot, err := d.Agents.BySubdomain(c, c.Param("subdomain"))
+	d.servePage(c, bot, err)
 }
 
-// hostPage serves the page of the agent the request's host names, at the root: a subdomain of
+// HostPage serves the page of the agent the request's host names, at the root: a subdomain of
 // AGENTPLANE_PUBLIC_DOMAIN, or an agent's own domain once verified.
-func (s *server) hostPage(c *gin.Context) {
+func (d *Door) HostPage(c *gin.Context) {
 	host := c.Request.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	bot, err := s.agents.ByHost(c, host)
-	s.servePage(c, bot, err)
+	bot, err := d.Agents.ByHost(c, host)
+	d.servePage(c, bot, err)
 }
 
 // servePage answers bot's page, or err.
-func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
+func (d *Door) servePage(c *gin.Context, bot agents.Bot, err error) {
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}
@@ -190,8 +216,8 @@ func (s *server) servePage(c *gin.Context, bot agents.Bot, err error) {
 	}
 }
 
-// webAsset serves a file of the page (its script, its style).
-func webAsset(name string) gin.HandlerFunc {
+// Asset serves a file of the page (its script, its style).
+func Asset(name string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Header("Cache-Control", "public, max-age=300")
 		c.Header("X-Content-Type-Options", "nosniff")
@@ -206,40 +232,41 @@ type sessionRequest struct {
 	SSOToken string `json:"sso_token"`
 }
 
-// openSession gives an end user of the agent at the subdomain a session: the subscriber id the
+// OpenSession gives an end user of the agent at the subdomain a session: the subscriber id the
 // browser kept, or a new one.
-func (s *server) openSession(c *gin.Context) (any, error) {
+func (d *Door) OpenSession(c *gin.Context) (any, error) {
 	var req sessionRequest
-	if err := s.decoder.Decode(c, &req); err != nil {
+	if err := d.Decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
-	bot, err := s.agents.BySubdomain(c, req.Subdomain)
+	bot, err := d.Agents.BySubdomain(c, req.Subdomain)
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}
 	if err == nil {
-		err = s.publicAgentLimit(c, bot)
+		err = d.agentLimit(c, bot)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.subscribers.Open(c, bot, req.SubscriberID, req.SSOToken)
+	return d.Subscribers.Open(c, bot, req.SubscriberID, req.SSOToken)
 }
 
 // endUser is the agent and subscriber a session token speaks for: the subscriber as the token
 // has it (its id and name), with no store read. Subscribers are never deleted, and an agent
 // deleted or paused refuses its sessions; an agent that requires sign-in refuses anonymous ones
 // (opened before it did). The request counts against the agent's limit for all its visitors.
-func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, error) {
-	token, err := bearer(c)
-	if err != nil {
+func (d *Door) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, error) {
+	scheme, token, ok := strings.Cut(c.GetHeader("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return agents.Bot{}, subscribers.Subscriber{}, apperr.New(apperr.Unauthorized, "invalid_session", "A session token is required (POST /public/v1/session).")
 	}
-	claims, err := s.subscribers.Verify(token)
+	claims, err := d.Subscribers.Verify(token)
 	if err != nil {
 		return agents.Bot{}, subscribers.Subscriber{}, err
 	}
-	bot, err := s.agents.Find(c, claims.BotID)
+	bot, err := d.Agents.Find(c, claims.BotID)
 	if err == nil && !bot.Active() {
 		err = apperr.NotFoundf(agents.Resource)
 	}
@@ -247,7 +274,7 @@ func (s *server) endUser(c *gin.Context) (agents.Bot, subscribers.Subscriber, er
 		err = apperr.New(apperr.Unauthorized, "login_required", "This agent requires sign-in: open it from the site that signs you in.")
 	}
 	if err == nil {
-		err = s.publicAgentLimit(c, bot)
+		err = d.agentLimit(c, bot)
 	}
 	if err != nil {
 		return agents.Bot{}, subscribers.Subscriber{}, err
@@ -303,34 +330,34 @@ func (p publicSink) Delta(text string) error {
 	return p.st.Event("delta", gin.H{"content": text})
 }
 
-// publicChat is a turn of the end user's chat with the agent, streamed: delta events as the
+// Chat is a turn of the end user's chat with the agent, streamed: delta events as the
 // reply is made, then done with the reply as the page shows it. Each message counts against the
 // agent's rate limit for this end user. A turn may instead decide on the tool call a run of one
 // of the end user's chats waits for. The turns in progress of one project's visitors are bounded
 // as an account's requests are (AGENTPLANE_ACCOUNT_CONCURRENCY), apart from those.
-func (s *server) publicChat(c *gin.Context) {
+func (d *Door) Chat(c *gin.Context) {
 	var req publicChatRequest
-	if err := s.decoder.Decode(c, &req); err != nil {
+	if err := d.Decoder.Decode(c, &req); err != nil {
 		httpx.Fail(c, err)
 		return
 	}
-	bot, sub, err := s.endUser(c)
+	bot, sub, err := d.endUser(c)
 	var t httpx.Turn
 	if err == nil {
-		t, err = s.publicTurn(c, bot, sub, req)
+		t, err = d.publicTurn(c, bot, sub, req)
 	}
 	release := func() {}
 	if err == nil {
-		release, err = s.visitorsBudget(c, bot)
+		release, err = d.visitorsBudget(c, bot)
 	}
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
 	defer release()
-	st := httpx.NewSSE(c, s.heartbeat)
+	st := httpx.NewSSE(c, d.Heartbeat)
 	defer st.Close()
-	reply, err := s.turns.Converse(c.Request.Context(), bot, askerOf(sub), t, publicSink{st: st})
+	reply, err := d.Turns.Converse(c.Request.Context(), bot, askerOf(sub), t, publicSink{st: st})
 	switch {
 	case err != nil && chats.IsDisconnect(err) && c.Request.Context().Err() != nil:
 	case err != nil && !st.Began():
@@ -340,7 +367,7 @@ func (s *server) publicChat(c *gin.Context) {
 		_ = st.Event("error", body)
 	default:
 		if req.ChatID == "" && t.Decision == nil {
-			if err := s.subscribers.ChatStarted(c, sub); err != nil {
+			if err := d.Subscribers.ChatStarted(c, sub); err != nil {
 				httpx.Logger(c).Warn("subscriber's chat not counted", "error", err)
 			}
 		}
@@ -369,11 +396,11 @@ func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
 // reasoning_type, which counts against the agent's limit for them (and, when they are anonymous,
 // for their client address: a new session is no new limit); or, when the agent lets visitors
 // approve, a decision on a run of one of their own chats.
-func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (httpx.Turn, error) {
+func (d *Door) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber, req publicChatRequest) (httpx.Turn, error) {
 	if strings.TrimSpace(req.ExecutionID) == "" {
-		_, err := s.botAllow(c, bot, "subscriber:"+sub.ID)
+		err := d.AgentAllow(c, bot, "subscriber:"+sub.ID)
 		if err == nil && sub.Anonymous {
-			_, err = s.botAllow(c, bot, "address:"+c.ClientIP())
+			err = d.AgentAllow(c, bot, "address:"+c.ClientIP())
 		}
 		return httpx.Turn{Input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true}}, err
 	}
@@ -383,11 +410,11 @@ func (s *server) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subs
 	if req.Approve == nil {
 		return httpx.Turn{}, apperr.Invalidf("approve", "is required with execution_id: true runs the tool, false rejects it")
 	}
-	e, err := s.runs.Get(c, bot.ProjectID, bot.ID, req.ExecutionID)
+	e, err := d.Runs.Get(c, bot.ProjectID, bot.ID, req.ExecutionID)
 	if err != nil {
 		return httpx.Turn{}, err
 	}
-	if _, err := s.chats.GetFor(c, bot.ProjectID, bot.ID, e.ChatID, askerOf(sub)); err != nil {
+	if _, err := d.Chats.GetFor(c, bot.ProjectID, bot.ID, e.ChatID, askerOf(sub)); err != nil {
 		if apperr.As(err).Kind == apperr.NotFound {
 			return httpx.Turn{}, apperr.NotFoundf(agentruns.Resource)
 		}
@@ -404,13 +431,13 @@ type publicMessage struct {
 	Sources []publicSource `json:"sources"`
 }
 
-// publicHistory is the end user's chat, its latest 100 messages: only their own chats.
-func (s *server) publicHistory(c *gin.Context) (any, error) {
-	bot, sub, err := s.endUser(c)
+// History is the end user's chat, its latest 100 messages: only their own chats.
+func (d *Door) History(c *gin.Context) (any, error) {
+	bot, sub, err := d.endUser(c)
 	if err != nil {
 		return nil, err
 	}
-	msgs, total, err := s.chats.HistoryFor(c, bot.ProjectID, bot.ID, c.Query("chat_id"), askerOf(sub), paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+	msgs, total, err := d.Chats.HistoryFor(c, bot.ProjectID, bot.ID, c.Query("chat_id"), askerOf(sub), paging.Page{Page: 1, PerPage: paging.MaxPerPage})
 	if err != nil {
 		return nil, err
 	}
@@ -424,46 +451,12 @@ func (s *server) publicHistory(c *gin.Context) (any, error) {
 	return gin.H{"messages": out, "total": total}, nil
 }
 
-// listSubscribers lists the project's end users (of one agent with bot_id), the most recently
-// seen first.
-func (s *server) listSubscribers(c *gin.Context) (any, error) {
-	var sc scope
-	page, err := s.projectPage(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	botID := ""
-	if sc.BotID != "" {
-		bot, err := s.agents.Get(c, sc.ProjectID, sc.BotID)
-		if err != nil {
-			return nil, err
-		}
-		botID = bot.ID
-	}
-	subs, total, err := s.subscribers.List(c, sc.ProjectID, botID, page)
-	return gin.H{"total": total, "subscribers": subs, "pagination": page.Of(total)}, err
-}
-
-// newSSOSecret makes the agent a new SSO secret and answers it, this once.
-func (s *server) newSSOSecret(c *gin.Context) (any, error) {
-	var sc scope
-	if err := s.decoder.Decode(c, &sc); err != nil {
-		return nil, err
-	}
-	bot, err := s.bot(c, &sc)
-	if err != nil {
-		return nil, err
-	}
-	secret, err := s.subscribers.NewSSOSecret(c, bot)
-	return gin.H{"sso_secret": secret}, err
-}
-
-// publicLimited holds the end users' endpoints to AGENTPLANE_PUBLIC_RATE_LIMIT requests a
+// Limited holds the end users' endpoints to AGENTPLANE_PUBLIC_RATE_LIMIT requests a
 // minute per client address (GCRA in Redis, shared by every API replica), whatever the agent
 // and the session: a visitor gains nothing by opening sessions. It fails closed, as the API
 // keys' limit does.
-func (s *server) publicLimited(c *gin.Context) {
-	if err := s.publicAllow(c, "ratelimit:public:address:"+c.ClientIP(), s.publicRate, "rate_limited",
+func (d *Door) Limited(c *gin.Context) {
+	if err := d.allow(c, "ratelimit:public:address:"+c.ClientIP(), d.Rate, "rate_limited",
 		"Too many requests from your address"); err != nil {
 		httpx.Fail(c, err)
 		return
@@ -471,20 +464,20 @@ func (s *server) publicLimited(c *gin.Context) {
 	c.Next()
 }
 
-// publicAgentLimit holds the end users' endpoints of bot to AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT
+// agentLimit holds the end users' endpoints of bot to AGENTPLANE_PUBLIC_AGENT_RATE_LIMIT
 // requests a minute, all its visitors together, so that one agent's visitors take at most that
 // of the service.
-func (s *server) publicAgentLimit(c *gin.Context, bot agents.Bot) error {
-	return s.publicAllow(c, "ratelimit:public:bot:"+bot.ID, s.publicAgentRate, "agent_rate_limited", "This agent has too many visitors at once")
+func (d *Door) agentLimit(c *gin.Context, bot agents.Bot) error {
+	return d.allow(c, "ratelimit:public:bot:"+bot.ID, d.AgentRate, "agent_rate_limited", "This agent has too many visitors at once")
 }
 
-// publicAllow takes one request of perMinute from key's limit (none when perMinute is 0): a 429
+// allow takes one request of perMinute from key's limit (none when perMinute is 0): a 429
 // with Retry-After, its code and message, when there is none left.
-func (s *server) publicAllow(c *gin.Context, key string, perMinute int, code, message string) error {
+func (d *Door) allow(c *gin.Context, key string, perMinute int, code, message string) error {
 	if perMinute <= 0 {
 		return nil
 	}
-	res, err := s.limiter.Allow(c, key, redis_rate.PerMinute(perMinute))
+	res, err := d.Limiter.Allow(c, key, redis_rate.PerMinute(perMinute))
 	if err != nil {
 		return apperr.Unavailablef("redis", err)
 	}
@@ -498,13 +491,13 @@ func (s *server) publicAllow(c *gin.Context, key string, perMinute int, code, me
 // visitorsBudget waits, up to the budget's wait, for a turn of bot's project's visitors (as
 // many at once as an account's requests): a flood of one project's visitors takes at most that
 // of the process and leaves the rest to the others. It returns the function that ends the turn.
-func (s *server) visitorsBudget(c *gin.Context, bot agents.Bot) (func(), error) {
-	if s.budget == nil {
+func (d *Door) visitorsBudget(c *gin.Context, bot agents.Bot) (func(), error) {
+	if d.Budget == nil {
 		return func() {}, nil
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), s.budgetWait)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), d.BudgetWait)
 	defer cancel()
-	release, err := s.budget.Lock(ctx, "visitors:"+bot.ProjectID)
+	release, err := d.Budget.Lock(ctx, "visitors:"+bot.ProjectID)
 	if err != nil {
 		return nil, &apperr.Error{Kind: apperr.RateLimited, Code: "visitors_busy", RetryAfter: 1,
 			Message: "This agent's team has as many visitors' chats in progress as it may; retry in a moment."}

@@ -26,11 +26,7 @@ func (a workflowAPI) logsOf(t *testing.T, workflowID, status string) []map[strin
 	}
 	res := a.b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/workflow/logs?" + a.query(q), Key: a.b.key})
 	expect(t, res, http.StatusOK, "")
-	var out []map[string]any
-	for _, r := range res.JSON(t)["logs"].([]any) {
-		out = append(out, r.(map[string]any))
-	}
-	return out
+	return objects(res.JSON(t)["logs"])
 }
 
 // A condition on a field its event does not have is refused, naming the fields there are; the

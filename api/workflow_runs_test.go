@@ -124,9 +124,14 @@ func (a workflowAPI) wait(t *testing.T, runID string) map[string]any {
 }
 
 func actionsOf(run map[string]any) []map[string]any {
+	return objects(run["actions"])
+}
+
+// objects is a JSON array of objects as the objects.
+func objects(list any) []map[string]any {
 	var out []map[string]any
-	for _, a := range run["actions"].([]any) {
-		out = append(out, a.(map[string]any))
+	for _, o := range list.([]any) {
+		out = append(out, o.(map[string]any))
 	}
 	return out
 }
@@ -375,11 +380,7 @@ func (a workflowAPI) runsOf(t *testing.T, workflowID string) []map[string]any {
 	t.Helper()
 	res := a.b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/workflow/runs?" + a.query("&workflow_id="+workflowID), Key: a.b.key})
 	expect(t, res, http.StatusOK, "")
-	var out []map[string]any
-	for _, r := range res.JSON(t)["runs"].([]any) {
-		out = append(out, r.(map[string]any))
-	}
-	return out
+	return objects(res.JSON(t)["runs"])
 }
 
 // settled returns once the workflow triggers have handled every event so far. They handle the

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/hooks"
 	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
 	"github.com/agentplane/agentplane/api/public"
@@ -21,6 +22,9 @@ func (s *server) routes(r *gin.Engine) {
 
 	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
+
+	r.GET(hooks.Path, s.hooks.Receive)
+	r.POST(hooks.Path, s.hooks.Receive)
 
 	r.GET(public.PagePath+"/:subdomain", s.public.Page)
 	r.GET("/", s.public.HostPage)
@@ -108,6 +112,12 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/source/sync", handle(s.syncSource))
 	v1.DELETE("/bot/source/delete", handle(s.deleteSource))
 	v1.POST("/bot/search", handle(s.searchMemory))
+
+	v1.POST("/bot/channel/create", handle(s.createChannel))
+	v1.GET("/bot/channel/read", handle(s.readChannel))
+	v1.GET("/bot/channel/readall", handle(s.listChannels))
+	v1.PUT("/bot/channel/update", handle(s.updateChannel))
+	v1.DELETE("/bot/channel/delete", handle(s.deleteChannel))
 
 	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
 	v1.POST("/bot/sso-secret", handle(s.newSSOSecret))

@@ -7,12 +7,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/api/hooks"
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
@@ -94,6 +97,11 @@ type Deps struct {
 	UserMemory *usermemory.Service
 	// Stats are agents' statistics.
 	Stats *stats.Service
+	// Channels are agents' connections to messaging platforms.
+	Channels *channels.Service
+	// PublicURL is the deployment's public URL, under which channels' webhook URLs are given
+	// ("": the URL a request came to).
+	PublicURL string
 }
 
 // QueuesPath is where the queue dashboard is served.
@@ -130,11 +138,15 @@ type server struct {
 	// userMemory is what agents remember of their end users.
 	userMemory *usermemory.Service
 	// stats are agents' statistics.
-	stats *stats.Service
-	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one.
+	stats     *stats.Service
+	channels  *channels.Service
+	publicURL string
+	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
+	// the messaging platforms'.
 	openAI *openai.Door
 	mcp    *mcp.Door
 	public *public.Door
+	hooks  *hooks.Door
 }
 
 // NewServer returns the HTTP handler of the whole API.
@@ -181,6 +193,8 @@ func NewServer(d Deps) http.Handler {
 	}
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
+	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
+	s.hooks = &hooks.Door{Channels: d.Channels}
 	// agentAllow takes one message of the agent's rate limit for the key keyID.
 	agentAllow := func(ctx context.Context, bot agents.Bot, keyID string) error {
 		_, err := s.botAllow(ctx, bot, keyID)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -58,6 +59,8 @@ type Deps struct {
 	Started func()
 	// UserMemory extracts what end users' messages say about them.
 	UserMemory *usermemory.Service
+	// Channels answer the messages taken from messaging platforms and send the answers.
+	Channels *channels.Service
 	// Stats keeps the agents' statistics as their chats' events arrive.
 	Stats *stats.Recorder
 }
@@ -88,7 +91,7 @@ func Serve(ctx context.Context, d Deps) error {
 		Concurrency:              d.Concurrency,
 		Queues:                   map[string]int{d.Queue: 1},
 		ShutdownTimeout:          d.ShutdownTimeout,
-		RetryDelayFunc:           d.RetryDelay,
+		RetryDelayFunc:           retryDelay(d.RetryDelay),
 		DelayedTaskCheckInterval: d.RetryCheckInterval,
 		TaskCheckInterval:        d.Poll,
 		Logger:                   asynqLogger{d.Logger.With("component", "worker")},
@@ -194,7 +197,35 @@ func mux(d Deps) *asynq.ServeMux {
 		}
 		return err
 	})
+	m.HandleFunc(tasks.TypeChannelAnswer, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.ChannelPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Channels.Answer(ctx, t.ID)
+	})
+	m.HandleFunc(tasks.TypeChannelSend, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.ChannelPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Channels.Deliver(ctx, t.ID, final(ctx))
+	})
 	return m
+}
+
+// retryDelay spaces a failing task's attempts by the time its error asks for (a platform's
+// Retry-After), else by delay (asynq's exponential back-off when nil).
+func retryDelay(delay asynq.RetryDelayFunc) asynq.RetryDelayFunc {
+	if delay == nil {
+		delay = asynq.DefaultRetryDelayFunc
+	}
+	return func(n int, err error, t *asynq.Task) time.Duration {
+		if after, ok := tasks.RetryIn(err); ok {
+			return after
+		}
+		return delay(n, err, t)
+	}
 }
 
 // traced runs each task in a span named after its type, a child of the trace context its

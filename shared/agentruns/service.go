@@ -380,7 +380,7 @@ func (tb *Toolbox) reply(e Execution, answer *chats.Message) chats.Reply {
 		a.StepInfo = fmt.Sprintf("Running: %d cycles done.", len(e.Cycles))
 	}
 	a.Agent = chats.Message{ChatID: e.ChatID, Role: chats.RoleAgent, Model: e.User.Model, Complexity: e.User.Complexity,
-		ReasoningType: "agent", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Channel: "api", CreditUsed: fmt.Sprint(e.Calls),
+		ReasoningType: "agent", EstimatedTimeMS: "0", EstimatedCost: "0.000000", Channel: cmp.Or(e.User.Channel, "api"), CreditUsed: fmt.Sprint(e.Calls),
 		Reasoning: map[string]any{"executionId": e.ID}, Preference: e.User.Preference, Sources: []memory.Ref{},
 		IsToolExecuting: true, CreatedAt: e.UpdatedAt, UpdatedAt: e.UpdatedAt}
 	return chats.NewReply(e.ChatID, e.User, e.Started, a)

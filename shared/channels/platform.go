@@ -132,6 +132,9 @@ type RetryLater struct {
 func (e *RetryLater) Error() string { return fmt.Sprintf("retry after %s: %v", e.After, e.Err) }
 func (e *RetryLater) Unwrap() error { return e.Err }
 
+// RetryAfter is how long to wait (the queue's tasks.RetryIn reads it).
+func (e *RetryLater) RetryAfter() time.Duration { return e.After }
+
 // RetryAfter reads an HTTP answer's Retry-After (seconds or a date) as a RetryLater of err, for
 // answers 429 and 5xx; nil for others.
 func RetryAfter(resp *http.Response, err error) error {

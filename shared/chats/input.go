@@ -52,6 +52,8 @@ type Input struct {
 	// person did (kept with the run).
 	RunID  string `json:"-"`
 	Origin string `json:"-"`
+	// Channel names where the user wrote (a channel's type); "" is the API.
+	Channel string `json:"-"`
 }
 
 // Said is a message of a conversation the client held: who said it (RoleUser or RoleAgent) and

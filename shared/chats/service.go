@@ -1,6 +1,7 @@
 package chats
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -209,7 +210,7 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	now := s.now()
 	user := Message{Model: name, Preference: Preference{ReasoningType: rt, Model: name, MaxTokens: limit, Complexity: level},
 		UUID: ids.New(), ChatID: chat.UUID, Role: RoleUser, Content: question,
-		Channel: "api", CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
+		Channel: cmp.Or(in.Channel, "api"), CreditUsed: "0", Tokens: text.Tokens(question), Reasoning: map[string]any{}, Sources: []memory.Ref{},
 		User: User{UUID: asker.AccountID, Name: asker.Name}, CreatedAt: now, UpdatedAt: now, Complexity: level,
 		ReasoningType: rt, EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
 	if isNew {
@@ -340,7 +341,7 @@ func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration
 	bot := t.Bot
 	return Message{UUID: ids.New(), ChatID: t.Chat.UUID, Role: RoleAgent, Content: content, Model: model,
 		Complexity: t.User.Complexity, ReasoningType: pref.ReasoningType, EstimatedTimeMS: strconv.FormatInt(took.Milliseconds(), 10),
-		EstimatedCost: estimatedCost(model, u.PromptTokens, u.CompletionTokens), Channel: "api", CreditUsed: "1",
+		EstimatedCost: estimatedCost(model, u.PromptTokens, u.CompletionTokens), Channel: cmp.Or(t.User.Channel, "api"), CreditUsed: "1",
 		Tokens: u.CompletionTokens, Reasoning: map[string]any{}, Preference: pref, Sources: cited,
 		User: User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}, CreatedAt: done, UpdatedAt: done}
 }

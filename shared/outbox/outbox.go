@@ -247,6 +247,11 @@ const (
 	HeartbeatFailed      = "heartbeat.failed"
 	HeartbeatPaused      = "heartbeat.paused"
 	HeartbeatDisabled    = "heartbeat.disabled"
+	// A channel's: a message taken from its platform, an answer its platform took, an answer
+	// it refused for good.
+	ChannelMessageReceived = "channel.message.received"
+	ChannelMessageSent     = "channel.message.sent"
+	ChannelFailed          = "channel.failed"
 )
 
 // Types lists every event type, for validation and documentation.
@@ -259,4 +264,5 @@ var Types = []string{
 	ChatMessageCreated, ChatUpdated, ChatMessageUpdated, ChatMessageDeleted,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 	HeartbeatCompleted, HeartbeatFailed, HeartbeatPaused, HeartbeatDisabled,
+	ChannelMessageReceived, ChannelMessageSent, ChannelFailed,
 }

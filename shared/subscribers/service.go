@@ -1,12 +1,15 @@
 package subscribers
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -277,4 +280,26 @@ func orKept(v, kept string) string {
 		return v
 	}
 	return kept
+}
+
+// OfPlatform returns bot's subscriber known on a messaging platform as externalID (the
+// platform's type and user id), keeping them first, named name, when they are new. Their id is
+// derived from the agent and externalID, so two first messages at once keep one subscriber.
+func (s *Service) OfPlatform(ctx context.Context, bot agents.Bot, externalID, name string) (Subscriber, error) {
+	sub, err := s.repo.ByExternalID(ctx, bot.ID, externalID)
+	if err == nil || apperr.As(err).Kind != apperr.NotFound {
+		return sub, err
+	}
+	sum := sha256.Sum256([]byte(bot.ID + "\x00" + externalID))
+	now := s.now()
+	sub = Subscriber{ID: "p_" + hex.EncodeToString(sum[:16]), ProjectID: bot.ProjectID, BotID: bot.ID, ExternalID: externalID,
+		Name: cmp.Or(strings.TrimSpace(name), "Guest"), FirstSeen: now, LastSeen: now}
+	if utf8.RuneCountInString(sub.Name) > MaxSSONameLength {
+		sub.Name = string([]rune(sub.Name)[:MaxSSONameLength])
+	}
+	err = s.repo.Insert(ctx, sub)
+	if apperr.As(err).Kind == apperr.Conflict {
+		return s.repo.Get(ctx, bot.ID, sub.ID)
+	}
+	return sub, err
 }

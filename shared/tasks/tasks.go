@@ -8,6 +8,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const (
 	TypeHeartbeatFire = "heartbeat:fire"
 	// TypeMemoryExtract extracts what a user's message says about them into the user's memories.
 	TypeMemoryExtract = "memory:extract"
+	// TypeChannelAnswer answers a message taken from a channel.
+	TypeChannelAnswer = "channel:answer"
+	// TypeChannelSend sends an answer through a channel's platform.
+	TypeChannelSend = "channel:send"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -154,6 +159,32 @@ type MemoryExtractPayload struct {
 // NewMemoryExtractTask extracts the facts of one message, once per message.
 func NewMemoryExtractTask(p MemoryExtractPayload) Task {
 	return Task{Type: TypeMemoryExtract, ID: p.MessageID, Payload: p}
+}
+
+// ChannelPayload names the message to answer or the answer to send.
+type ChannelPayload struct {
+	ID string `json:"id"`
+}
+
+// NewChannelAnswerTask answers the channel's message id.
+func NewChannelAnswerTask(id string) Task {
+	return Task{Type: TypeChannelAnswer, ID: id, Payload: ChannelPayload{ID: id}}
+}
+
+// NewChannelSendTask sends the channel's answer id.
+func NewChannelSendTask(id string) Task {
+	return Task{Type: TypeChannelSend, ID: id, Payload: ChannelPayload{ID: id}}
+}
+
+// RetryIn reports how long a task whose handler failed with err should wait before it is tried
+// again, when err says (an error with a RetryAfter method, such as a platform's 429): the
+// queue's own back-off otherwise.
+func RetryIn(err error) (time.Duration, bool) {
+	var later interface{ RetryAfter() time.Duration }
+	if errors.As(err, &later) && later.RetryAfter() > 0 {
+		return later.RetryAfter(), true
+	}
+	return 0, false
 }
 
 // Redacted is a task payload as an operator may see it (the queue dashboard): its JSON with the

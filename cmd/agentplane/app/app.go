@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
+	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
@@ -197,6 +199,8 @@ type Domain struct {
 	UserMemory *usermemory.Service
 	// Stats are agents' statistics, read from their stored chats.
 	Stats *stats.Service
+	// Channels are agents' connections to messaging platforms.
+	Channels *channels.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -259,6 +263,8 @@ func (a *App) Domain() (Domain, error) {
 		extractors(d), a.Log.With("component", "usermemory"))
 	d.Chats.UseEndUsers(d.UserMemory)
 	d.Stats = stats.NewService(store.NewStats(db))
+	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
+		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers})
 	a.dom = &d
 	return d, nil
 }
@@ -323,6 +329,9 @@ func (a *App) API() (api.Deps, error) {
 		UserMemory: d.UserMemory,
 		// Agents' statistics.
 		Stats: d.Stats,
+		// Agents' channels, their webhook URLs under the public URL.
+		Channels:  d.Channels,
+		PublicURL: a.Cfg.PublicURL,
 	}, nil
 }
 
@@ -360,7 +369,9 @@ func (a *App) Worker() (workers.Deps, error) {
 	hooks := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: time.Minute, MaxBytes: 1 << 20, MaxRedirects: -1})
 	runs := agentruns.NewRunner(store.NewExecutions(a.Conns.DB, a.Log.With("component", "runs")), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle)
-	runs.OnStop(d.Heartbeats.Settle)
+	runs.OnStop(func(ctx context.Context, e agentruns.Execution) error {
+		return errors.Join(d.Heartbeats.Settle(ctx, e), d.Channels.Settle(ctx, e))
+	})
 	return workers.Deps{
 		Logger:          a.Log,
 		Redis:           a.Conns.RedisOpt,
@@ -378,10 +389,17 @@ func (a *App) Worker() (workers.Deps, error) {
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
 		// End users' memories: what their messages say about them is extracted here.
 		UserMemory: d.UserMemory,
+		// Channels: their messages answered, the answers sent.
+		Channels: d.Channels,
 		// Statistics: the chat events are folded into the agents' hours here.
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil
+}
+
+// platforms are the messaging platforms channels reach, through the SSRF guard.
+func (a *App) platforms() map[string]channels.Platform {
+	return map[string]channels.Platform{}
 }
 
 // Scheduler is everything the scheduler role needs.

@@ -35,6 +35,9 @@ var outboxCollections = map[string]string{
 	"source":        sourcesColl,
 	"chat":          chatMessagesColl,
 	"heartbeat":     heartbeatsColl,
+	// channels.MessageResource and channels.SendResource
+	"channel_message": channelMessagesColl,
+	"channel_send":    channelSendsColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

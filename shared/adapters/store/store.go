@@ -191,6 +191,20 @@ func indexes() map[string][]mongo.IndexModel {
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
 		},
+		channelsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
+		},
+		channelMessagesColl: {
+			{Keys: bson.D{{Key: "received_at", Value: 1}}, Options: options.Index().SetName("age")},
+			outboxIndex(),
+		},
+		channelThreadsColl: {
+			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "conversation", Value: 1}}, Options: options.Index().SetName("conversation")},
+		},
+		channelSendsColl: {
+			{Keys: bson.D{{Key: "created_at", Value: 1}}, Options: options.Index().SetName("age")},
+			outboxIndex(),
+		},
 		// End users' memories: a user's (the prompt's and the API's reads) and an agent's, newest first.
 		userMemoriesColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "user", Value: 1}, {Key: "updated_at", Value: -1}},

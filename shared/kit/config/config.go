@@ -32,6 +32,7 @@ var Vars = []Var{
 	{"AGENTPLANE_REDIS_URL", "`redis://127.0.0.1:6379/0` (`dev`: embedded)", "Redis URL (asynq queues, rate limits)."},
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
 	{"AGENTPLANE_PUBLIC_DOMAIN", "unset", "A domain whose subdomains are agents' pages: `https://<subdomain>.<domain>/` serves the page of the agent with that subdomain (point a wildcard DNS record and certificate at the API). An agent's own `domain`, once verified, is served at its root whether or not this is set."},
+	{"AGENTPLANE_PUBLIC_URL", "unset (the URL each request came to)", "The API's public URL as the internet reaches it (`https://api.example.com`): channels' webhook URLs (`/hooks/{type}/{id}`), which messaging platforms call, are given under it."},
 	{"AGENTPLANE_PUBLIC_HOSTS", "unset", "Comma-separated host names of this deployment (its API's, e.g. `api.example.com`): no agent may take them, or names under them, as its own `domain`, nor, when they are under `AGENTPLANE_PUBLIC_DOMAIN`, their label as its `subdomain`."},
 	{"AGENTPLANE_DNS_RESOLVER", "unset (the system's resolver)", "`host:port` of the DNS server that agents' domain verification records (TXT) are looked up with."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
@@ -88,6 +89,8 @@ type Config struct {
 	AdminToken        string
 	// PublicDomain is the domain whose subdomains are agents' pages ("" for none).
 	PublicDomain string
+	// PublicURL is the API's public URL ("": the one each request came to).
+	PublicURL string
 	// PublicHosts are the deployment's own host names, which no agent may take.
 	PublicHosts []string
 	// DNSResolver is the host:port of the DNS server domain verification asks ("" for the
@@ -163,6 +166,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		AdminToken:      get("AGENTPLANE_ADMIN_TOKEN", ""),
 		PublicDomain:    strings.Trim(strings.ToLower(get("AGENTPLANE_PUBLIC_DOMAIN", "")), "."),
 		DNSResolver:     get("AGENTPLANE_DNS_RESOLVER", ""),
+		PublicURL:       strings.TrimRight(get("AGENTPLANE_PUBLIC_URL", ""), "/"),
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
 		Queue:           get("AGENTPLANE_QUEUE", "agentplane"),
@@ -179,6 +183,9 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		if h = strings.Trim(strings.ToLower(strings.TrimSpace(h)), "."); h != "" {
 			c.PublicHosts = append(c.PublicHosts, h)
 		}
+	}
+	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return c, fmt.Errorf("AGENTPLANE_PUBLIC_URL: want an http or https URL such as https://api.example.com, got %q", c.PublicURL)
 	}
 	if c.DNSResolver != "" {
 		if _, _, err := net.SplitHostPort(c.DNSResolver); err != nil {

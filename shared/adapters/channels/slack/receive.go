@@ -23,8 +23,9 @@ import (
 // guidance: five minutes), so that a recorded call cannot be played again later.
 const Window = 5 * time.Minute
 
-// ok is the answer to every call Slack makes but the URL check: 200 at once, nothing else.
-var ok = channels.Answer{Status: http.StatusOK}
+// acknowledged is the answer to every call Slack makes but the URL check: 200 at once, nothing
+// else.
+var acknowledged = channels.Answer{Status: http.StatusOK}
 
 // Receive verifies a call's v0 signature and reads it: the Events API's URL check answered
 // with its challenge, a message or a mention of the bot as an Inbound (its event_id its ID, its
@@ -70,7 +71,7 @@ func event(body []byte) (channels.Received, error) {
 	e, err := slackevents.ParseEvent(body, slackevents.OptionNoVerifyToken())
 	if err != nil && json.Valid(body) {
 		// An event slack-go does not know (a type Slack added since): nothing to answer.
-		return channels.Received{Answer: ok}, nil
+		return channels.Received{Answer: acknowledged}, nil
 	}
 	if err != nil {
 		return channels.Received{}, apperr.Invalidf("body", "not an Events API call Slack sends: %v", err)
@@ -82,11 +83,11 @@ func event(body []byte) (channels.Received, error) {
 	case *slackevents.EventsAPICallbackEvent:
 		in, found := callback(data, e.InnerEvent.Data)
 		if !found {
-			return channels.Received{Answer: ok}, nil
+			return channels.Received{Answer: acknowledged}, nil
 		}
-		return channels.Received{Answer: ok, Messages: []channels.Inbound{in}}, nil
+		return channels.Received{Answer: acknowledged, Messages: []channels.Inbound{in}}, nil
 	default:
-		return channels.Received{Answer: ok}, nil
+		return channels.Received{Answer: acknowledged}, nil
 	}
 }
 
@@ -166,7 +167,7 @@ func interaction(body []byte) (channels.Received, error) {
 		return channels.Received{}, apperr.Invalidf("payload", "not an interaction Slack sends: %v", err)
 	}
 	if cb.Type != slackapi.InteractionTypeBlockActions {
-		return channels.Received{Answer: ok}, nil
+		return channels.Received{Answer: acknowledged}, nil
 	}
 	channel := cb.Container.ChannelID
 	if channel == "" {
@@ -193,5 +194,5 @@ func interaction(body []byte) (channels.Received, error) {
 			Reply:        channels.Target{TargetChannel: channel, TargetThreadTS: thread},
 		})
 	}
-	return channels.Received{Answer: ok, Messages: msgs}, nil
+	return channels.Received{Answer: acknowledged, Messages: msgs}, nil
 }

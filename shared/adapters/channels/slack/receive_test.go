@@ -1,7 +1,9 @@
 package slack_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -238,5 +240,53 @@ func TestReceiveMalformed(t *testing.T) {
 				t.Fatalf("error %v, want Invalid", err)
 			}
 		})
+	}
+}
+
+// The deliveries slacktest builds arrive over HTTP as Slack sends them: a handler that hands
+// the call to Receive answers the URL check with its challenge and reads the message.
+func TestReceiveOverHTTP(t *testing.T) {
+	t.Parallel()
+	p := slack.New(http.DefaultClient)
+	got := make(chan []channels.Inbound, 1)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec, err := p.Receive(r.Context(), link(""), channels.Request{Method: r.Method, Header: r.Header,
+			Query: r.URL.Query(), Body: body, Now: time.Now()})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		got <- rec.Messages
+		w.Header().Set("Content-Type", rec.Answer.ContentType)
+		w.WriteHeader(rec.Answer.Status)
+		_, _ = w.Write(rec.Answer.Body)
+	}))
+	t.Cleanup(hook.Close)
+	deliver := func(d slacktest.Delivery) (int, string) {
+		req, err := d.Request(t.Context(), hook.URL+"/hooks/slack/conn1", secret, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	if status, body := deliver(slacktest.URLVerification("challenge-123")); status != http.StatusOK || body != "challenge-123" {
+		t.Fatalf("URL check answered %d %q", status, body)
+	}
+	<-got
+	status, _ := deliver(slacktest.Event(slacktest.Message{EventID: "Ev1", Channel: "D1", ChannelType: "im",
+		User: "U1", Text: "hi", TS: "1700000000.000100"}))
+	if status != http.StatusOK {
+		t.Fatalf("message answered %d", status)
+	}
+	if msgs := <-got; len(msgs) != 1 || msgs[0].ID != "Ev1" || msgs[0].Text != "hi" {
+		t.Fatalf("message read %+v", msgs)
 	}
 }

@@ -192,6 +192,11 @@ func TestConnect(t *testing.T) {
 			return e.Kind == apperr.Invalid && strings.Contains(e.Message, "invalid_auth") &&
 				!strings.Contains(err.Error(), "xoxb-wrong-token")
 		}},
+		{"a user's token", slacktest.UserToken, nil, 1, func(err error) bool {
+			e := apperr.As(err)
+			return e.Kind == apperr.Invalid && strings.Contains(e.Message, "xoxb-") &&
+				!strings.Contains(err.Error(), slacktest.UserToken)
+		}},
 		{"no token", "", nil, 0, func(err error) bool { return apperr.As(err).Kind == apperr.Invalid }},
 		{"Slack busy", slacktest.Token, func(s *slacktest.Server) { s.Fail(1, http.StatusServiceUnavailable, 0) }, 1,
 			func(err error) bool { _, retry := channels.IsRetryLater(err); return retry }},

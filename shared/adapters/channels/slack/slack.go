@@ -63,18 +63,22 @@ func (p *Platform) Required() []string {
 	return []string{CredBotToken, CredSigningSecret}
 }
 
-// Connect checks the bot token with auth.test.
+// Connect checks the bot token with auth.test, and that it is a bot's: a user's token would
+// post the answers as that user, which come back as messages not marked as a bot's.
 func (p *Platform) Connect(ctx context.Context, l channels.Link) error {
 	api, err := p.api(l)
 	if err != nil {
 		return err
 	}
-	if _, err := api.AuthTestContext(ctx); err != nil {
-		var refused slackapi.SlackErrorResponse
-		if errors.As(err, &refused) {
-			return apperr.Invalidf("credentials."+CredBotToken, "Slack refused it (auth.test: %s)", refused.Err)
-		}
+	who, err := api.AuthTestContext(ctx)
+	var refused slackapi.SlackErrorResponse
+	switch {
+	case errors.As(err, &refused):
+		return apperr.Invalidf("credentials."+CredBotToken, "Slack refused it (auth.test: %s)", refused.Err)
+	case err != nil:
 		return failure("auth.test", err)
+	case who.BotID == "":
+		return apperr.Invalidf("credentials."+CredBotToken, "is a user's token, not the app's Bot User OAuth Token (xoxb-...)")
 	}
 	return nil
 }

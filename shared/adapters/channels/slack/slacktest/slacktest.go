@@ -15,10 +15,13 @@ import (
 	"time"
 )
 
-// The workspace the server plays: its bot token, and the bot's user and bot ids (auth.test
-// answers them; events name the bot user among their authorizations).
+// The workspace the server plays: its bot token, a user's token (UserToken, for apps set up
+// with the wrong one), and the bot's user and bot ids (auth.test answers them; events name the
+// bot user among their authorizations).
 const (
 	Token     = "xoxb-1111-2222-slacktest"
+	UserToken = "xoxp-1111-3333-slacktest"
+	UserID    = "U0ADA"
 	BotUserID = "U0BOT"
 	BotID     = "B0BOT"
 	TeamID    = "T0TEAM"
@@ -152,6 +155,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(f.status), f.status)
 	case f != nil:
 		answer(w, map[string]any{"ok": false, "error": f.code})
+	case c.Token == UserToken && c.Path == "/api/auth.test":
+		answer(w, map[string]any{"ok": true, "url": "https://slacktest.slack.com/", "team": "Slack Test",
+			"user": "ada", "team_id": TeamID, "user_id": UserID, "is_enterprise_install": false})
 	case c.Token != Token:
 		answer(w, map[string]any{"ok": false, "error": "invalid_auth"})
 	default:

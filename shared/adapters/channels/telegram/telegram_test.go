@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -410,7 +409,7 @@ func TestOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	deliver := func(u tgbotapi.Update) []channels.Inbound {
-		status, body, err := tg.Deliver(context.Background(), u)
+		status, body, err := tg.Deliver(t.Context(), u)
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("Deliver = %d %s, %v", status, body, err)
 		}

@@ -85,7 +85,12 @@ func (*Platform) Receive(_ context.Context, l channels.Link, r channels.Request)
 	case u.Message != nil && u.Message.Text != "" && u.Message.Chat != nil:
 		m := u.Message
 		in := channels.Inbound{ID: id, Conversation: chatID(m.Chat), Text: m.Text, Reply: replyTo(m.Chat)}
-		if m.From != nil {
+		switch {
+		case m.SenderChat != nil:
+			// Sent on behalf of a chat (an anonymous admin, a linked channel): from is a
+			// placeholder, and a channel's post forwarded to its group is no one writing.
+			in.User, in.UserName, in.FromBot = chatID(m.SenderChat), m.SenderChat.Title, m.IsAutomaticForward
+		case m.From != nil:
 			in.User, in.UserName, in.FromBot = strconv.FormatInt(m.From.ID, 10), nameOf(m.From), m.From.IsBot
 		}
 		ok.Messages = []channels.Inbound{in}

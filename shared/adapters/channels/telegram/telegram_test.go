@@ -87,6 +87,11 @@ func TestReceiveUpdates(t *testing.T) {
 		"chat": map[string]any{"id": group, "type": "group"}, "from": alice, "date": 1,
 		"old_chat_member": map[string]any{"status": "left", "user": telegramtest.Bot},
 		"new_chat_member": map[string]any{"status": "member", "user": telegramtest.Bot}}}
+	anonymous := telegramtest.TextUpdate(24, group, tgbotapi.User{ID: 1087968824, IsBot: true, FirstName: "Group", UserName: "GroupAnonymousBot"}, "from an admin")
+	anonymous.Message.SenderChat = &tgbotapi.Chat{ID: group, Type: "supergroup", Title: "Test group"}
+	forwarded := telegramtest.TextUpdate(25, group, tgbotapi.User{ID: 777000, FirstName: "Telegram"}, "a channel's post")
+	forwarded.Message.SenderChat = &tgbotapi.Chat{ID: -100999, Type: "channel", Title: "News"}
+	forwarded.Message.IsAutomaticForward = true
 	photo := telegramtest.TextUpdate(22, alice.ID, alice, "")
 	photo.Message.Photo = []tgbotapi.PhotoSize{{FileID: "f1", FileUniqueID: "u1", Width: 9, Height: 9}}
 	ack := func(id, text string) string {
@@ -110,6 +115,12 @@ func TestReceiveUpdates(t *testing.T) {
 		{name: "a bot's message", update: telegramtest.TextUpdate(23, group, bot, "beep"),
 			want: []channels.Inbound{{ID: "23", Conversation: "-100200300", User: "999", UserName: "Other bot",
 				Text: "beep", FromBot: true, Reply: channels.Target{"chat_id": "-100200300"}}}},
+		{name: "an anonymous admin's message", update: anonymous,
+			want: []channels.Inbound{{ID: "24", Conversation: "-100200300", User: "-100200300", UserName: "Test group",
+				Text: "from an admin", Reply: channels.Target{"chat_id": "-100200300"}}}},
+		{name: "a channel's post forwarded to its group", update: forwarded,
+			want: []channels.Inbound{{ID: "25", Conversation: "-100200300", User: "-100999", UserName: "News",
+				Text: "a channel's post", FromBot: true, Reply: channels.Target{"chat_id": "-100200300"}}}},
 		{name: "an approval", update: telegramtest.ClickUpdate(30, alice.ID, alice, "a:exec_01JABCDEF"),
 			want: []channels.Inbound{{ID: "30", Conversation: "5001", User: "5001", UserName: "Alice Liddell",
 				Decision: &channels.Decision{ExecutionID: "exec_01JABCDEF", Approve: true}, Reply: channels.Target{"chat_id": "5001"}}},

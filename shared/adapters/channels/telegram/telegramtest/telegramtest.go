@@ -260,7 +260,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, body)
 }
 
-// answer is a call's status and body: a queued failure, else the method's answer.
+// answer is a call's status and body: a queued failure, else the method's answer. A 5xx
+// failure's body is the failure itself, which serve writes as an HTML page.
 func (s *Server) answer(token, method string, params map[string]string, readErr error) (int, any) {
 	if len(s.failures) > 0 {
 		f := s.failures[0]

@@ -52,6 +52,7 @@ const (
 type Server struct {
 	// URL is the API's base: a link's APIBaseURL.
 	URL   string
+	srv   *httptest.Server
 	mu    sync.Mutex
 	calls []Call
 	fails []Failure
@@ -83,11 +84,14 @@ type Failure struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{}
-	srv := httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	s.URL = s.srv.URL
 	return s
 }
+
+// Client is an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
 
 // Credentials are a connection's credentials the server accepts (and that sign Request's calls).
 func Credentials() channels.Credentials {

@@ -14,9 +14,9 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
-// SignatureHeader carries the HMAC-SHA256 of a webhook call's body, keyed with the app secret,
+// signatureHeader carries the HMAC-SHA256 of a webhook call's body, keyed with the app secret,
 // as "sha256=<hex>".
-const SignatureHeader = "X-Hub-Signature-256"
+const signatureHeader = "X-Hub-Signature-256"
 
 // Receive verifies and reads a call of Meta's webhook. A GET is the subscription handshake: when
 // its hub.verify_token is the connection's, it is answered with its hub.challenge. A POST must
@@ -64,10 +64,10 @@ func handshake(l channels.Link, r channels.Request) (channels.Received, error) {
 
 // checkSignature checks r's X-Hub-Signature-256 against its body signed with secret.
 func checkSignature(secret string, r channels.Request) error {
-	sig := r.Header.Get(SignatureHeader)
+	sig := r.Header.Get(signatureHeader)
 	if sig == "" {
 		return apperr.New(apperr.Unauthorized, "whatsapp_signature_missing",
-			"The call carries no "+SignatureHeader+": it is not WhatsApp's.")
+			"The call carries no "+signatureHeader+": it is not WhatsApp's.")
 	}
 	hexSum, ok := strings.CutPrefix(sig, "sha256=")
 	got, err := hex.DecodeString(hexSum)
@@ -75,7 +75,7 @@ func checkSignature(secret string, r channels.Request) error {
 	mac.Write(r.Body)
 	if !ok || err != nil || secret == "" || !hmac.Equal(got, mac.Sum(nil)) {
 		return apperr.New(apperr.Unauthorized, "whatsapp_signature_invalid",
-			"The "+SignatureHeader+" is not the body's signature with the app secret.")
+			"The "+signatureHeader+" is not the body's signature with the app secret.")
 	}
 	return nil
 }

@@ -2,10 +2,15 @@ package whatsapp_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/shared/adapters/channels/whatsapp"
 	"github.com/agentplane/agentplane/shared/adapters/channels/whatsapp/whatsapptest"
@@ -204,4 +209,67 @@ func TestReceiveMalformed(t *testing.T) {
 	wantErr(t, err, apperr.Invalid, "invalid_field")
 	_, err = p.Receive(context.Background(), link(), channels.Request{Method: http.MethodPut})
 	wantErr(t, err, apperr.MethodNotAllowed, "method_not_allowed")
+}
+
+// Over HTTP, as the webhook route hands calls to Receive: Meta's verification GET is answered
+// with its challenge, a signed notification's message is read, and a call signed otherwise is
+// refused.
+func TestReceiveOverHTTP(t *testing.T) {
+	t.Parallel()
+	p := whatsapp.New(http.DefaultClient)
+	var (
+		mu  sync.Mutex
+		got []channels.Inbound
+	)
+	route := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec, err := p.Receive(r.Context(), link(), channels.Request{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, Now: time.Now()})
+		if err != nil {
+			http.Error(w, apperr.As(err).Code, http.StatusForbidden)
+			return
+		}
+		mu.Lock()
+		got = append(got, rec.Messages...)
+		mu.Unlock()
+		w.Header().Set("Content-Type", rec.Answer.ContentType)
+		w.WriteHeader(rec.Answer.Status)
+		_, _ = w.Write(rec.Answer.Body)
+	}))
+	defer route.Close()
+	do := func(req *http.Request, err error) (int, string) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := route.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	ctx := context.Background()
+	hook := route.URL + "/hooks/whatsapp/conn-1"
+
+	if status, body := do(whatsapptest.VerifyRequest(ctx, hook, "1158201444")); status != http.StatusOK || body != "1158201444" {
+		t.Fatalf("verification answered %d %q", status, body)
+	}
+	notification := whatsapptest.Notification(whatsapptest.Message{ID: "wamid.http", From: "16315551181", Name: "Kerry", Text: "hi"})
+	if status, body := do(whatsapptest.HTTPRequest(ctx, hook, notification)); status != http.StatusOK {
+		t.Fatalf("notification answered %d %q", status, body)
+	}
+	forged, err := whatsapptest.HTTPRequest(ctx, hook, notification)
+	if err == nil {
+		forged.Header.Set("X-Hub-Signature-256", whatsapptest.Sign("forger", notification))
+	}
+	if status, body := do(forged, err); status != http.StatusForbidden || !strings.Contains(body, "whatsapp_signature_invalid") {
+		t.Fatalf("forged notification answered %d %q", status, body)
+	}
+	want := []channels.Inbound{{ID: "wamid.http", Conversation: "16315551181", User: "16315551181", UserName: "Kerry", Text: "hi", Reply: channels.Target{"to": "16315551181"}}}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v, want %+v", got, want)
+	}
 }

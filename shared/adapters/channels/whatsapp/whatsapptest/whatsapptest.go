@@ -50,7 +50,8 @@ const (
 
 // Server is the Graph API on a loopback port.
 type Server struct {
-	// URL is the API's base: a link's APIBaseURL.
+	// URL is the API's base, what https://graph.facebook.com/v21.0 is in production: a link's
+	// APIBaseURL.
 	URL   string
 	srv   *httptest.Server
 	mu    sync.Mutex

@@ -7,6 +7,7 @@ require (
 	github.com/FerretDB/FerretDB v1.24.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/aymanbagabas/go-udiff v0.4.1
+	github.com/bwmarrin/discordgo v0.29.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dlclark/regexp2 v1.11.0
 	github.com/getkin/kin-openapi v0.152.0
@@ -95,6 +96,7 @@ require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
+	github.com/gorilla/websocket v1.5.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.20.0 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20240316143900-6e2875d9b438 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

@@ -3,6 +3,7 @@ package discord_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -459,5 +460,21 @@ func TestConnectChecksTheCredentials(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSendToAnUnreachableDiscordRetriesWithoutTheToken(t *testing.T) {
+	p, s, link := setup(t)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	link.APIBaseURL = gone.URL
+	in := s.Ask(discordtest.Ask{ChannelID: "2000", GuildID: "3000", Question: "q", User: discordtest.User{ID: "4000", Username: "ada"}})
+	err := p.Send(context.Background(), link, channels.Outgoing{
+		To: channels.Target{"application_id": s.ApplicationID, "token": in.Token}, Text: "hi"})
+	if _, retry := channels.IsRetryLater(err); !retry {
+		t.Fatalf("Send to a closed port = %v, want a RetryLater", err)
+	}
+	if strings.Contains(err.Error(), in.Token) {
+		t.Fatalf("error %q holds the interaction token", err)
 	}
 }

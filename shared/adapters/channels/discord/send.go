@@ -20,7 +20,8 @@ const maxCustomID = 100
 // token): the text as it is (Discord reads Markdown, links included), split to MessageLimit,
 // then the approval, when asked, as a message of its own with an Approve and a Reject button.
 // The first follow-up of a deferred /ask fills the "is thinking" answer; later ones are new
-// messages, so that no Send overwrites another's.
+// messages, so that no Send overwrites another's. An Outgoing with neither text nor approval
+// sends nothing.
 func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgoing) error {
 	app, token := out.To[targetApplicationID], out.To[targetToken]
 	if app == "" || token == "" {

@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func (r *recorder) WriteHeader(status int) {
 func (s *Server) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		call := Call{Method: r.Method, Path: r.URL.Path[min(len(BasePath), len(r.URL.Path)):],
+		call := Call{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, BasePath),
 			Query: r.URL.Query(), Authorization: r.Header.Get("Authorization")}
 		if len(raw) > 0 && json.Unmarshal(raw, &call.Body) != nil {
 			call.Body = map[string]any{"<not json>": string(raw)}

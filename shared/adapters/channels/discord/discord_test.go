@@ -478,3 +478,19 @@ func TestSendToAnUnreachableDiscordRetriesWithoutTheToken(t *testing.T) {
 		t.Fatalf("error %q holds the interaction token", err)
 	}
 }
+
+func TestSendRefusesAnExecutionIDNoButtonHolds(t *testing.T) {
+	p, s, link := setup(t)
+	in := s.Ask(discordtest.Ask{ChannelID: "2000", GuildID: "3000", Question: "q", User: discordtest.User{ID: "4000", Username: "ada"}})
+	for _, id := range []string{"", strings.Repeat("x", 99)} {
+		err := p.Send(context.Background(), link, channels.Outgoing{
+			To:       channels.Target{"application_id": s.ApplicationID, "token": in.Token},
+			Approval: &channels.Approval{ExecutionID: id, Tool: "send_email"}})
+		if _, retry := channels.IsRetryLater(err); err == nil || retry {
+			t.Fatalf("an approval for an execution id of %d characters: %v, want a permanent error", len(id), err)
+		}
+	}
+	if calls := s.Calls(); len(calls) != 0 {
+		t.Fatalf("Discord got %+v", calls)
+	}
+}

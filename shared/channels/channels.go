@@ -116,9 +116,11 @@ type Send struct {
 	Text         string    `bson:"text"`
 	Approval     *Approval `bson:"approval,omitempty"`
 	// Status is pending until the platform took it (sent) or refused it for good (failed).
-	Status    string    `bson:"status"`
-	Error     string    `bson:"error,omitempty"`
-	Attempts  int       `bson:"attempts"`
+	Status   string `bson:"status"`
+	Error    string `bson:"error,omitempty"`
+	Attempts int    `bson:"attempts"`
+	// Pieces counts the pieces of the answer the platform took so far.
+	Pieces    int       `bson:"pieces"`
 	CreatedAt time.Time `bson:"created_at"`
 	UpdatedAt time.Time `bson:"updated_at"`
 }

@@ -339,7 +339,7 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 		return err
 	}
 	send.Attempts++
-	err = s.platforms[c.Type].Send(ctx, link(c, creds), Outgoing{To: send.To, Text: send.Text, Approval: send.Approval})
+	err = s.platforms[c.Type].Send(ctx, link(c, creds), Outgoing{To: send.To, Text: send.Text, Approval: send.Approval, Sent: send.Pieces})
 	data := MessageEvent{ConnectionID: c.ID, ChannelType: c.Type, ChatID: send.ChatID, Text: send.Text}
 	if err == nil {
 		send.Status, send.UpdatedAt = SendSent, s.now()
@@ -353,7 +353,11 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 		}
 		return nil
 	}
-	if _, later := IsRetryLater(err); later && !final {
+	var later *RetryLater
+	if errors.As(err, &later) {
+		send.Pieces = max(send.Pieces, later.Sent)
+	}
+	if later != nil && !final {
 		send.UpdatedAt = s.now()
 		if serr := s.repo.SetSend(ctx, send, outbox.Event{}); serr != nil {
 			return serr

@@ -93,8 +93,12 @@ type Outgoing struct {
 	// Text is the answer as the agent wrote it (Markdown, its citations as links); the platform
 	// converts it to its own format and splits it to its size limit.
 	Text string
-	// Approval, when set, asks for a decision on a tool call with the platform's buttons.
+	// Approval, when set, asks for a decision on a tool call with the platform's buttons (the
+	// last piece of the answer).
 	Approval *Approval
+	// Sent counts the pieces of this answer (its split text, then the approval) that the
+	// platform took on earlier attempts: they are not sent again.
+	Sent int
 }
 
 // Approval asks whether the run ExecutionID may call Tool.
@@ -113,8 +117,9 @@ type Platform interface {
 	// (apperr) and nothing of it is taken; one the platform sends but that carries nothing to
 	// answer is a Received with no messages.
 	Receive(ctx context.Context, l Link, r Request) (Received, error)
-	// Send delivers out, in the platform's format, split to its size limit. A *RetryLater error
-	// says the platform asked to be called again later (429 with Retry-After, 5xx); any other
+	// Send delivers out, in the platform's format, split to its size limit, from its piece
+	// out.Sent on. A *RetryLater error says the platform could not take it now (429 with
+	// Retry-After, 5xx, the platform unreachable) and how many pieces it took before; any other
 	// error is permanent.
 	Send(ctx context.Context, l Link, out Outgoing) error
 	// Connect sets the platform up for l once a connection is made or its credentials change
@@ -127,6 +132,8 @@ type Platform interface {
 type RetryLater struct {
 	After time.Duration
 	Err   error
+	// Sent counts the pieces of the answer the platform took, this attempt's included.
+	Sent int
 }
 
 func (e *RetryLater) Error() string { return fmt.Sprintf("retry after %s: %v", e.After, e.Err) }

@@ -23,6 +23,10 @@ import (
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/jobs"
 	"github.com/agentplane/agentplane/shared/adapters/cache"
+	"github.com/agentplane/agentplane/shared/adapters/channels/discord"
+	"github.com/agentplane/agentplane/shared/adapters/channels/slack"
+	"github.com/agentplane/agentplane/shared/adapters/channels/telegram"
+	"github.com/agentplane/agentplane/shared/adapters/channels/whatsapp"
 	"github.com/agentplane/agentplane/shared/adapters/dnstxt"
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
@@ -399,7 +403,9 @@ func (a *App) Worker() (workers.Deps, error) {
 
 // platforms are the messaging platforms channels reach, through the SSRF guard.
 func (a *App) platforms() map[string]channels.Platform {
-	return map[string]channels.Platform{}
+	client := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: 30 * time.Second, MaxBytes: 4 << 20, MaxRedirects: -1}).HTTPClient()
+	return map[string]channels.Platform{channels.TypeSlack: slack.New(client), channels.TypeTelegram: telegram.New(client),
+		channels.TypeWhatsApp: whatsapp.New(client), channels.TypeDiscord: discord.New(client)}
 }
 
 // Scheduler is everything the scheduler role needs.

@@ -135,7 +135,8 @@ func (r Channels) Send(ctx context.Context, id string) (channels.Send, error) {
 }
 
 func (r Channels) SetSend(ctx context.Context, s channels.Send, ev outbox.Event) error {
-	set := bson.D{{Key: "status", Value: s.Status}, {Key: "error", Value: s.Error}, {Key: "attempts", Value: s.Attempts}, {Key: "updated_at", Value: s.UpdatedAt}}
+	set := bson.D{{Key: "status", Value: s.Status}, {Key: "error", Value: s.Error}, {Key: "attempts", Value: s.Attempts},
+		{Key: "pieces", Value: s.Pieces}, {Key: "updated_at", Value: s.UpdatedAt}}
 	if ev.Type != "" {
 		set = append(set, bson.E{Key: slot(ev.ID), Value: ev})
 	}

@@ -1,0 +1,188 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+)
+
+// createChannel connects the agent of a to a platform and returns the connection answered.
+func (a chatAPI) createChannel(t *testing.T, body map[string]any) map[string]any {
+	t.Helper()
+	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/channel/create", Key: a.b.key, Body: a.body(body)})
+	expect(t, res, http.StatusOK, "")
+	return res.JSON(t)["channel"].(map[string]any)
+}
+
+// waitFor polls got until it reports done, failing the test after 20 s with what it last saw.
+func waitFor(t *testing.T, what string, got func() (bool, any)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		done, last := got()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20 s; last saw %v", what, last)
+		}
+		waitABit()
+	}
+}
+
+// sentTexts are the texts of the messages the Telegram server took.
+func sentTexts(tg *telegramtest.Server) []string {
+	var out []string
+	for _, c := range tg.Sent() {
+		out = append(out, c.Params["text"])
+	}
+	return out
+}
+
+// A Telegram bot is connected with two calls (the agent, then its channel, which sets the
+// bot's webhook), and its users talk to the agent: each message is answered once in the chat's
+// own conversation, whatever Telegram's retries; a bot's message and a call without the secret
+// are not answered; an outage of Telegram's API delays an answer and loses none; a paused or
+// deleted connection answers 404 and runs nothing. The bot token appears in no answer and no
+// log line.
+func TestTelegramChannel(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	b, a, fake := agentSetup(t, map[string]any{"name": "Helper", "reasoning_type": "standard"}, withLogs(logs))
+	fake.Set(providertest.Behavior{Reply: "Hello from the agent."})
+	const token = "123456:telegram-secret-bot-token"
+	tg := telegramtest.New(t, token)
+	ch := a.createChannel(t, map[string]any{"type": "telegram", "name": "Support bot", "api_base_url": tg.URL,
+		"credentials": map[string]any{"bot_token": token}})
+	id := ch["id"].(string)
+	if ch["webhook_url"] != b.client.URL+"/hooks/telegram/"+id || ch["status"] != "active" {
+		t.Fatalf("connection %v", ch)
+	}
+	hook := tg.Webhook()
+	if hook.URL != ch["webhook_url"] || len(hook.SecretToken) < 32 || strings.Join(hook.AllowedUpdates, ",") != "message,callback_query" {
+		t.Fatalf("Telegram's webhook is %+v, want the connection's webhook_url with a secret", hook)
+	}
+	ctx := context.Background()
+	deliver := func(u any) int {
+		t.Helper()
+		var status int
+		var err error
+		switch u := u.(type) {
+		case int:
+			status, _, err = tg.Deliver(ctx, telegramtest.TextUpdate(u, 42, telegramtest.Alice, "Hi there, message "+string(rune('0'+u))))
+		default:
+			t.Fatalf("unknown update %v", u)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status
+	}
+	answered := func(n int) {
+		t.Helper()
+		waitFor(t, "the answers sent", func() (bool, any) { return len(tg.Sent()) >= n, sentTexts(tg) })
+	}
+
+	if got := deliver(1); got != http.StatusOK {
+		t.Fatalf("the webhook answered %d", got)
+	}
+	answered(1)
+	if sent := tg.Sent()[0]; sent.Params["chat_id"] != "42" || !strings.Contains(sent.Params["text"], "Hello from the agent.") {
+		t.Fatalf("sent %+v", sent)
+	}
+
+	t.Run("RetriesAndBotsAreNotAnswered", func(t *testing.T) {
+		if got := deliver(1); got != http.StatusOK {
+			t.Fatalf("the retry was answered %d", got)
+		}
+		bot := telegramtest.Bot
+		if status, _, err := tg.Deliver(ctx, telegramtest.TextUpdate(3, 42, bot, "I am a bot")); err != nil || status != http.StatusOK {
+			t.Fatalf("a bot's message: %d %v", status, err)
+		}
+		deliver(2)
+		answered(2)
+		if n := len(fake.Requests()); n != 2 {
+			t.Fatalf("the provider was asked %d times, want 2 (the two messages of Alice)", n)
+		}
+	})
+
+	t.Run("OneChatPerConversationAndTheUserIsASubscriber", func(t *testing.T) {
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/readall?" + a.query(""), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		chats := res.JSON(t)["chats"].([]any)
+		if len(chats) != 1 {
+			t.Fatalf("%d chats, want 1: %v", len(chats), chats)
+		}
+		history := a.history(t, chats[0].(map[string]any)["uuid"].(string), "")["conversation"].([]any)
+		if len(history) != 4 {
+			t.Fatalf("%d messages, want 4", len(history))
+		}
+		first := history[0].(map[string]any)
+		if first["channel"] != "telegram" || first["user"].(map[string]any)["name"] != "Alice Liddell" || history[1].(map[string]any)["channel"] != "telegram" {
+			t.Fatalf("messages %v", history[:2])
+		}
+		res = b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/subscriber/readall?" + a.query(""), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		subs := res.JSON(t)["subscribers"].([]any)
+		if len(subs) != 1 || subs[0].(map[string]any)["external_id"] != "telegram:5001" || subs[0].(map[string]any)["chats_count"] != float64(1) {
+			t.Fatalf("subscribers %v", subs)
+		}
+	})
+
+	t.Run("AWrongSecretIsRefused", func(t *testing.T) {
+		for _, secret := range []string{"", "not-the-secret"} {
+			req, err := telegramtest.WebhookRequest(ctx, hook.URL, secret, telegramtest.TextUpdate(9, 42, telegramtest.Alice, "forged"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("secret %q: %d, want 401", secret, res.StatusCode)
+			}
+		}
+	})
+
+	t.Run("AnOutageDelaysButLosesNothing", func(t *testing.T) {
+		before := len(tg.Sent())
+		tg.Fail(2, http.StatusTooManyRequests, time.Second)
+		deliver(4)
+		answered(before + 1)
+		var refused int
+		for _, c := range tg.Calls() {
+			if c.Method == "sendMessage" && c.Status == http.StatusTooManyRequests {
+				refused++
+			}
+		}
+		if refused != 2 {
+			t.Fatalf("%d refused sends, want 2", refused)
+		}
+	})
+
+	t.Run("PausedAndDeletedConnectionsRunNothing", func(t *testing.T) {
+		res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/channel/update", Key: b.key,
+			Body: a.body(map[string]any{"channel_id": id, "status": "paused"})})
+		expect(t, res, http.StatusOK, "")
+		if got := deliver(5); got != http.StatusNotFound {
+			t.Fatalf("a paused connection answered %d", got)
+		}
+		res = b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/channel/delete?" + a.query("&channel_id="+id), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		if got := deliver(6); got != http.StatusNotFound {
+			t.Fatalf("a deleted connection answered %d", got)
+		}
+	})
+
+	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), hook.SecretToken) {
+		t.Fatal("a log line holds the bot token or the secret")
+	}
+}

@@ -136,8 +136,15 @@ func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgo
 		m.ReplyMarkup = keyboard
 		msgs = append(msgs, m)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if i < out.Sent {
+			continue
+		}
 		if _, err := p.call(ctx, l, "sendMessage", func(b *tgbotapi.BotAPI) (*tgbotapi.APIResponse, error) { return b.Request(m) }); err != nil {
+			var later *channels.RetryLater
+			if errors.As(err, &later) {
+				later.Sent = i
+			}
 			return err
 		}
 	}
@@ -193,7 +200,7 @@ func (p *Platform) call(ctx context.Context, l channels.Link, method string, do 
 	case apiErr != nil:
 		return nil, apperr.New(apperr.BadGateway, "telegram_request_failed", fmt.Sprintf("Telegram %s failed: %s", method, apiErr.Message))
 	case errors.As(err, &urlErr):
-		return nil, apperr.New(apperr.BadGateway, "telegram_unreachable", fmt.Sprintf("Telegram %s failed: %v", method, urlErr.Err))
+		return nil, &channels.RetryLater{Err: fmt.Errorf("telegram %s: unreachable: %v", method, urlErr.Err)}
 	case c.resp != nil:
 		return nil, apperr.New(apperr.BadGateway, "telegram_request_failed", fmt.Sprintf("Telegram %s failed: %s", method, describe(c.resp, nil)))
 	default:

@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -337,9 +338,51 @@ func TestSendUnreachableHidesTheToken(t *testing.T) {
 	down.Close()
 	l := channels.Link{APIBaseURL: down.URL, Credentials: channels.Credentials{"bot_token": token, "secret_token": secret}}
 	err := telegram.New(http.DefaultClient).Send(t.Context(), l, channels.Outgoing{To: channels.Target{"chat_id": "1"}, Text: "hi"})
-	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "Telegram sendMessage failed") {
-		t.Fatalf("Send = %v; want a failure that names sendMessage and not the token", err)
+	if _, later := channels.IsRetryLater(err); !later || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "telegram sendMessage") {
+		t.Fatalf("Send = %v; want a retry later that names sendMessage and not the token", err)
 	}
+}
+
+// secondRefused answers the second request 429 with Retry-After 3, as Telegram's limits do
+// mid-answer, and passes the others on.
+type secondRefused struct{ n int }
+
+func (s *secondRefused) RoundTrip(r *http.Request) (*http.Response, error) {
+	if s.n++; s.n == 2 {
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Header: http.Header{"Retry-After": {"3"}},
+			Body: io.NopCloser(strings.NewReader(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)), Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A long answer refused on its second piece says how many pieces Telegram took; sent again
+// from there, the pieces taken are not repeated.
+func TestSendResumesAfterThePiecesTaken(t *testing.T) {
+	tg := telegramtest.New(t, token)
+	out := channels.Outgoing{To: channels.Target{"chat_id": "5001"}, Text: strings.Repeat("first piece words. ", 150) + "\n\n" +
+		strings.Repeat("second piece words. ", 150), Approval: &channels.Approval{ExecutionID: "run-1", Tool: "create_deal"}}
+	err := telegram.New(&http.Client{Transport: &secondRefused{}}).Send(t.Context(), link(tg), out)
+	var later *channels.RetryLater
+	if !errors.As(err, &later) || later.Sent != 1 || later.After != 3*time.Second {
+		t.Fatalf("Send = %v; want a retry after 3s with 1 piece sent", err)
+	}
+	out.Sent = later.Sent
+	if err := telegram.New(http.DefaultClient).Send(t.Context(), link(tg), out); err != nil {
+		t.Fatal(err)
+	}
+	sent := tg.Sent()
+	if len(sent) != 3 || !strings.HasPrefix(sent[0].Params["text"], "first piece") || !strings.HasPrefix(sent[1].Params["text"], "second piece") ||
+		sent[2].Params["reply_markup"] == "" {
+		t.Fatalf("Telegram took %d messages: %.300v; want the first piece once, the second, then the approval", len(sent), sentTexts(sent))
+	}
+}
+
+func sentTexts(calls []telegramtest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Params["text"])
+	}
+	return out
 }
 
 func TestSendRefusesWhatTelegramWouldNot(t *testing.T) {

@@ -186,3 +186,64 @@ func TestTelegramChannel(t *testing.T) {
 		t.Fatal("a log line holds the bot token or the secret")
 	}
 }
+
+// An agent run's tool call waits for a click on the inline keyboard Telegram shows: Approve
+// runs the tool and the run's answer follows in the chat; Reject runs nothing.
+func TestTelegramApproval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, button, answer string
+		deals                int
+	}{
+		{"Approve", "a:", "Done: the deal is created.", 1},
+		{"Reject", "r:", "Done: nothing was created.", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "agent"})
+			fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: tc.answer}}})
+			tg := telegramtest.New(t, "42:approval-token")
+			a.createChannel(t, map[string]any{"type": "telegram", "api_base_url": tg.URL, "credentials": map[string]any{"bot_token": tg.Token}})
+			ctx := context.Background()
+			if status, _, err := tg.Deliver(ctx, telegramtest.TextUpdate(1, 77, telegramtest.Alice, "Create a deal for Acme")); err != nil || status != http.StatusOK {
+				t.Fatalf("the message: %d %v", status, err)
+			}
+			waitFor(t, "the approval asked", func() (bool, any) {
+				sent := tg.Sent()
+				return len(sent) > 0 && sent[len(sent)-1].Params["reply_markup"] != "", sentTexts(tg)
+			})
+			var keyboard struct {
+				Rows [][]struct {
+					Text string `json:"text"`
+					Data string `json:"callback_data"`
+				} `json:"inline_keyboard"`
+			}
+			asked := tg.Sent()[len(tg.Sent())-1]
+			if err := asked.Decode("reply_markup", &keyboard); err != nil || len(keyboard.Rows) != 1 || len(keyboard.Rows[0]) != 2 ||
+				!strings.Contains(asked.Params["text"], "create_deal") {
+				t.Fatalf("the approval %+v (%v)", asked.Params, err)
+			}
+			var data string
+			for _, button := range keyboard.Rows[0] {
+				if strings.HasPrefix(button.Data, tc.button) {
+					data = button.Data
+				}
+			}
+			if data == "" {
+				t.Fatalf("no %s button in %+v", tc.name, keyboard)
+			}
+			if status, _, err := tg.Deliver(ctx, telegramtest.ClickUpdate(2, 77, telegramtest.Alice, data)); err != nil || status != http.StatusOK {
+				t.Fatalf("the click: %d %v", status, err)
+			}
+			waitFor(t, "the run's answer", func() (bool, any) {
+				sent := tg.Sent()
+				return strings.Contains(sent[len(sent)-1].Params["text"], tc.answer), sentTexts(tg)
+			})
+			res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/crm/deals?" + a.query(""), Key: b.key})
+			expect(t, res, http.StatusOK, "")
+			if deals := res.JSON(t)["deals"].([]any); len(deals) != tc.deals {
+				t.Fatalf("%d deals, want %d", len(deals), tc.deals)
+			}
+		})
+	}
+}

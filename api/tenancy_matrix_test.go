@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 )
@@ -33,6 +34,8 @@ type matrixFixture struct {
 	keyID, source, chat, message, deal, contact, contactName, pipeline, stage string
 	// defaultPipeline is the project's default pipeline, where a new deal goes.
 	defaultPipeline, workflow, run, execution, pausedChat, tool, server, heartbeat string
+	// channel is a channel connection of the agent.
+	channel string
 	// memory is a memory the agent keeps of its end user memoryUser.
 	memory, memoryUser string
 }
@@ -49,8 +52,8 @@ func missingFixture(key string) matrixFixture {
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
-		heartbeat: "no-such-heartbeat",
-		memory:    "no-such-memory", memoryUser: "no-such-user"}
+		heartbeat: "no-such-heartbeat", channel: "no-such-channel",
+		memory: "no-such-memory", memoryUser: "no-such-user"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -194,7 +197,7 @@ func qs(kv ...string) string {
 }
 
 // tenancyMatrix is the table: one row (or more) for every route under /v1.
-func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
+func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 	const filters, refused = http.StatusOK, http.StatusUnprocessableEntity
 	q := func(kv func(f matrixFixture) []string) func(f matrixFixture) string {
 		return func(f matrixFixture) string { return qs(kv(f)...) }
@@ -341,6 +344,20 @@ func tenancyMatrix(hookURL, mcpURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/heartbeat/read", scope: botScope, in: inQuery, resource: true,
 			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
 		{method: "GET", path: "/v1/bot/heartbeat/readall", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/channel/create", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"type": "telegram", "name": "Matrix channel", "api_base_url": telegramURL,
+					"credentials": map[string]any{"bot_token": "7:matrix-token"}}
+			}},
+		{method: "GET", path: "/v1/bot/channel/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"channel_id", f.channel} })},
+		{method: "GET", path: "/v1/bot/channel/readall", scope: botScope, in: inQuery},
+		{method: "PUT", path: "/v1/bot/channel/update", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"channel_id": f.channel, "name": "Renamed channel"}
+			}},
+		{method: "DELETE", path: "/v1/bot/channel/delete", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"channel_id", f.channel} })},
 		{method: "POST", path: "/v1/bot/heartbeat/disable", scope: botScope, in: inBody, resource: true,
 			body: func(f matrixFixture) map[string]any { return map[string]any{"heartbeat_id": f.heartbeat} }},
 		{method: "POST", path: "/v1/bot/heartbeat/enable", scope: botScope, in: inBody, resource: true, last: 1,
@@ -462,7 +479,7 @@ func TestTenancyMatrixCoversEveryRoute(t *testing.T) {
 		t.Fatalf("only %d routes under /v1: %v", len(registered), registered)
 	}
 	rows := map[string]bool{}
-	for _, r := range tenancyMatrix("http://hooks.invalid", "http://mcp.invalid") {
+	for _, r := range tenancyMatrix("http://hooks.invalid", "http://mcp.invalid", "http://telegram.invalid") {
 		k := r.method + " " + r.path
 		rows[k] = true
 		if !registered[k] {
@@ -492,6 +509,8 @@ type matrixTenant struct {
 type matrixEnv struct {
 	b         *bundle
 	hook, mcp string
+	// telegram is the Telegram API the tenants' channels reach.
+	telegram *telegramtest.Server
 }
 
 func (m matrixEnv) do(t *testing.T, r apitest.Request) map[string]any {
@@ -518,6 +537,9 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		Body: map[string]any{"project_id": project, "name": "Bot " + tag, "model": "gpt-4o-mini"}})["bot"].(map[string]any)
 	f.bot = bot["id"].(string)
 	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: key, Body: scoped(map[string]any{"heartbeat": 1})})
+	f.channel = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/channel/create", Key: key, Body: scoped(map[string]any{
+		"type": "telegram", "name": "Channel of " + tag, "api_base_url": m.telegram.URL,
+		"credentials": map[string]any{"bot_token": m.telegram.Token}})})["channel"].(map[string]any)["id"].(string)
 	f.heartbeat = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/heartbeat/configure", Key: key, Body: scoped(map[string]any{
 		"prompt": "Heartbeat of " + tag, "cron_pattern": "0 9 * * *"})})["heartbeat"].(map[string]any)["uuid"].(string)
 
@@ -710,8 +732,8 @@ func TestTenancyMatrix(t *testing.T) {
 	b.startWorker(t, workerOptions{})
 	hook := newReceiver(t)
 	peer := startMCP(t)
-	m := matrixEnv{b: b, hook: hook.URL, mcp: peer.streamable}
-	rows := tenancyMatrix(hook.URL, peer.streamable)
+	m := matrixEnv{b: b, hook: hook.URL, mcp: peer.streamable, telegram: telegramtest.New(t, "7:matrix-token")}
+	rows := tenancyMatrix(hook.URL, peer.streamable, m.telegram.URL)
 
 	start := time.Now()
 	fake.Set(providertest.Behavior{Reply: "Fixture reply.", Structured: `{"memories":[{"type":"semantic","subject":"name","content":"The user's name is Matrix."}]}`})

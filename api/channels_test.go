@@ -247,3 +247,23 @@ func TestTelegramApproval(t *testing.T) {
 		})
 	}
 }
+
+// The agent's rate limit counts a platform user's messages as it counts an end user's on its
+// page: past it, the user is told the agent's message instead of an answer.
+func TestChannelRateLimit(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "ratelimit_requests": 1, "ratelimit_seconds": 3600,
+		"ratelimit_message": "Easy there: one question an hour."})
+	fake.Set(providertest.Behavior{Reply: "The one answer."})
+	tg := telegramtest.New(t, "9:limit-token")
+	a.createChannel(t, map[string]any{"type": "telegram", "api_base_url": tg.URL, "credentials": map[string]any{"bot_token": tg.Token}})
+	for id := 1; id <= 2; id++ {
+		if status, _, err := tg.Deliver(context.Background(), telegramtest.TextUpdate(id, 5, telegramtest.Alice, "Question")); err != nil || status != http.StatusOK {
+			t.Fatalf("message %d: %d %v", id, status, err)
+		}
+		waitFor(t, "the answer", func() (bool, any) { return len(tg.Sent()) == id, sentTexts(tg) })
+	}
+	if got := sentTexts(tg); got[0] != "The one answer." || got[1] != "Easy there: one question an hour." || len(fake.Requests()) != 1 {
+		t.Fatalf("sent %q after %d model calls", got, len(fake.Requests()))
+	}
+}

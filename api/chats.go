@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 
 	"github.com/agentplane/agentplane/api/httpx"
+	"github.com/agentplane/agentplane/shared/adapters/ratelimit"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -199,24 +199,11 @@ type botLimitState struct {
 // down the message is refused with 503, never let through unlimited. The state is nil when the
 // agent has no limit or Redis did not answer.
 func (s *server) botAllow(ctx context.Context, bot agents.Bot, keyID string) (*botLimitState, error) {
-	if bot.RatelimitRequests <= 0 || bot.RatelimitSeconds <= 0 {
-		return nil, nil
+	limit, res, err := ratelimit.New(s.limiter).Allow(ctx, bot, keyID)
+	if limit == nil {
+		return nil, err
 	}
-	limit := redis_rate.Limit{Rate: bot.RatelimitRequests, Burst: bot.RatelimitRequests, Period: time.Duration(bot.RatelimitSeconds) * time.Second}
-	res, err := s.limiter.Allow(ctx, "ratelimit:bot:"+bot.ID+":"+keyID, limit)
-	if err != nil {
-		return nil, apperr.Unavailablef("redis", err)
-	}
-	state := &botLimitState{limit: limit, res: res}
-	if res.Allowed > 0 {
-		return state, nil
-	}
-	retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
-	msg := bot.RatelimitMessage
-	if msg == "" {
-		msg = fmt.Sprintf("This agent answers at most %d messages every %d seconds; retry in %d s.", bot.RatelimitRequests, bot.RatelimitSeconds, retry)
-	}
-	return state, &apperr.Error{Kind: apperr.RateLimited, Code: "bot_rate_limited", RetryAfter: retry, Message: msg}
+	return &botLimitState{limit: *limit, res: res}, err
 }
 
 func (s *server) chatHistory(c *gin.Context) (any, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tasks"
 )
 
@@ -140,6 +141,20 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	err = s.svc.Limit(ctx, bot, "subscriber:"+sub.ID)
+	if err == nil {
+		err = s.turn(ctx, c, bot, m, thread, sub, runID)
+	}
+	var failure *apperr.Error
+	if errors.As(err, &failure) && failure.Kind != apperr.Unavailable && failure.Kind != apperr.Internal {
+		return s.refuse(ctx, c, m, thread, failure)
+	}
+	return err
+}
+
+// turn answers m, the platform user sub's message, in the conversation's chat (a new one when
+// it has none, or its chat was deleted).
+func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Message, thread Thread, sub subscribers.Subscriber, runID string) error {
 	asker := chats.Asker{AccountID: sub.ID, Name: sub.Name, Subscriber: sub.ID}
 	text := m.Text
 	in := chats.Input{Message: &text, ChatID: thread.ChatID, ReasoningMode: bot.ReasoningType, RunID: runID, Origin: Origin, Channel: c.Type}
@@ -151,10 +166,6 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 		out, err = s.svc.Chats.Chat(ctx, c.ProjectID, bot, asker, in, nil)
 	}
 	if err != nil {
-		var failure *apperr.Error
-		if errors.As(err, &failure) && failure.Kind != apperr.Unavailable && failure.Kind != apperr.Internal {
-			return s.refuse(ctx, c, m, thread, failure)
-		}
 		return err
 	}
 	var chatID string

@@ -45,6 +45,9 @@ type Services struct {
 	Chats       *chats.Service
 	Runs        *agentruns.Service
 	Subscribers *subscribers.Service
+	// Limit takes one message of the agent's rate limit for the sender key (the end user's own,
+	// whichever door they write by).
+	Limit func(ctx context.Context, bot agents.Bot, key string) error
 }
 
 // Service manages agents' channel connections, takes their platforms' webhook calls and

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 	"github.com/nats-io/nats.go"
@@ -33,6 +34,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/openapiclient"
 	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/queue"
+	"github.com/agentplane/agentplane/shared/adapters/ratelimit"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agentruns"
@@ -268,7 +270,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Chats.UseEndUsers(d.UserMemory)
 	d.Stats = stats.NewService(store.NewStats(db))
 	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
-		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers})
+		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit()})
 	a.dom = &d
 	return d, nil
 }
@@ -399,6 +401,15 @@ func (a *App) Worker() (workers.Deps, error) {
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil
+}
+
+// agentLimit takes one message of an agent's rate limit for a sender, in Redis.
+func (a *App) agentLimit() func(context.Context, agents.Bot, string) error {
+	limits := ratelimit.New(redis_rate.NewLimiter(a.Conns.Redis))
+	return func(ctx context.Context, bot agents.Bot, key string) error {
+		_, _, err := limits.Allow(ctx, bot, key)
+		return err
+	}
 }
 
 // platforms are the messaging platforms channels reach, through the SSRF guard.

@@ -267,3 +267,35 @@ func TestChannelRateLimit(t *testing.T) {
 		t.Fatalf("sent %q after %d model calls", got, len(fake.Requests()))
 	}
 }
+
+// A workflow's send_message with a channel_id posts in the conversation's chat and delivers the
+// message to the conversation on the platform, once however often its run is retried.
+func TestWorkflowPostsToAChannel(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	tg := telegramtest.New(t, "11:workflow-token")
+	channel := a.createChannel(t, map[string]any{"type": "telegram", "api_base_url": tg.URL, "credentials": map[string]any{"bot_token": tg.Token}})
+	if status, _, err := tg.Deliver(context.Background(), telegramtest.TextUpdate(1, 31, telegramtest.Alice, "Hi")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the answer", func() (bool, any) { return len(tg.Sent()) == 1, sentTexts(tg) })
+	res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/readall?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	chatID := res.JSON(t)["chats"].([]any)[0].(map[string]any)["uuid"].(string)
+	res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/workflow/create", Key: b.key, Body: a.body(map[string]any{
+		"name": "Shipping notice", "trigger_type": "manual", "actions": []map[string]any{{"type": "send_message",
+			"params": map[string]any{"message": "Your order has shipped.", "channel_id": channel["id"], "chat_id": chatID}}}})})
+	expect(t, res, http.StatusOK, "")
+	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"].(string)
+	res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/workflow/run", Key: b.key, Body: a.body(map[string]any{"workflow_id": workflowID})})
+	expect(t, res, http.StatusOK, "")
+	waitFor(t, "the workflow's message", func() (bool, any) { return len(tg.Sent()) == 2, sentTexts(tg) })
+	if sent := tg.Sent()[1]; sent.Params["chat_id"] != "31" || sent.Params["text"] != "Your order has shipped." {
+		t.Fatalf("sent %+v", sent.Params)
+	}
+	history := a.history(t, chatID, "")["conversation"].([]any)
+	if last := history[len(history)-1].(map[string]any); last["content"] != "Your order has shipped." || last["role"] != "agent" {
+		t.Fatalf("the chat ends with %v", last)
+	}
+}

@@ -157,6 +157,8 @@ type Repo interface {
 
 	// Thread returns the connection's conversation's thread: NotFound when it has none yet.
 	Thread(ctx context.Context, connectionID, conversation string) (Thread, error)
+	// ThreadOfChat returns the connection's thread whose chat is chatID: NotFound when none is.
+	ThreadOfChat(ctx context.Context, connectionID, chatID string) (Thread, error)
 	// PutThread keeps t (its chat and where its answers go).
 	PutThread(ctx context.Context, t Thread) error
 

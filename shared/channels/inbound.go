@@ -231,6 +231,23 @@ func (s *Service) decide(ctx context.Context, c Connection, bot agents.Bot, m Me
 	return s.repo.SetMessage(ctx, m.ID, MessageAnswered, thread.ChatID)
 }
 
+// Post delivers text, a message the agent wrote (a workflow's send_message), to the
+// conversation whose chat is chatID on the agent's connection channelID, once per key.
+func (s *Service) Post(ctx context.Context, projectID, botID, channelID, chatID, text, key string) error {
+	c, err := s.repo.Get(ctx, projectID, botID, channelID)
+	if err != nil {
+		return err
+	}
+	thread, err := s.repo.ThreadOfChat(ctx, c.ID, chatID)
+	if apperr.IsNotFound(err) {
+		return apperr.New(apperr.NotFound, "channel_conversation_not_found", "The chat "+chatID+" is no conversation of this channel.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.queueSend(ctx, c, Send{ID: "post-" + messageID(c.ID, key), ChatID: chatID, To: thread.Reply, Text: text})
+}
+
 // Settle sends a channel's run's answer to the conversation it answers once the run stops:
 // its reply, the approval it waits for (with the platform's buttons), or why it failed. Runs
 // of other origins are not a channel's.

@@ -177,7 +177,10 @@ func checkSendMessage(ps params) {
 	if message, ok := ps.required("message"); ok && utf8.RuneCountInString(message) > MaxMessageLen {
 		ps.add("message", "must be at most %d characters", MaxMessageLen)
 	}
-	ps.optional("chat_id")
+	_, chat := ps.optional("chat_id")
+	if _, ok := ps.optional("channel_id"); ok && !chat {
+		ps.add("chat_id", "is required with channel_id: the chat of the channel's conversation to deliver to ({{event.data.chat_id}} of a channel.message.sent event)")
+	}
 	if _, ok := ps.value("mode"); !ok {
 		ps.m["mode"] = MessageModePost
 	}

@@ -82,6 +82,16 @@ type Actors struct {
 	Sources  *sources.Service
 	Chats    *chats.Service
 	Webhooks Webhooks
+	// Channels deliver send_message's message to a conversation on a messaging platform.
+	Channels Channels
+}
+
+// Channels deliver messages to the conversations of agents' channel connections
+// (shared/channels implements it).
+type Channels interface {
+	// Post delivers text to the conversation whose chat is chatID on the agent's channel
+	// channelID, once per key.
+	Post(ctx context.Context, projectID, botID, channelID, chatID, text, key string) error
 }
 
 // Executor runs workflow runs in workers.
@@ -289,14 +299,34 @@ func (x *Executor) act(ctx context.Context, r Run, i int, typ string, p map[stri
 		src, err := x.actors.Sources.Create(ctx, r.ProjectID, r.BotID, in)
 		return output(map[string]any{"source_id": src.UUID, "status": src.Status}), 0, 1, err
 	case ActionSendMessage:
-		return x.sendMessage(ctx, r, p)
+		return x.sendMessage(ctx, r, key, p)
 	}
 	return "", 0, 1, refusal{fmt.Errorf("unknown action type %q", typ)}
 }
 
 // sendMessage posts the message into a chat of the agent as the agent (mode post), or asks it
-// of the agent and keeps its answer (mode reply).
-func (x *Executor) sendMessage(ctx context.Context, r Run, p map[string]any) (string, int, int, error) {
+// of the agent and keeps its answer (mode reply); with channel_id, the message posted (or the
+// answer) is delivered to the chat's conversation on that channel too, once per key.
+func (x *Executor) sendMessage(ctx context.Context, r Run, key string, p map[string]any) (string, int, int, error) {
+	out, credits, attempts, err := x.postMessage(ctx, r, p)
+	channelID, _ := p["channel_id"].(string)
+	if err != nil || channelID == "" {
+		return out, credits, attempts, err
+	}
+	var said struct {
+		ChatID string `json:"chat_id"`
+		Reply  string `json:"reply"`
+	}
+	_ = json.Unmarshal([]byte(out), &said)
+	text, _ := p["message"].(string)
+	if said.Reply != "" {
+		text = said.Reply
+	}
+	return out, credits, attempts, x.actors.Channels.Post(ctx, r.ProjectID, r.BotID, channelID, said.ChatID, text, key)
+}
+
+// postMessage is sendMessage's message in the agent's chat.
+func (x *Executor) postMessage(ctx context.Context, r Run, p map[string]any) (string, int, int, error) {
 	bot, err := x.actors.Bots.Get(ctx, r.ProjectID, r.BotID)
 	if err != nil {
 		return "", 0, 1, err

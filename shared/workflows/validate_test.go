@@ -196,6 +196,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"MessageEmpty", action("send_message", `{"message":"  "}`), []string{"actions[0].params.message"}},
 		{"MessageTooLong", action("send_message", `{"message":"`+strings.Repeat("é", workflows.MaxMessageLen+1)+`"}`), []string{"actions[0].params.message"}},
 		{"ChatIDNotAString", action("send_message", `{"message":"hi","chat_id":7}`), []string{"actions[0].params.chat_id"}},
+		{"ChannelWithoutChat", action("send_message", `{"message":"hi","channel_id":"c1"}`), []string{"actions[0].params.chat_id"}},
 		{"UnknownMessageMode", action("send_message", `{"message":"hi","mode":"broadcast"}`), []string{"actions[0].params.mode"}},
 		{"DealWithoutTitle", action("create_deal", `{"value":1}`), []string{"actions[0].params.title"}},
 		{"DealValueNegative", action("create_deal", `{"title":"t","value":-1}`), []string{"actions[0].params.value"}},

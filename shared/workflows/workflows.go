@@ -84,7 +84,7 @@ var ActionTypes = []string{ActionWebhook, ActionSendMessage, ActionCreateDeal, A
 // ActionParams lists the params keys each action type accepts.
 var ActionParams = map[string][]string{
 	ActionWebhook:     {"url", "headers", "body", "timeout_seconds"},
-	ActionSendMessage: {"message", "chat_id", "mode"},
+	ActionSendMessage: {"message", "chat_id", "mode", "channel_id"},
 	ActionCreateDeal:  {"title", "value", "currency", "status", "stage", "contact"},
 	ActionUpdateDeal:  {"deal_id", "title", "value", "currency", "status", "stage"},
 	ActionAddMemory:   {"title", "type", "source", "tags"},

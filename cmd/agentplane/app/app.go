@@ -391,7 +391,7 @@ func (a *App) Worker() (workers.Deps, error) {
 		Runs:       runs,
 		Heartbeats: d.Heartbeats,
 		Workflows: workflows.NewExecutor(a.workflowRuns(), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
-			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks}, a.Log.With("component", "workflows"), a.Cfg.RunLease),
+			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks, Channels: d.Channels}, a.Log.With("component", "workflows"), a.Cfg.RunLease),
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
 		// End users' memories: what their messages say about them is extracted here.
 		UserMemory: d.UserMemory,

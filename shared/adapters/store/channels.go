@@ -115,6 +115,12 @@ func (r Channels) Thread(ctx context.Context, connectionID, conversation string)
 	return t, wrap(err, "channel_thread")
 }
 
+func (r Channels) ThreadOfChat(ctx context.Context, connectionID, chatID string) (channels.Thread, error) {
+	var t channels.Thread
+	err := r.db.Collection(channelThreadsColl).FindOne(ctx, bson.D{{Key: "connection_id", Value: connectionID}, {Key: "chat_id", Value: chatID}}).Decode(&t)
+	return t, wrap(err, "channel_thread")
+}
+
 func (r Channels) PutThread(ctx context.Context, t channels.Thread) error {
 	_, err := r.db.Collection(channelThreadsColl).ReplaceOne(ctx, bson.D{{Key: "_id", Value: t.ID}}, t, options.Replace().SetUpsert(true))
 	return wrap(err, "channel_thread")

@@ -200,6 +200,7 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		channelThreadsColl: {
 			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "conversation", Value: 1}}, Options: options.Index().SetName("conversation")},
+			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
 		},
 		channelSendsColl: {
 			{Keys: bson.D{{Key: "created_at", Value: 1}}, Options: options.Index().SetName("age")},

@@ -166,6 +166,28 @@ func TestTelegramChannel(t *testing.T) {
 		if refused != 2 {
 			t.Fatalf("%d refused sends, want 2", refused)
 		}
+		res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/metrics"})
+		if want := `agentplane_channel_messages_total{outcome="retried",type="telegram"} 2`; !strings.Contains(string(res.Body), want) {
+			t.Fatalf("the metrics lack %s", want)
+		}
+	})
+
+	t.Run("ARefusalForGoodShowsInTheStatus", func(t *testing.T) {
+		read := func() map[string]any {
+			res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/channel/read?" + a.query("&channel_id="+id), Key: b.key})
+			expect(t, res, http.StatusOK, "")
+			return res.JSON(t)["channel"].(map[string]any)
+		}
+		tg.Fail(1, http.StatusBadRequest, 0)
+		deliver(7)
+		waitFor(t, "the connection in error", func() (bool, any) { ch := read(); return ch["status"] == "error", ch })
+		if ch := read(); !strings.Contains(ch["last_error"].(string), "Telegram sendMessage failed") {
+			t.Fatalf("last_error %v", ch["last_error"])
+		}
+		before := len(tg.Sent())
+		deliver(8)
+		answered(before + 1)
+		waitFor(t, "the connection active again", func() (bool, any) { ch := read(); return ch["status"] == "active", ch })
 	})
 
 	t.Run("PausedAndDeletedConnectionsRunNothing", func(t *testing.T) {

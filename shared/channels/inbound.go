@@ -90,6 +90,7 @@ func (s *Service) take(ctx context.Context, c Connection, in Inbound) error {
 	}
 	if fresh {
 		s.events.Dispatch(ctx, outbox.Ref{Resource: MessageResource, ID: m.ID}, ev)
+		s.svc.Counted(c.Type, CountReceived)
 	}
 	if kept.Status != MessageReceived {
 		return nil
@@ -376,6 +377,7 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 			return err
 		}
 		s.events.Dispatch(ctx, outbox.Ref{Resource: SendResource, ID: send.ID}, ev)
+		s.svc.Counted(c.Type, CountSent)
 		if c.Status == StatusError {
 			return s.repo.SetStatus(ctx, c.ID, StatusActive, "", s.now())
 		}
@@ -386,6 +388,7 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 		send.Pieces = max(send.Pieces, later.Sent)
 	}
 	if later != nil && !final {
+		s.svc.Counted(c.Type, CountRetried)
 		send.UpdatedAt = s.now()
 		if serr := s.repo.SetSend(ctx, send, outbox.Event{}); serr != nil {
 			return serr
@@ -399,5 +402,6 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 		return serr
 	}
 	s.events.Dispatch(ctx, outbox.Ref{Resource: SendResource, ID: send.ID}, ev)
+	s.svc.Counted(c.Type, CountFailed)
 	return s.failed(ctx, c, err)
 }

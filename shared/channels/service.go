@@ -48,7 +48,18 @@ type Services struct {
 	// Limit takes one message of the agent's rate limit for the sender key (the end user's own,
 	// whichever door they write by).
 	Limit func(ctx context.Context, bot agents.Bot, key string) error
+	// Counted counts a message of a platform type by outcome (CountReceived, CountSent,
+	// CountRetried, CountFailed).
+	Counted func(typ, outcome string)
 }
+
+// The outcomes Counted counts.
+const (
+	CountReceived = "received"
+	CountSent     = "sent"
+	CountRetried  = "retried"
+	CountFailed   = "failed"
+)
 
 // Service manages agents' channel connections, takes their platforms' webhook calls and
 // answers the messages they bring.

@@ -270,7 +270,8 @@ func (a *App) Domain() (Domain, error) {
 	d.Chats.UseEndUsers(d.UserMemory)
 	d.Stats = stats.NewService(store.NewStats(db))
 	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
-		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit()})
+		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit(),
+			Counted: a.Metrics.Channel})
 	a.dom = &d
 	return d, nil
 }

@@ -36,6 +36,7 @@ type Metrics struct {
 	outbox       prometheus.Gauge
 	outboxAside  *prometheus.CounterVec
 	ingested     *prometheus.CounterVec
+	channels     *prometheus.CounterVec
 }
 
 // New returns the metrics of a process.
@@ -75,8 +76,11 @@ func New() *Metrics {
 			Help: "Events set aside (collection outbox_aside) because the stream refused them for good, by type."}, []string{"type"}),
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_ingested_bytes_total",
 			Help: "Bytes of text memory sources were read into (after extraction), by source type (text, document, url)."}, []string{"type"}),
+		channels: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentplane_channel_messages_total",
+			Help: "Channels' messages by platform type and outcome: received (taken from the platform), sent (an answer it took), retried (one it asked to be sent later), failed (one it refused for good)."},
+			[]string{"type", "outcome"}),
 	}
-	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.taskCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested,
+	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.storeCommands, m.taskCommands, m.httpInFlight, m.tasks, m.taskDuration, m.cycles, m.provider, m.providerTime, m.events, m.eventLag, m.outbox, m.outboxAside, m.ingested, m.channels,
 		// The Go collector adds, to its default metrics, the heap live as of the last collection
 		// (go_gc_heap_live_bytes): what the process keeps, which garbage not yet collected does
 		// not inflate, for the load's leak check.
@@ -132,6 +136,10 @@ func (m *Metrics) Event(typ string, occurred time.Time) {
 
 // Ingested records n bytes of text read from a source of type typ.
 func (m *Metrics) Ingested(typ string, n int) { m.ingested.WithLabelValues(typ).Add(float64(n)) }
+
+// Channel counts a channel's message of platform typ by outcome (received, sent, retried,
+// failed).
+func (m *Metrics) Channel(typ, outcome string) { m.channels.WithLabelValues(typ, outcome).Inc() }
 
 // OutboxBacklog records how many events the outbox relay left unpublished.
 func (m *Metrics) OutboxBacklog(n int) { m.outbox.Set(float64(n)) }

@@ -285,7 +285,7 @@ func (s *Service) Settle(ctx context.Context, e agentruns.Execution) error {
 			return err
 		}
 		if reply.RequiresApprove && reply.Tool != nil {
-			send.Text = "The agent wants to use *" + reply.Tool.Name + "*."
+			send.Text = "The agent wants to use **" + reply.Tool.Name + "**."
 			send.Approval = &Approval{ExecutionID: e.ID, Tool: reply.Tool.Name}
 		} else {
 			send.Text = textOf(reply)

@@ -1,6 +1,7 @@
-// Package retention forgets what the deployment keeps only for a while: heartbeat firings and
-// tool calls older than the retention, and anonymous subscribers who never started a chat and
-// were last seen before it. Subscribers with chats, and everything else, stay.
+// Package retention forgets what the deployment keeps only for a while: heartbeat firings, tool
+// calls, and channels' messages taken and answers sent, older than the retention, and anonymous
+// subscribers who never started a chat and were last seen before it. Subscribers with chats,
+// and everything else, stay.
 package retention
 
 import (
@@ -16,6 +17,10 @@ type Repo interface {
 	DeleteToolCalls(ctx context.Context, before time.Time, limit int) (int, error)
 	// DeleteIdleSubscribers deletes anonymous subscribers with no chat, last seen before before.
 	DeleteIdleSubscribers(ctx context.Context, before time.Time, limit int) (int, error)
+	// DeleteChannelMessages deletes the messages channels took (their idempotency keys: no
+	// platform retries a message that late); DeleteChannelSends the answers kept for sending.
+	DeleteChannelMessages(ctx context.Context, before time.Time, limit int) (int, error)
+	DeleteChannelSends(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // DefaultBatch is how many records one delete removes at most.
@@ -40,7 +45,7 @@ func New(repo Repo, keep time.Duration, batch int, log *slog.Logger) *Service {
 
 // Counts are the records a sweep deleted, by kind.
 type Counts struct {
-	Firings, ToolCalls, Subscribers int
+	Firings, ToolCalls, Subscribers, ChannelMessages, ChannelSends int
 }
 
 // Sweep deletes the records older than the retention at now, a batch at a time, up to a bound
@@ -59,6 +64,8 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Counts, error) {
 		{"heartbeat firings", s.repo.DeleteFirings, &c.Firings},
 		{"tool calls", s.repo.DeleteToolCalls, &c.ToolCalls},
 		{"idle subscribers", s.repo.DeleteIdleSubscribers, &c.Subscribers},
+		{"channel messages", s.repo.DeleteChannelMessages, &c.ChannelMessages},
+		{"channel sends", s.repo.DeleteChannelSends, &c.ChannelSends},
 	} {
 		for range maxBatches {
 			n, err := kind.delete(ctx, before, s.batch)

@@ -13,8 +13,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/heartbeats"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/retention"
 	"github.com/agentplane/agentplane/shared/subscribers"
 	"github.com/agentplane/agentplane/shared/tools"
@@ -36,7 +38,7 @@ func fixture(t *testing.T, old int) *mongo.Database {
 	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	beats, calls, subs := store.NewHeartbeats(db), store.NewTools(db), store.NewSubscribers(db)
+	beats, calls, subs, chans := store.NewHeartbeats(db), store.NewTools(db), store.NewSubscribers(db), store.NewChannels(db)
 	add := func(id string, at time.Time) {
 		if _, err := beats.InsertFiring(ctx, heartbeats.Firing{ID: id, HeartbeatID: "h", ProjectID: "p", BotID: "b", ScheduledAt: at, Status: heartbeats.FiringSucceeded}); err != nil {
 			t.Fatal(err)
@@ -45,6 +47,12 @@ func fixture(t *testing.T, old int) *mongo.Database {
 			t.Fatal(err)
 		}
 		if err := subs.Insert(ctx, subscribers.Subscriber{ID: id, ProjectID: "p", BotID: "b", Anonymous: true, FirstSeen: at, LastSeen: at}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := chans.Take(ctx, channels.Message{ID: id, ConnectionID: "c", PlatformID: id, Status: channels.MessageAnswered, ReceivedAt: at}, outbox.Event{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chans.QueueSend(ctx, channels.Send{ID: id, ConnectionID: "c", Status: channels.SendSent, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,13 +114,15 @@ func TestSweepDeletesWhatIsPastTheRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (retention.Counts{Firings: 25, ToolCalls: 25, Subscribers: 25}); got != want {
+	if want := (retention.Counts{Firings: 25, ToolCalls: 25, Subscribers: 25, ChannelMessages: 25, ChannelSends: 25}); got != want {
 		t.Fatalf("deleted %+v, want %+v", got, want)
 	}
 	recent := names("recent-%d", 0, 3)
 	for coll, want := range map[string][]string{
 		"heartbeat_firings": recent,
 		"tool_calls":        recent,
+		"channel_messages":  recent,
+		"channel_sends":     recent,
 		"subscribers":       append([]string{"chatted"}, append(recent, "signed-in")...),
 	} {
 		if left := ids(t, db, coll); !slices.Equal(left, want) {
@@ -137,6 +147,8 @@ func TestDeleteIsBoundedByItsBatch(t *testing.T) {
 	}{
 		{"heartbeat_firings", repo.DeleteFirings, nil},
 		{"tool_calls", repo.DeleteToolCalls, nil},
+		{"channel_messages", repo.DeleteChannelMessages, nil},
+		{"channel_sends", repo.DeleteChannelSends, nil},
 		{"subscribers", repo.DeleteIdleSubscribers, []string{"chatted", "signed-in"}},
 	} {
 		n, err := kind.delete(context.Background(), before, 10)

@@ -35,6 +35,14 @@ func (r Retention) DeleteIdleSubscribers(ctx context.Context, before time.Time, 
 		"last_seen", before, limit)
 }
 
+func (r Retention) DeleteChannelMessages(ctx context.Context, before time.Time, limit int) (int, error) {
+	return deleteOldest(ctx, r.db.Collection(channelMessagesColl), nil, "received_at", before, limit)
+}
+
+func (r Retention) DeleteChannelSends(ctx context.Context, before time.Time, limit int) (int, error) {
+	return deleteOldest(ctx, r.db.Collection(channelSendsColl), nil, "created_at", before, limit)
+}
+
 // deleteOldest deletes at most limit documents matching filter whose field is before before,
 // oldest first: it reads their _ids by the index of filter's fields and field, then deletes
 // them in one command of a statement each (by _id alone when filter is nil: the embedded store

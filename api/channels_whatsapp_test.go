@@ -253,9 +253,12 @@ func TestWhatsAppApproval(t *testing.T) {
 		title     string
 		reply     string
 		wantDeals int // the deals named Acme after the tap
+		// refuseApproval has WhatsApp take the approval's text, then refuse its buttons once.
+		refuseApproval bool
 	}{
 		{name: "approved", button: "a:", title: "Approve", reply: "Done: the deal is created.", wantDeals: 1},
 		{name: "rejected", button: "r:", title: "Reject", reply: "Understood, I did not create it.", wantDeals: 0},
+		{name: "approved after WhatsApp refused the buttons once", button: "a:", title: "Approve", reply: "Done: the deal is created.", wantDeals: 1, refuseApproval: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,13 +273,26 @@ func TestWhatsAppApproval(t *testing.T) {
 				return res.JSON(t)["deals"].([]any)
 			}
 
-			hook.say(t, "wamid.ask", "Create a deal for Acme")
-			var ask map[string]any
-			for _, m := range hook.sent(t, 2) {
-				if m["type"] == "interactive" {
-					ask = m
-				}
+			if tt.refuseApproval {
+				srv.FailAfter(1, 1, whatsapptest.Failure{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Code: 130429, Message: "(#130429) Rate limit hit"})
 			}
+			hook.say(t, "wamid.ask", "Create a deal for Acme")
+			var sent []map[string]any
+			waitFor(t, "the approval", func() (bool, any) {
+				sent = srv.Sent()
+				return len(sent) > 0 && sent[len(sent)-1]["type"] == "interactive", sent
+			})
+			if len(sent) != 2 || waText(sent[0]) == "" {
+				t.Fatalf("sent %s, want the text once, then the buttons", jsonOf(sent))
+			}
+			wantRefused := 0
+			if tt.refuseApproval {
+				wantRefused = 1
+			}
+			if n := refusedSends(srv, http.StatusTooManyRequests); n != wantRefused {
+				t.Fatalf("%d sends refused, want %d", n, wantRefused)
+			}
+			ask := sent[1]
 			in, _ := ask["interactive"].(map[string]any)
 			buttons, _ := in["action"].(map[string]any)["buttons"].([]any)
 			if ask["to"] != waUser || in["type"] != "button" || len(buttons) != 2 || !strings.Contains(in["body"].(map[string]any)["text"].(string), "create_deal") {

@@ -3,6 +3,7 @@ package whatsapp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -272,5 +273,74 @@ func TestConnect(t *testing.T) {
 				t.Fatalf("calls %+v", calls)
 			}
 		})
+	}
+}
+
+// An answer WhatsApp refuses part-way is retried from the piece it refused: the RetryLater
+// counts the messages taken, and the retry given that count sends the others only.
+func TestSendResumes(t *testing.T) {
+	t.Parallel()
+	paragraph := strings.Repeat("é", 4000)
+	out := channels.Outgoing{
+		To:       channels.Target{"to": "16315551181"},
+		Text:     paragraph + "\n\n" + strings.Repeat("b", 4000),
+		Approval: &channels.Approval{ExecutionID: "exec-42", Tool: "create_deal"},
+	}
+	tests := []struct {
+		name     string
+		okBefore int
+		wantSent int
+	}{
+		{name: "429 on piece 2 of 3", okBefore: 1, wantSent: 1},
+		{name: "429 on piece 1 of 3", okBefore: 0, wantSent: 0},
+		{name: "429 on the approval", okBefore: 2, wantSent: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			whole := whatsapptest.Start(t)
+			p := whatsapp.New(whole.Client())
+			if err := p.Send(context.Background(), whole.Link("conn-1"), out); err != nil {
+				t.Fatal(err)
+			}
+			pieces := whole.Sent()
+			if len(pieces) != 3 {
+				t.Fatalf("%d pieces, want 3", len(pieces))
+			}
+
+			srv := whatsapptest.Start(t)
+			p = whatsapp.New(srv.Client())
+			srv.FailAfter(tt.okBefore, 1, whatsapptest.Failure{Status: http.StatusTooManyRequests, RetryAfter: time.Second, Code: 130429, Message: "(#130429) Rate limit hit"})
+			err := p.Send(context.Background(), srv.Link("conn-1"), out)
+			var later *channels.RetryLater
+			if !errors.As(err, &later) || later.After != time.Second || later.Sent != tt.wantSent {
+				t.Fatalf("error %#v, want a RetryLater after 1s with Sent %d", err, tt.wantSent)
+			}
+			retry := out
+			retry.Sent = later.Sent
+			if err := p.Send(context.Background(), srv.Link("conn-1"), retry); err != nil {
+				t.Fatal(err)
+			}
+			wantSent(t, srv, pieces...)
+		})
+	}
+}
+
+// A Graph API that cannot be reached (nothing listens, the connection is cut) is a RetryLater
+// with no wait of its own, its message naming neither the URL nor a credential.
+func TestSendUnreachable(t *testing.T) {
+	t.Parallel()
+	srv := whatsapptest.Start(t)
+	l := srv.Link("conn-1")
+	srv.Close()
+	err := whatsapp.New(srv.Client()).Send(context.Background(), l, channels.Outgoing{To: channels.Target{"to": "16315551181"}, Text: "hi"})
+	var later *channels.RetryLater
+	if !errors.As(err, &later) || later.After != 0 || later.Sent != 0 {
+		t.Fatalf("error %#v, want a RetryLater", err)
+	}
+	for _, secret := range []string{whatsapptest.AccessToken, whatsapptest.AppSecret, whatsapptest.PhoneNumberID, "http://"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error %q holds %q", err, secret)
+		}
 	}
 }

@@ -90,7 +90,8 @@ func (p *Platform) Connect(ctx context.Context, l channels.Link) error {
 
 // Send delivers out to the WhatsApp number out.To["to"]: its text converted to WhatsApp's
 // format, in messages of at most TextLimit characters, then, when it asks for an approval, a
-// message with an Approve and a Reject reply button.
+// message with an Approve and a Reject reply button; the first out.Sent of those messages were
+// taken before and are skipped. A RetryLater counts the messages taken.
 func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgoing) error {
 	to := out.To["to"]
 	if to == "" {
@@ -116,8 +117,12 @@ func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgo
 			}},
 		}))
 	}
-	for _, m := range messages {
-		if err := p.call(ctx, l, http.MethodPost, "/messages", nil, m); err != nil {
+	for i := max(out.Sent, 0); i < len(messages); i++ {
+		if err := p.call(ctx, l, http.MethodPost, "/messages", nil, messages[i]); err != nil {
+			var later *channels.RetryLater
+			if errors.As(err, &later) {
+				later.Sent = i
+			}
 			return err
 		}
 	}
@@ -196,7 +201,7 @@ func (p *Platform) call(ctx context.Context, l channels.Link, method, path strin
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("whatsapp: calling the Graph API: %w", err)
+		return unreachable(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
@@ -214,6 +219,16 @@ func (p *Platform) call(ctx context.Context, l channels.Link, method, path strin
 		return channels.RetryAfter(&limited, gerr)
 	}
 	return gerr
+}
+
+// unreachable is a call that got no answer from the Graph API (refused, timed out, cut short):
+// a RetryLater, its message without the URL called (which names the phone number).
+func unreachable(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return &channels.RetryLater{Err: fmt.Errorf("whatsapp: the Graph API could not be reached: %w", err)}
 }
 
 // graphError is a call the Graph API refused, with its message.

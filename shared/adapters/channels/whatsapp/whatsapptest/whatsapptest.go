@@ -56,7 +56,8 @@ type Server struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls []Call
-	fails []Failure
+	// fails are the answers of the next calls: a failure, or nil to serve the call.
+	fails []*Failure
 	sent  atomic.Int64
 }
 
@@ -110,13 +111,22 @@ func (s *Server) Link(id string) channels.Link {
 }
 
 // Fail makes the server answer the next n calls with f.
-func (s *Server) Fail(n int, f Failure) {
+func (s *Server) Fail(n int, f Failure) { s.FailAfter(0, n, f) }
+
+// FailAfter makes the server serve the next ok calls, then answer the n after them with f.
+func (s *Server) FailAfter(ok, n int, f Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for range ok {
+		s.fails = append(s.fails, nil)
+	}
 	for range n {
-		s.fails = append(s.fails, f)
+		s.fails = append(s.fails, &f)
 	}
 }
+
+// Close stops the server: calls to it are refused from then on.
+func (s *Server) Close() { s.srv.Close() }
 
 // Calls are the calls received so far, in order.
 func (s *Server) Calls() []Call {
@@ -158,8 +168,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, raw []byte, body
 	s.mu.Lock()
 	var fail *Failure
 	if len(s.fails) > 0 {
-		f := s.fails[0]
-		fail, s.fails = &f, s.fails[1:]
+		fail, s.fails = s.fails[0], s.fails[1:]
 	}
 	s.mu.Unlock()
 	if fail != nil {

@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -458,6 +459,52 @@ func TestConnectChecksTheCredentials(t *testing.T) {
 				if c.Method == http.MethodPost {
 					t.Fatalf("the command was registered with credentials that do not hold: %+v", c)
 				}
+			}
+		})
+	}
+}
+
+func TestSendRetriedSkipsThePiecesDiscordTook(t *testing.T) {
+	long := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 90) // 5,130 characters
+	tests := []struct {
+		name     string
+		text     string
+		approval *channels.Approval
+		failAt   int // the piece Discord refuses on the first attempt, 1 for the first
+		status   int
+		after    time.Duration
+	}{
+		{name: "a 429 on piece 2 of 3", text: long, failAt: 2, status: http.StatusTooManyRequests, after: time.Second},
+		{name: "a 503 on the approval after the text", text: "Let me check.",
+			approval: &channels.Approval{ExecutionID: "exec-7", Tool: "create_deal"}, failAt: 2, status: http.StatusServiceUnavailable},
+		{name: "a 429 on the first piece", text: long, failAt: 1, status: http.StatusTooManyRequests, after: 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, s, link := setup(t)
+			in := s.Ask(discordtest.Ask{ChannelID: "2000", GuildID: "3000", Question: "q", User: discordtest.User{ID: "4000", Username: "ada"}})
+			out := channels.Outgoing{To: channels.Target{"application_id": s.ApplicationID, "token": in.Token}, Text: tt.text, Approval: tt.approval}
+			want := channels.Split(tt.text, discord.MessageLimit)
+			if tt.approval != nil {
+				want = append(want, "The agent asks to use the tool `"+tt.approval.Tool+"`. Allow it?")
+			}
+			s.FailAt(tt.failAt, tt.status, tt.after)
+
+			err := p.Send(context.Background(), link, out)
+			var later *channels.RetryLater
+			if !errors.As(err, &later) || later.Sent != tt.failAt-1 || later.After != tt.after {
+				t.Fatalf("the first attempt = %v, want a RetryLater after %s with Sent %d", err, tt.after, tt.failAt-1)
+			}
+			out.Sent = later.Sent
+			if err := p.Send(context.Background(), link, out); err != nil {
+				t.Fatalf("the retry: %v", err)
+			}
+			var got []string
+			for _, m := range s.Sent() {
+				got = append(got, m.Content)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Discord took\n%q\nwant each piece once\n%q", got, want)
 			}
 		})
 	}

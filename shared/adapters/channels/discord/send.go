@@ -21,7 +21,8 @@ const maxCustomID = 100
 // then the approval, when asked, as a message of its own with an Approve and a Reject button.
 // The first follow-up of a deferred /ask fills the "is thinking" answer; later ones are new
 // messages, so that no Send overwrites another's. An Outgoing with neither text nor approval
-// sends nothing.
+// sends nothing. The pieces before out.Sent, taken on an earlier attempt, are not sent again; a
+// *channels.RetryLater counts the pieces taken so far.
 func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgoing) error {
 	app, token := out.To[targetApplicationID], out.To[targetToken]
 	if app == "" || token == "" {
@@ -41,9 +42,14 @@ func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgo
 		}
 		messages = append(messages, approval)
 	}
-	for _, msg := range messages {
+	for i := out.Sent; i < len(messages); i++ {
+		msg := messages[i]
 		msg.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 		if err := p.call(ctx, "sending a message", http.MethodPost, endpoint, "", msg, nil); err != nil {
+			var later *channels.RetryLater
+			if errors.As(err, &later) {
+				later.Sent = i
+			}
 			return err
 		}
 	}

@@ -80,7 +80,8 @@ type Server struct {
 	serial  int
 }
 
-// failure is an answer the server gives instead of the next call's.
+// failure is an answer the server gives instead of the next call's; status 0 lets the call
+// through.
 type failure struct {
 	status int
 	after  time.Duration
@@ -141,6 +142,17 @@ func (s *Server) Fail(n, status int, retryAfter time.Duration) {
 	}
 }
 
+// FailAt answers the k-th next call (1 for the next) with status instead, the calls before it as
+// usual; a 429 says to retry after retryAfter, as Fail does.
+func (s *Server) FailAt(k, status int, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range k - 1 {
+		s.fails = append(s.fails, failure{})
+	}
+	s.fails = append(s.fails, failure{status: status, after: retryAfter})
+}
+
 // recorder keeps the status a handler answered.
 type recorder struct {
 	http.ResponseWriter
@@ -170,7 +182,7 @@ func (s *Server) record(next http.Handler) http.Handler {
 		}
 		s.mu.Unlock()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		if fail != nil {
+		if fail != nil && fail.status != 0 {
 			failWith(rec, *fail)
 		} else {
 			next.ServeHTTP(rec, r)

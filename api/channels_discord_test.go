@@ -235,7 +235,7 @@ func TestDiscordApprovalButtons(t *testing.T) {
 			d := discordSetup(t, map[string]any{"name": "Sales", "reasoning_type": "agent"})
 			d.fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: tt.reply}}})
 			ask := d.ask(t, "Create a deal for Acme")
-			got := d.answeredTo(t, ask.Token, 2)
+			got := d.answeredTo(t, ask.Token, 1)
 			approval := got[len(got)-1]
 			if len(approval.Buttons) != 2 || approval.Buttons[0].Label != "Approve" || approval.Buttons[1].Label != "Reject" ||
 				!strings.Contains(approval.Content, "create_deal") {

@@ -285,7 +285,7 @@ func (s *Service) Settle(ctx context.Context, e agentruns.Execution) error {
 			return err
 		}
 		if reply.RequiresApprove && reply.Tool != nil {
-			send.Text = "The agent wants to use **" + reply.Tool.Name + "**."
+			// The platform's approval message says what the run waits for.
 			send.Approval = &Approval{ExecutionID: e.ID, Tool: reply.Tool.Name}
 		} else {
 			send.Text = textOf(reply)

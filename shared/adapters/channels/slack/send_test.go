@@ -1,7 +1,9 @@
 package slack_test
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/channels/slack"
 	"github.com/agentplane/agentplane/shared/adapters/channels/slack/slacktest"
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
@@ -19,7 +22,7 @@ var thread = channels.Target{slack.TargetChannel: "C1", slack.TargetThreadTS: "1
 // post is the chat.postMessage call Slack receives for text in thread.
 func post(text string) slacktest.Call {
 	return slacktest.Call{Method: http.MethodPost, Path: "/api/chat.postMessage", Token: slacktest.Token,
-		Params: map[string]string{"channel": "C1", "thread_ts": "1700000000.000100", "text": text}}
+		Params: map[string]string{"channel": "C1", "thread_ts": "1700000000.000100", "text": text}, Status: http.StatusOK}
 }
 
 // The answer is posted in the thread in Slack's mrkdwn: the agent's Markdown converted, its
@@ -227,12 +230,102 @@ func TestConnect(t *testing.T) {
 	}
 }
 
-// The error of a post Slack could not be reached for says so and is permanent.
+// A Slack that cannot be reached (the connection refused, no answer in time) is asked again
+// later, but not one the outbound policy forbids; the error holds neither the URL called nor
+// the token.
 func TestSendUnreachable(t *testing.T) {
 	t.Parallel()
-	l := link("http://127.0.0.1:1/api/")
-	err := slack.New(http.DefaultClient).Send(t.Context(), l, channels.Outgoing{To: thread, Text: "hi"})
-	if _, retry := channels.IsRetryLater(err); err == nil || retry || strings.Contains(err.Error(), slacktest.Token) {
-		t.Fatalf("error %v", err)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	t.Cleanup(silent.Close)
+	t.Cleanup(func() { close(release) })
+	cases := []struct {
+		name   string
+		client *http.Client
+		base   string
+		retry  bool
+	}{
+		{"a closed server", http.DefaultClient, closed.URL + "/api/", true},
+		{"a server that does not answer in time", &http.Client{Timeout: 50 * time.Millisecond}, silent.URL + "/api/", true},
+		{"an address the outbound policy refuses", safehttp.New(safehttp.Options{}).HTTPClient(), closed.URL + "/api/", false},
 	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := slack.New(c.client).Send(t.Context(), link(c.base), channels.Outgoing{To: thread, Text: "hi"})
+			after, retry := channels.IsRetryLater(err)
+			if err == nil || retry != c.retry || after != 0 {
+				t.Fatalf("error %v: retry %v after %s, want retry %v after 0s", err, retry, after, c.retry)
+			}
+			if msg := err.Error(); strings.Contains(msg, "/api/") || strings.Contains(msg, slacktest.Token) {
+				t.Fatalf("error %q holds the URL or the token", msg)
+			}
+		})
+	}
+}
+
+// An answer Slack refused part of is sent again from the piece it refused: the RetryLater
+// counts the pieces it took, and the next attempt, given that count, posts only the rest.
+func TestSendResumes(t *testing.T) {
+	t.Parallel()
+	para := func(word string) string { return strings.TrimSpace(strings.Repeat(word+" ", 400)) }
+	three := strings.Join([]string{para("one"), para("two"), para("three")}, "\n\n")
+	ask := &channels.Approval{ExecutionID: "exec-42", Tool: "create_deal"}
+	cases := []struct {
+		name    string
+		out     channels.Outgoing
+		pass    int
+		fail    func(*slacktest.Server)
+		sent    int
+		first   []string
+		retried []string
+	}{
+		{"a 429 on piece 2 of 3", channels.Outgoing{Text: three}, 1,
+			func(s *slacktest.Server) { s.Fail(1, http.StatusTooManyRequests, 2*time.Second) }, 1,
+			[]string{para("one"), para("two")}, []string{para("two"), para("three")}},
+		{"a 503 on the approval", channels.Outgoing{Text: "Let me check.", Approval: ask}, 1,
+			func(s *slacktest.Server) { s.Fail(1, http.StatusServiceUnavailable, 0) }, 1,
+			[]string{"Let me check.", "The agent wants to run *create_deal*. Allow it?"},
+			[]string{"The agent wants to run *create_deal*. Allow it?"}},
+		{"a 503 on the first piece", channels.Outgoing{Text: three}, 0,
+			func(s *slacktest.Server) { s.Fail(1, http.StatusServiceUnavailable, 0) }, 0,
+			[]string{para("one")}, []string{para("one"), para("two"), para("three")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := slacktest.Start(t)
+			srv.Pass(c.pass)
+			c.fail(srv)
+			p := slack.New(http.DefaultClient)
+			out := c.out
+			out.To = thread
+			err := p.Send(t.Context(), link(srv.URL), out)
+			var later *channels.RetryLater
+			if !errors.As(err, &later) || later.Sent != c.sent {
+				t.Fatalf("error %v, want a RetryLater with %d pieces sent", err, c.sent)
+			}
+			if got := texts(srv.Sent()); !reflect.DeepEqual(got, c.first) {
+				t.Fatalf("first attempt posted %q, want %q", got, c.first)
+			}
+			out.Sent = later.Sent
+			if err := p.Send(t.Context(), link(srv.URL), out); err != nil {
+				t.Fatal(err)
+			}
+			if got := texts(srv.Sent()[len(c.first):]); !reflect.DeepEqual(got, c.retried) {
+				t.Fatalf("the retry posted %q, want %q", got, c.retried)
+			}
+		})
+	}
+}
+
+// texts are the texts of posts.
+func texts(posts []slacktest.Call) []string {
+	var out []string
+	for _, p := range posts {
+		out = append(out, p.Params["text"])
+	}
+	return out
 }

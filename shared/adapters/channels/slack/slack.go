@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
@@ -85,7 +87,7 @@ func (p *Platform) Connect(ctx context.Context, l channels.Link) error {
 
 // Send posts out's text in mrkdwn in the thread out.To names, in pieces of at most
 // MessageLimit characters, then the approval it asks for, if any, with an Approve and a Reject
-// button.
+// button; the first out.Sent of them, posted on earlier attempts, are skipped.
 func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgoing) error {
 	channel := out.To[TargetChannel]
 	if channel == "" {
@@ -104,15 +106,25 @@ func (p *Platform) Send(ctx context.Context, l channels.Link, out channels.Outgo
 	if a := out.Approval; a != nil {
 		msgs = append(msgs, approval(a))
 	}
-	for _, msg := range msgs {
+	for i := max(out.Sent, 0); i < len(msgs); i++ {
+		msg := msgs[i]
 		if ts := out.To[TargetThreadTS]; ts != "" {
 			msg = append(msg, slackapi.MsgOptionTS(ts))
 		}
 		if _, _, err := api.PostMessageContext(ctx, channel, msg...); err != nil {
-			return failure("chat.postMessage", err)
+			return sentBefore(failure("chat.postMessage", err), i)
 		}
 	}
 	return nil
+}
+
+// sentBefore is err, a *channels.RetryLater counting the n pieces Slack took before it.
+func sentBefore(err error, n int) error {
+	var later *channels.RetryLater
+	if errors.As(err, &later) {
+		later.Sent = n
+	}
+	return err
 }
 
 // pieces splits text to MessageLimit, a code block cut in two closed in one piece and opened
@@ -168,13 +180,14 @@ func (p *Platform) api(l channels.Link) (*slackapi.Client, error) {
 }
 
 // busyAsRetry is an HTTP client that turns Slack's answers 429 and 5xx into a
-// *channels.RetryLater (with the answer's Retry-After), before slack-go reads them.
+// *channels.RetryLater (with the answer's Retry-After), before slack-go reads them, and so a
+// Slack it could not reach (refused, timed out), but not one the outbound policy forbids.
 type busyAsRetry struct{ client *http.Client }
 
 func (c busyAsRetry) Do(req *http.Request) (*http.Response, error) {
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(err)
 	}
 	if retry := channels.RetryAfter(resp, fmt.Errorf("slack answered %s", resp.Status)); retry != nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -182,6 +195,21 @@ func (c busyAsRetry) Do(req *http.Request) (*http.Response, error) {
 		return nil, retry
 	}
 	return resp, nil
+}
+
+// unreachable is the transport error err without the request's URL: a *channels.RetryLater
+// (after the queue's own back-off), unless retrying cannot help (an address the outbound
+// policy refuses, a host that does not exist).
+func unreachable(err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	err = fmt.Errorf("slack could not be reached: %w", err)
+	if safehttp.Permanent(err) {
+		return err
+	}
+	return &channels.RetryLater{Err: err}
 }
 
 // failure is err of a Web API method as the error Send and Connect return: Slack's own error

@@ -38,6 +38,8 @@ type Call struct {
 	// body's top-level fields as strings); Blocks is the blocks argument decoded.
 	Params map[string]string
 	Blocks []map[string]any
+	// Status is the HTTP status the server answered (200 for Slack's refusals too, as Slack does).
+	Status int
 }
 
 // Server is Slack's Web API on a loopback port.
@@ -46,7 +48,8 @@ type Server struct {
 	URL   string
 	mu    sync.Mutex
 	calls []Call
-	fails []failure
+	// fails are how the next calls are answered, in order; nil lets a call through.
+	fails []*failure
 	n     int
 }
 
@@ -85,23 +88,29 @@ func (s *Server) Sent() []Call {
 	return out
 }
 
-// Fail answers the next n calls with HTTP status (503, 429, ...), with Retry-After: after (in
-// whole seconds) when after > 0.
+// Fail answers the next n calls (after those told before) with HTTP status (503, 429, ...),
+// with Retry-After: after (in whole seconds) when after > 0.
 func (s *Server) Fail(n, status int, after time.Duration) {
 	f := failure{status: status}
 	if after > 0 {
 		f.retryAfter = strconv.Itoa(int(after.Seconds()))
 	}
-	s.failNext(n, f)
+	s.failNext(n, &f)
 }
 
-// Refuse answers the next n calls 200 {"ok":false,"error":code}, as Slack refuses a call
+// Refuse answers the next n calls (after those told before) 200 {"ok":false,"error":code}, as Slack refuses a call
 // (invalid_auth, channel_not_found, not_in_channel).
 func (s *Server) Refuse(n int, code string) {
-	s.failNext(n, failure{status: http.StatusOK, code: code})
+	s.failNext(n, &failure{status: http.StatusOK, code: code})
 }
 
-func (s *Server) failNext(n int, f failure) {
+// Pass lets the next n calls through before the failures told after it (Pass(1) then
+// Fail(1, ...) fails the second call from now).
+func (s *Server) Pass(n int) {
+	s.failNext(n, nil)
+}
+
+func (s *Server) failNext(n int, f *failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range n {
@@ -137,12 +146,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	s.calls = append(s.calls, c)
 	var f *failure
 	if len(s.fails) > 0 {
-		f = &s.fails[0]
+		f = s.fails[0]
 		s.fails = s.fails[1:]
 	}
+	c.Status = http.StatusOK
+	if f != nil {
+		c.Status = f.status
+	}
+	s.calls = append(s.calls, c)
 	s.n++
 	ts := "1700000000." + strconv.Itoa(100000+s.n)
 	s.mu.Unlock()

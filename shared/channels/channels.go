@@ -155,15 +155,15 @@ type Repo interface {
 	// SetMessage sets the message's status and chat.
 	SetMessage(ctx context.Context, id, status, chatID string) error
 
-	// Thread returns the connection's conversation's thread: NotFound when it has none yet.
-	Thread(ctx context.Context, connectionID, conversation string) (Thread, error)
+	// Thread returns the thread id: NotFound when the conversation has none yet.
+	Thread(ctx context.Context, id string) (Thread, error)
 	// ThreadOfChat returns the connection's thread whose chat is chatID: NotFound when none is.
 	ThreadOfChat(ctx context.Context, connectionID, chatID string) (Thread, error)
 	// PutThread keeps t (its chat and where its answers go).
 	PutThread(ctx context.Context, t Thread) error
 
-	// QueueSend keeps s unless an answer of its id is kept.
-	QueueSend(ctx context.Context, s Send) error
+	// QueueSend keeps s unless an answer of its id is kept; it reports whether s is new.
+	QueueSend(ctx context.Context, s Send) (bool, error)
 	Send(ctx context.Context, id string) (Send, error)
 	// SetSend sets the answer's status, error and attempts, with ev (when it has a type) in its
 	// outbox.

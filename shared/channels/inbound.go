@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode/utf8"
 
@@ -124,19 +125,12 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	thread, err := s.repo.Thread(ctx, c.ID, m.Conversation)
+	thread, err := s.repo.Thread(ctx, threadID(c.ID, m.Conversation))
 	if err != nil && !apperr.IsNotFound(err) {
 		return err
 	}
 	if m.Decision != nil {
 		return s.decide(ctx, c, bot, m, thread)
-	}
-	runID := runPrefix + m.ID
-	if e, err := s.svc.Runs.Get(ctx, c.ProjectID, bot.ID, runID); err == nil {
-		// A retry of a turn whose run was started: the run answers when it stops.
-		return s.repo.SetMessage(ctx, m.ID, MessageAnswered, e.ChatID)
-	} else if !apperr.IsNotFound(err) {
-		return err
 	}
 	sub, err := s.svc.Subscribers.OfPlatform(ctx, bot, c.Type+":"+m.User, m.UserName)
 	if err != nil {
@@ -144,7 +138,7 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 	}
 	err = s.svc.Limit(ctx, bot, "subscriber:"+sub.ID)
 	if err == nil {
-		err = s.turn(ctx, c, bot, m, thread, sub, runID)
+		err = s.turn(ctx, c, bot, m, thread, sub)
 	}
 	var failure *apperr.Error
 	if errors.As(err, &failure) && failure.Kind != apperr.Unavailable && failure.Kind != apperr.Internal {
@@ -155,10 +149,19 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 
 // turn answers m, the platform user sub's message, in the conversation's chat (a new one when
 // it has none, or its chat was deleted).
-func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Message, thread Thread, sub subscribers.Subscriber, runID string) error {
+func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Message, thread Thread, sub subscribers.Subscriber) error {
 	asker := chats.Asker{AccountID: sub.ID, Name: sub.Name, Subscriber: sub.ID}
 	text := m.Text
-	in := chats.Input{Message: &text, ChatID: thread.ChatID, ReasoningMode: bot.ReasoningType, RunID: runID, Origin: Origin, Channel: c.Type}
+	in := chats.Input{Message: &text, ChatID: thread.ChatID, ReasoningMode: bot.ReasoningType, RunID: runPrefix + m.ID, Origin: Origin, Channel: c.Type}
+	if chats.Mode(in) == chats.ModeAgent {
+		if e, err := s.svc.Runs.Get(ctx, c.ProjectID, bot.ID, in.RunID); err == nil {
+			// A retry of a turn whose run was started: the run answers when it stops.
+			return s.repo.SetMessage(ctx, m.ID, MessageAnswered, e.ChatID)
+		} else if !apperr.IsNotFound(err) {
+			return err
+		}
+	}
+	known := thread
 	thread = Thread{ID: threadID(c.ID, m.Conversation), ConnectionID: c.ID, Conversation: m.Conversation, ChatID: thread.ChatID, Reply: m.Reply, UpdatedAt: s.now()}
 	out, err := s.svc.Chats.Chat(ctx, c.ProjectID, bot, asker, in, nil)
 	if apperr.IsNotFound(err) && in.ChatID != "" {
@@ -184,9 +187,11 @@ func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Mess
 			return err
 		}
 	}
-	thread.ChatID = chatID
-	if err := s.repo.PutThread(ctx, thread); err != nil {
-		return err
+	if known.ChatID != chatID || !maps.Equal(known.Reply, thread.Reply) {
+		thread.ChatID = chatID
+		if err := s.repo.PutThread(ctx, thread); err != nil {
+			return err
+		}
 	}
 	if out.Reply != nil {
 		if err := s.queueSend(ctx, c, Send{ID: "reply-" + m.ID, ChatID: chatID, To: m.Reply, Text: textOf(*out.Reply)}); err != nil {
@@ -265,7 +270,7 @@ func (s *Service) Settle(ctx context.Context, e agentruns.Execution) error {
 		return ignoreGone(err)
 	}
 	to := m.Reply
-	if thread, err := s.repo.Thread(ctx, c.ID, m.Conversation); err == nil && thread.ChatID == e.ChatID {
+	if thread, err := s.repo.Thread(ctx, threadID(c.ID, m.Conversation)); err == nil && thread.ChatID == e.ChatID {
 		to = thread.Reply
 	} else if err != nil && !apperr.IsNotFound(err) {
 		return err
@@ -336,14 +341,30 @@ func ignoreGone(err error) error {
 	return err
 }
 
-// queueSend keeps send for c's platform and queues its delivery.
+// queueSend keeps send for c's platform and delivers it at once, where the answer was made;
+// what the platform does not take now is left to the queue (after the time the platform asked
+// for), and an answer kept before (a retried turn) is the queue's alone.
 func (s *Service) queueSend(ctx context.Context, c Connection, send Send) error {
 	now := s.now()
 	send.ProjectID, send.BotID, send.ConnectionID, send.Status, send.CreatedAt, send.UpdatedAt = c.ProjectID, c.BotID, c.ID, SendPending, now, now
-	if err := s.repo.QueueSend(ctx, send); err != nil {
+	fresh, err := s.repo.QueueSend(ctx, send)
+	if err != nil {
 		return err
 	}
-	return s.queue.Enqueue(ctx, tasks.NewChannelSendTask(send.ID))
+	task := tasks.NewChannelSendTask(send.ID)
+	if !fresh {
+		return s.queue.Enqueue(ctx, task)
+	}
+	later, err := s.deliver(ctx, c, send, false)
+	switch {
+	case err != nil:
+		// A failure of ours (the store, the credentials) is the queue's to try again.
+		return s.queue.Enqueue(ctx, task)
+	case later != nil:
+		task.After = later.After
+		return s.queue.Enqueue(ctx, task)
+	}
+	return nil
 }
 
 // Deliver sends the answer id through its connection's platform. A platform that asks to be
@@ -363,9 +384,21 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 	if err != nil {
 		return err
 	}
+	later, err := s.deliver(ctx, c, send, final)
+	if err == nil && later != nil {
+		return later
+	}
+	return err
+}
+
+// deliver makes an attempt at send through c's platform: taken, it is sent (channel.message.sent);
+// refused for now and final not set, the platform's RetryLater is returned with the pieces it
+// took kept; refused for good (or for now on the final attempt), it is failed
+// (channel.failed, the connection's status error). An error is a failure of ours.
+func (s *Service) deliver(ctx context.Context, c Connection, send Send, final bool) (*RetryLater, error) {
 	creds, err := s.open(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	send.Attempts++
 	err = s.platforms[c.Type].Send(ctx, link(c, creds), Outgoing{To: send.To, Text: send.Text, Approval: send.Approval, Sent: send.Pieces})
@@ -374,14 +407,14 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 		send.Status, send.UpdatedAt = SendSent, s.now()
 		ev := messageEvents.New(ctx, outbox.ChannelMessageSent, c.ProjectID, c.BotID, data)
 		if err := s.repo.SetSend(ctx, send, ev); err != nil {
-			return err
+			return nil, err
 		}
 		s.events.Dispatch(ctx, outbox.Ref{Resource: SendResource, ID: send.ID}, ev)
 		s.svc.Counted(c.Type, CountSent)
 		if c.Status == StatusError {
-			return s.repo.SetStatus(ctx, c.ID, StatusActive, "", s.now())
+			return nil, s.repo.SetStatus(ctx, c.ID, StatusActive, "", s.now())
 		}
-		return nil
+		return nil, nil
 	}
 	var later *RetryLater
 	if errors.As(err, &later) {
@@ -390,18 +423,15 @@ func (s *Service) Deliver(ctx context.Context, id string, final bool) error {
 	if later != nil && !final {
 		s.svc.Counted(c.Type, CountRetried)
 		send.UpdatedAt = s.now()
-		if serr := s.repo.SetSend(ctx, send, outbox.Event{}); serr != nil {
-			return serr
-		}
-		return err
+		return later, s.repo.SetSend(ctx, send, outbox.Event{})
 	}
 	send.Status, send.Error, send.UpdatedAt = SendFailed, bounded(err.Error()), s.now()
 	data.Error = send.Error
 	ev := messageEvents.New(ctx, outbox.ChannelFailed, c.ProjectID, c.BotID, data)
-	if serr := s.repo.SetSend(ctx, send, ev); serr != nil {
-		return serr
+	if err := s.repo.SetSend(ctx, send, ev); err != nil {
+		return nil, err
 	}
 	s.events.Dispatch(ctx, outbox.Ref{Resource: SendResource, ID: send.ID}, ev)
 	s.svc.Counted(c.Type, CountFailed)
-	return s.failed(ctx, c, err)
+	return nil, s.failed(ctx, c, err)
 }

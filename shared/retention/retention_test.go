@@ -52,7 +52,7 @@ func fixture(t *testing.T, old int) *mongo.Database {
 		if _, _, err := chans.Take(ctx, channels.Message{ID: id, ConnectionID: "c", PlatformID: id, Status: channels.MessageAnswered, ReceivedAt: at}, outbox.Event{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := chans.QueueSend(ctx, channels.Send{ID: id, ConnectionID: "c", Status: channels.SendSent, CreatedAt: at}); err != nil {
+		if _, err := chans.QueueSend(ctx, channels.Send{ID: id, ConnectionID: "c", Status: channels.SendSent, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -284,15 +284,17 @@ func orKept(v, kept string) string {
 
 // OfPlatform returns bot's subscriber known on a messaging platform as externalID (the
 // platform's type and user id), keeping them first, named name, when they are new. Their id is
-// derived from the agent and externalID, so two first messages at once keep one subscriber.
+// derived from the agent and externalID, so they are read by it, and two first messages at
+// once keep one subscriber.
 func (s *Service) OfPlatform(ctx context.Context, bot agents.Bot, externalID, name string) (Subscriber, error) {
-	sub, err := s.repo.ByExternalID(ctx, bot.ID, externalID)
+	sum := sha256.Sum256([]byte(bot.ID + "\x00" + externalID))
+	id := "p_" + hex.EncodeToString(sum[:16])
+	sub, err := s.repo.Get(ctx, bot.ID, id)
 	if err == nil || apperr.As(err).Kind != apperr.NotFound {
 		return sub, err
 	}
-	sum := sha256.Sum256([]byte(bot.ID + "\x00" + externalID))
 	now := s.now()
-	sub = Subscriber{ID: "p_" + hex.EncodeToString(sum[:16]), ProjectID: bot.ProjectID, BotID: bot.ID, ExternalID: externalID,
+	sub = Subscriber{ID: id, ProjectID: bot.ProjectID, BotID: bot.ID, ExternalID: externalID,
 		Name: cmp.Or(strings.TrimSpace(name), "Guest"), FirstSeen: now, LastSeen: now}
 	if utf8.RuneCountInString(sub.Name) > MaxSSONameLength {
 		sub.Name = string([]rune(sub.Name)[:MaxSSONameLength])

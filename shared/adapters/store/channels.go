@@ -109,9 +109,9 @@ func (r Channels) SetMessage(ctx context.Context, id, status, chatID string) err
 	return wrap(err, channels.MessageResource)
 }
 
-func (r Channels) Thread(ctx context.Context, connectionID, conversation string) (channels.Thread, error) {
+func (r Channels) Thread(ctx context.Context, id string) (channels.Thread, error) {
 	var t channels.Thread
-	err := r.db.Collection(channelThreadsColl).FindOne(ctx, bson.D{{Key: "connection_id", Value: connectionID}, {Key: "conversation", Value: conversation}}).Decode(&t)
+	err := r.db.Collection(channelThreadsColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&t)
 	return t, wrap(err, "channel_thread")
 }
 
@@ -126,12 +126,12 @@ func (r Channels) PutThread(ctx context.Context, t channels.Thread) error {
 	return wrap(err, "channel_thread")
 }
 
-func (r Channels) QueueSend(ctx context.Context, s channels.Send) error {
+func (r Channels) QueueSend(ctx context.Context, s channels.Send) (bool, error) {
 	_, err := r.db.Collection(channelSendsColl).InsertOne(ctx, s)
-	if apperr.As(wrap(err, channels.SendResource)).Kind == apperr.Conflict {
-		return nil
+	if err = wrap(err, channels.SendResource); apperr.As(err).Kind == apperr.Conflict {
+		return false, nil
 	}
-	return wrap(err, channels.SendResource)
+	return err == nil, err
 }
 
 func (r Channels) Send(ctx context.Context, id string) (channels.Send, error) {

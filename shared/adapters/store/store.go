@@ -199,7 +199,6 @@ func indexes() map[string][]mongo.IndexModel {
 			outboxIndex(),
 		},
 		channelThreadsColl: {
-			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "conversation", Value: 1}}, Options: options.Index().SetName("conversation")},
 			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
 		},
 		channelSendsColl: {

@@ -86,6 +86,7 @@ type Server struct {
 	failures  []failure
 	webhook   Webhook
 	messageID int
+	onSent    func(Call)
 }
 
 type failure struct {
@@ -118,6 +119,13 @@ func (s *Server) Sent() []Call {
 		}
 	}
 	return out
+}
+
+// OnSent calls f with each sendMessage the server answers ok, as it answers it.
+func (s *Server) OnSent(f func(Call)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onSent = f
 }
 
 // Fail makes the next n calls fail with status: 429 carries retryAfter in the Retry-After
@@ -244,7 +252,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	status, body := s.answer(token, method, params, err)
-	s.calls = append(s.calls, Call{Method: method, Params: params, Status: status})
+	call := Call{Method: method, Params: params, Status: status}
+	s.calls = append(s.calls, call)
+	if s.onSent != nil && method == "sendMessage" && status == http.StatusOK {
+		s.onSent(call)
+	}
 	if f, ok := body.(failure); ok {
 		if f.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(f.retryAfter.Seconds())))

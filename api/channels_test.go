@@ -321,3 +321,20 @@ func TestWorkflowPostsToAChannel(t *testing.T) {
 		t.Fatalf("the chat ends with %v", last)
 	}
 }
+
+// A message the agent cannot answer however often it is tried (its provider down) is not left
+// unanswered: after the last attempt the user is told.
+func TestChannelAnswerGivenUp(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Status: http.StatusServiceUnavailable})
+	tg := telegramtest.New(t, "13:down-token")
+	a.createChannel(t, map[string]any{"type": "telegram", "api_base_url": tg.URL, "credentials": map[string]any{"bot_token": tg.Token}})
+	if status, _, err := tg.Deliver(context.Background(), telegramtest.TextUpdate(1, 8, telegramtest.Alice, "Anyone there?")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the user told", func() (bool, any) { return len(tg.Sent()) == 1, sentTexts(tg) })
+	if got := sentTexts(tg)[0]; !strings.HasPrefix(got, "Sorry, the agent could not answer this time") || len(fake.Requests()) < 2 {
+		t.Fatalf("sent %q after %d model calls", got, len(fake.Requests()))
+	}
+}

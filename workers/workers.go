@@ -202,7 +202,7 @@ func mux(d Deps) *asynq.ServeMux {
 		if err := json.Unmarshal(task.Payload(), &t); err != nil {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
-		return d.Channels.Answer(ctx, t.ID)
+		return d.Channels.Answer(ctx, t.ID, final(ctx))
 	})
 	m.HandleFunc(tasks.TypeChannelSend, func(ctx context.Context, task *asynq.Task) error {
 		var t tasks.ChannelPayload

@@ -107,9 +107,10 @@ func messageID(connectionID, platformID string) string {
 
 // Answer answers the message id taken from a channel: a decision on a run's tool call, or a
 // turn of the conversation's chat, in the agent's reasoning mode, as the platform's user. A
-// reply made at once is queued to be sent; a run's answer is sent when the run stops (Settle).
-// A message answered before is not answered again.
-func (s *Service) Answer(ctx context.Context, id string) error {
+// reply made at once is sent; a run's answer is sent when the run stops (Settle). A message
+// answered before is not answered again. On the final attempt (final), a failure of ours (the
+// provider or the store down) is told to the user rather than left unanswered.
+func (s *Service) Answer(ctx context.Context, id string, final bool) error {
 	m, err := s.repo.Message(ctx, id)
 	if err != nil || m.Status != MessageReceived {
 		return ignoreGone(err)
@@ -141,8 +142,12 @@ func (s *Service) Answer(ctx context.Context, id string) error {
 		err = s.turn(ctx, c, bot, m, thread, sub)
 	}
 	var failure *apperr.Error
-	if errors.As(err, &failure) && failure.Kind != apperr.Unavailable && failure.Kind != apperr.Internal {
+	if errors.As(err, &failure) && !passing(failure) {
 		return s.refuse(ctx, c, m, thread, failure)
+	}
+	if err != nil && final {
+		return errors.Join(err, s.refuse(ctx, c, m, thread, apperr.New(apperr.Unavailable, "answer_failed",
+			"Sorry, the agent could not answer this time; please write again in a while.")))
 	}
 	return err
 }
@@ -201,6 +206,16 @@ func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Mess
 	return s.repo.SetMessage(ctx, m.ID, MessageAnswered, chatID)
 }
 
+// passing says a turn's failure may pass if it is tried again (a dependency down or failing,
+// the model's provider among them), as against one of the message or the agent.
+func passing(e *apperr.Error) bool {
+	switch e.Kind {
+	case apperr.Unavailable, apperr.Internal, apperr.BadGateway, apperr.GatewayTimeout:
+		return true
+	}
+	return false
+}
+
 // refuse tells the platform's user why their message was not answered (the agent's rate limit,
 // a message too long): a failure of theirs or the agent's, not one a retry mends.
 func (s *Service) refuse(ctx context.Context, c Connection, m Message, thread Thread, failure *apperr.Error) error {
@@ -227,7 +242,7 @@ func (s *Service) decide(ctx context.Context, c Connection, bot agents.Bot, m Me
 		approve := m.Decision.Approve
 		_, err = s.svc.Runs.Decide(ctx, c.ProjectID, bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve})
 	}
-	if err != nil && apperr.As(err).Kind != apperr.Unavailable && apperr.As(err).Kind != apperr.Internal {
+	if err != nil && !passing(apperr.As(err)) {
 		// A decided run, another's, or one gone: the click changes nothing.
 		return s.repo.SetMessage(ctx, m.ID, MessageDropped, thread.ChatID)
 	}

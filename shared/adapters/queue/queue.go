@@ -26,6 +26,10 @@ var options = map[string][]asynq.Option{
 	tasks.TypeHeartbeatFire: {asynq.MaxRetry(8), asynq.Timeout(2 * time.Minute)},
 	// memory:extract makes one model call: a few retries, and no longer than a model call.
 	tasks.TypeMemoryExtract: {asynq.MaxRetry(3), asynq.Timeout(2 * time.Minute)},
+	// channel:answer is a chat turn; channel:send waits out a platform's limits (Retry-After)
+	// and outages: many retries, each one call of the platform's.
+	tasks.TypeChannelAnswer: {asynq.MaxRetry(10), asynq.Timeout(5 * time.Minute)},
+	tasks.TypeChannelSend:   {asynq.MaxRetry(20), asynq.Timeout(2 * time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

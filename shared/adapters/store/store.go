@@ -191,6 +191,10 @@ func indexes() map[string][]mongo.IndexModel {
 		chunksColl: {
 			{Keys: bson.D{{Key: "source_id", Value: 1}, {Key: "gen", Value: 1}}, Options: options.Index().SetName("generation")},
 		},
+		operatorsColl: {
+			{Keys: bson.D{{Key: "token_hash", Value: 1}}, Options: options.Index().SetUnique(true).SetName("token_hash_unique")},
+			{Keys: bson.D{{Key: "account_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("account")},
+		},
 		channelsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
 		},

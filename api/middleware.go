@@ -269,7 +269,7 @@ func (s *server) accountBudget(c *gin.Context) {
 	c.Next()
 }
 
-// rateLimited applies the per-key request limit (GCRA in Redis, shared by every API replica)
+// rateLimited applies the per-key (per-operator, for an operator's token) request limit (GCRA in Redis, shared by every API replica)
 // and reports it in X-RateLimit-* headers.
 func (s *server) rateLimited(c *gin.Context) {
 	if s.rateLimit == 0 {
@@ -277,7 +277,11 @@ func (s *server) rateLimited(c *gin.Context) {
 		return
 	}
 	limit := redis_rate.PerMinute(s.rateLimit)
-	res, err := s.limiter.Allow(c, "ratelimit:key:"+httpx.Principal(c).KeyID, limit)
+	who := "key:" + httpx.Principal(c).KeyID
+	if op := httpx.Principal(c).OperatorID; op != "" {
+		who = "operator:" + op
+	}
+	res, err := s.limiter.Allow(c, "ratelimit:"+who, limit)
 	if err != nil {
 		httpx.Fail(c, apperr.Unavailablef("redis", err))
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -47,7 +48,7 @@ func (s *server) scoped(c *gin.Context, sc *scope) (*agents.Bot, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.tenancy.Project(c, httpx.Principal(c).AccountID, bot.ProjectID); err != nil {
+		if err := s.ownProject(c, bot.ProjectID); err != nil {
 			if apperr.As(err).Kind == apperr.NotFound {
 				return nil, apperr.NotFoundf("bot")
 			}
@@ -59,8 +60,19 @@ func (s *server) scoped(c *gin.Context, sc *scope) (*agents.Bot, error) {
 	if sc.ProjectID == "" {
 		return nil, apperr.Invalidf("project_id", "is required")
 	}
-	_, err := s.tenancy.Project(c, httpx.Principal(c).AccountID, sc.ProjectID)
-	return nil, err
+	return nil, s.ownProject(c, sc.ProjectID)
+}
+
+// ownProject authorises the project id for the request's principal: a project of another
+// account, or one outside the principal's projects (an operator's), is not found, exactly like a
+// missing one.
+func (s *server) ownProject(c *gin.Context, id string) error {
+	p := httpx.Principal(c)
+	if p.Projects != nil && !slices.Contains(p.Projects, id) {
+		return apperr.NotFoundf("project")
+	}
+	_, err := s.tenancy.Project(c, p.AccountID, id)
+	return err
 }
 
 // bot authorises the project and returns the request's agent, by its id or uuid.

@@ -34,10 +34,16 @@ type Key struct {
 	RevokedAt *time.Time `json:"revoked_at" bson:"revoked_at,omitempty"`
 }
 
-// Principal is who a request acts as: the account of the key it presented.
+// Principal is who a request acts as: the account of the key it presented, or of the operator
+// whose token it presented.
 type Principal struct {
 	AccountID string
 	KeyID     string
+	// OperatorID is the operator of an operator token (KeyID is then empty).
+	OperatorID string
+	// Projects are the projects the principal may address: nil for every project of the account
+	// (an API key), else only these (an operator's).
+	Projects []string
 }
 
 // Repo persists tenancy records. Methods return apperr NotFound errors for missing records and

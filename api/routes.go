@@ -105,6 +105,13 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/heartbeat/logs", handle(s.heartbeatLogs))
 	v1.GET("/bot/heartbeat/stats", handle(s.heartbeatStats))
 
+	v1.POST("/bot/operator/create", handle(s.createOperator))
+	v1.GET("/bot/operator/read", handle(s.readOperator))
+	v1.GET("/bot/operator/readall", handle(s.listOperators))
+	v1.PUT("/bot/operator/update", handle(s.updateOperator))
+	v1.DELETE("/bot/operator/delete", handle(s.deleteOperator))
+	r.GET("/v1/bot/operator/me", s.inboxAuth, s.rateLimited, s.accountBudget, handle(s.operatorMe))
+
 	v1.POST("/bot/source/create", handle(s.createSource))
 	v1.GET("/bot/source/read", handle(s.readSource))
 	v1.GET("/bot/source/readall", handle(s.listSources))

@@ -29,6 +29,7 @@ import (
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/operators"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/subscribers"
@@ -64,6 +65,8 @@ type Deps struct {
 	WorkflowRuns *workflows.Runs
 	// Heartbeats are agents' scheduled prompts (not Heartbeat, the streams' keep-alive).
 	Heartbeats *heartbeats.Service
+	// Operators are the people of accounts who answer conversations in the inbox.
+	Operators *operators.Service
 	// RunWait bounds how long a non-streamed agent run is waited for.
 	RunWait time.Duration
 	Redis   redis.UniversalClient
@@ -122,6 +125,7 @@ type server struct {
 	subscribers  *subscribers.Service
 	workflowRuns *workflows.Runs
 	heartbeats   *heartbeats.Service
+	operators    *operators.Service
 	runWait      time.Duration
 	heartbeat    time.Duration
 	metrics      *metrics.Metrics
@@ -175,6 +179,7 @@ func NewServer(d Deps) http.Handler {
 		subscribers:  d.Subscribers,
 		workflowRuns: d.WorkflowRuns,
 		heartbeats:   d.Heartbeats,
+		operators:    d.Operators,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

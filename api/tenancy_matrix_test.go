@@ -38,6 +38,8 @@ type matrixFixture struct {
 	channel string
 	// memory is a memory the agent keeps of its end user memoryUser.
 	memory, memoryUser string
+	// operator is an operator of the project, and operatorToken its token.
+	operator, operatorToken string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -53,7 +55,7 @@ func missingFixture(key string) matrixFixture {
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel",
-		memory: "no-such-memory", memoryUser: "no-such-user"}
+		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -74,6 +76,8 @@ const (
 	projectScope
 	// botScope routes name a project and one of its agents, in the query or the body.
 	botScope
+	// operatorScope routes name one of the account's operators.
+	operatorScope
 )
 
 // where is where a request carries its project and agent.
@@ -117,6 +121,8 @@ type matrixRow struct {
 	eventStream bool
 	// botCode is the code of an agent not found, when not bot_not_found.
 	botCode string
+	// asOperator sends the fixture's operator token instead of its key.
+	asOperator bool
 }
 
 func (r matrixRow) label() string {
@@ -181,6 +187,9 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 		path += "?" + raw
 	}
 	req := apitest.Request{Method: r.method, Path: path, Key: f.key, Header: header}
+	if r.asOperator {
+		req.Key = f.operatorToken
+	}
 	if body != nil {
 		req.Body = body
 	}
@@ -371,6 +380,21 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/heartbeat/delete", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"heartbeat_id", f.heartbeat} })},
 
+		{method: "POST", path: "/v1/bot/operator/create", scope: projectScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"name": "Another operator", "email": "another@example.com"}
+			}},
+		{method: "GET", path: "/v1/bot/operator/read", scope: operatorScope,
+			query: q(func(f matrixFixture) []string { return []string{"operator_id", f.operator} })},
+		{method: "GET", path: "/v1/bot/operator/readall", scope: projectScope, in: inQuery},
+		{method: "PUT", path: "/v1/bot/operator/update", scope: operatorScope,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"operator_id": f.operator, "availability": "online"}
+			}},
+		{method: "DELETE", path: "/v1/bot/operator/delete", scope: operatorScope, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"operator_id", f.operator} })},
+		{method: "GET", path: "/v1/bot/operator/me", scope: accountScope, asOperator: true},
+
 		{method: "POST", path: "/v1/bot/source/create", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any {
 				return map[string]any{"type": "text", "title": "Another source", "source": "Another note."}
@@ -542,6 +566,9 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		"credentials": map[string]any{"bot_token": m.telegram.Token}})})["channel"].(map[string]any)["id"].(string)
 	f.heartbeat = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/heartbeat/configure", Key: key, Body: scoped(map[string]any{
 		"prompt": "Heartbeat of " + tag, "cron_pattern": "0 9 * * *"})})["heartbeat"].(map[string]any)["uuid"].(string)
+	op := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/operator/create", Key: key, Body: map[string]any{
+		"project_id": project, "name": "Operator " + tag, "email": tag + "@example.com"}})
+	f.operator, f.operatorToken = op["operator"].(map[string]any)["id"].(string), op["token"].(string)
 
 	f.source = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/source/create", Key: key, Body: scoped(map[string]any{
 		"type": "text", "title": "Source " + tag, "source": "Matrix notes of " + tag + ": the kiln is fired on Tuesdays."})})["source"].(map[string]any)["id"].(string)
@@ -593,7 +620,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
-	tn.markers = append(tn.markers, f.memory, f.memoryUser)
+	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken)
 	return tn
 }
 
@@ -665,7 +692,7 @@ func variations(r matrixRow, a, b *matrixTenant) []variation {
 	ptr := func(f matrixFixture) *matrixFixture { return &f }
 	// Another account's key, with A's ids everywhere.
 	otherKey := a.matrixFixture
-	otherKey.key = b.key
+	otherKey.key, otherKey.operatorToken = b.key, b.operatorToken
 	missingForB := missingFixture(b.key)
 	// A's key with B's project, agent and resources.
 	otherProject := b.matrixFixture
@@ -679,10 +706,14 @@ func variations(r matrixRow, a, b *matrixTenant) []variation {
 	switch r.scope {
 	case accountScope:
 		return []variation{{name: "other-key", f: &otherKey, victim: a, status: http.StatusOK}}
-	case keyScope:
+	case keyScope, operatorScope:
+		code := "key_not_found"
+		if r.scope == operatorScope {
+			code = "operator_not_found"
+		}
 		return []variation{
-			{name: "other-key", f: &otherKey, like: ptr(otherKey.naming(missingForB)), victim: a, status: http.StatusNotFound, code: "key_not_found"},
-			{name: "other-resource", f: ptr(a.naming(b.matrixFixture)), like: ptr(a.naming(missingForA)), victim: b, status: http.StatusNotFound, code: "key_not_found"},
+			{name: "other-key", f: &otherKey, like: ptr(otherKey.naming(missingForB)), victim: a, status: http.StatusNotFound, code: code},
+			{name: "other-resource", f: ptr(a.naming(b.matrixFixture)), like: ptr(a.naming(missingForA)), victim: b, status: http.StatusNotFound, code: code},
 		}
 	}
 	vs := []variation{

@@ -49,6 +49,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/operators"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/retention"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -201,6 +202,8 @@ type Domain struct {
 	Events      *outbox.Dispatcher
 	// Heartbeats are agents' scheduled prompts.
 	Heartbeats *heartbeats.Service
+	// Operators are the people of accounts who answer conversations in the inbox.
+	Operators *operators.Service
 	// UserMemory is what agents remember of their end users (each user's cached in process).
 	UserMemory *usermemory.Service
 	// Stats are agents' statistics, read from their stored chats.
@@ -258,6 +261,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Chats.UseAgentRuns(d.AgentRuns)
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
+	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -312,6 +316,7 @@ func (a *App) API() (api.Deps, error) {
 		Workflows:     d.Workflows,
 		WorkflowRuns:  d.WorkflowRuns,
 		Heartbeats:    d.Heartbeats,
+		Operators:     d.Operators,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

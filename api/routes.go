@@ -126,6 +126,15 @@ func (s *server) routes(r *gin.Engine) {
 	v1.PUT("/bot/channel/update", handle(s.updateChannel))
 	v1.DELETE("/bot/channel/delete", handle(s.deleteChannel))
 
+	inbox := r.Group("/v1", s.inboxAuth, s.rateLimited, s.accountBudget)
+	inbox.GET("/bot/inbox", handle(s.listInbox))
+	inbox.POST("/bot/inbox/assign", handle(s.assignInbox))
+	inbox.POST("/bot/inbox/take", handle(s.takeInbox))
+	inbox.POST("/bot/inbox/reply", handle(s.replyInbox))
+	inbox.POST("/bot/inbox/note", handle(s.noteInbox))
+	inbox.POST("/bot/inbox/release", handle(s.releaseInbox))
+	inbox.POST("/bot/inbox/close", handle(s.closeInbox))
+
 	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
 	v1.POST("/bot/sso-secret", handle(s.newSSOSecret))
 

@@ -27,6 +27,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
+	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/operators"
@@ -105,6 +106,8 @@ type Deps struct {
 	// PublicURL is the deployment's public URL, under which channels' webhook URLs are given
 	// ("": the URL a request came to).
 	PublicURL string
+	// Inbox is the chats handed to the team's people.
+	Inbox *inbox.Service
 }
 
 // QueuesPath is where the queue dashboard is served.
@@ -145,6 +148,7 @@ type server struct {
 	stats     *stats.Service
 	channels  *channels.Service
 	publicURL string
+	inbox     *inbox.Service
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -200,6 +204,7 @@ func NewServer(d Deps) http.Handler {
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
 	s.hooks = &hooks.Door{Channels: d.Channels}
+	s.inbox = d.Inbox
 	// agentAllow takes one message of the agent's rate limit for the key keyID.
 	agentAllow := func(ctx context.Context, bot agents.Bot, keyID string) error {
 		_, err := s.botAllow(ctx, bot, keyID)

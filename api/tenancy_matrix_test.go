@@ -394,6 +394,31 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/operator/delete", scope: operatorScope, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"operator_id", f.operator} })},
 		{method: "GET", path: "/v1/bot/operator/me", scope: accountScope, asOperator: true},
+		{method: "GET", path: "/v1/bot/inbox", scope: projectScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/inbox/assign", scope: botScope, in: inBody, resource: true, foreign: refused,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"chat_id": f.chat, "operator_id": f.operator}
+			}},
+		{method: "POST", path: "/v1/bot/inbox/take", scope: botScope, in: inBody, resource: true, foreign: refused,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"chat_id": f.chat, "operator_id": f.operator}
+			}},
+		{method: "POST", path: "/v1/bot/inbox/reply", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"chat_id": f.chat, "content": "An operator's answer."}
+			}},
+		{method: "POST", path: "/v1/bot/inbox/note", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"chat_id": f.chat, "content": "An internal note."}
+			}},
+		{method: "POST", path: "/v1/bot/inbox/release", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"chat_id": f.chat, "note": "Back to you."} }},
+		{method: "POST", path: "/v1/bot/inbox/take", name: "again", scope: botScope, in: inBody, resource: true, foreign: refused, last: 1,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"chat_id": f.chat, "operator_id": f.operator}
+			}},
+		{method: "POST", path: "/v1/bot/inbox/close", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"chat_id": f.chat} }},
 
 		{method: "POST", path: "/v1/bot/source/create", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any {
@@ -576,6 +601,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		"message": "Hello from " + tag, "reasoning_mode": "standard"})})["chat"].(map[string]any)
 	f.chat = chat["chat_id"].(string)
 	f.message = chat["agent"].(map[string]any)["uuid"].(string)
+	m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/inbox/take", Key: key, Body: scoped(map[string]any{"chat_id": f.chat, "operator_id": f.operator})})
 	f.deal = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/deals", Key: key, Body: scoped(map[string]any{
 		"title": "Deal " + tag, "value": 1234})})["deal"].(map[string]any)["uuid"].(string)
 	f.contactName = "Contact " + tag
@@ -759,7 +785,8 @@ func errorOf(t *testing.T, res *apitest.Response) string {
 func TestTenancyMatrix(t *testing.T) {
 	t.Parallel()
 	fake := providertest.New(t)
-	b := setup(t, withProvider(fake.URL))
+	// Every row's requests, and their variations, come from one key in a minute or two.
+	b := setup(t, withProvider(fake.URL), withRateLimit(5000))
 	b.startWorker(t, workerOptions{})
 	hook := newReceiver(t)
 	peer := startMCP(t)

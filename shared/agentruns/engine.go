@@ -140,6 +140,9 @@ func (h *holder) run(ctx context.Context) error {
 	if h.set, err = h.tools.For(ctx, h.e.ProjectID, h.e.BotID); err != nil {
 		return err
 	}
+	if h.bot.HumanHandoff {
+		h.set = h.set.withHandoff()
+	}
 	if h.chat, err = h.chats.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ChatID); err != nil {
 		return err
 	}
@@ -308,7 +311,7 @@ func (h *holder) execute(ctx context.Context, c *Cycle) error {
 		return nil
 	}
 	c.ServerLabel, c.Operation = tool.ServerLabel, tool.Operation
-	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ExecutionID: h.e.ID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
+	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ChatID: h.e.ChatID, ExecutionID: h.e.ID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
 	res, err := tool.Call(ctx, sc, c.ActionInput, h.e.ID+":"+strconv.Itoa(c.Cycle))
 	switch {
 	case errors.Is(err, errRefused):

@@ -26,6 +26,8 @@ import (
 type Scope struct {
 	ProjectID string
 	BotID     string
+	// ChatID is the chat the run answers in.
+	ChatID string
 	// ExecutionID is the run's.
 	ExecutionID string
 	Request     Request
@@ -80,6 +82,8 @@ type Toolbox struct {
 	tools    []Tool
 	byName   map[string]*Tool
 	external *tools.Service
+	// handoff is the handoff tool, offered to the runs of agents that hand chats to people.
+	handoff Tool
 }
 
 // Services are what the tools act through.
@@ -91,7 +95,9 @@ type Services struct {
 	Workflows *workflows.Runs
 	// Tools are the agents' own tools (MCP servers); nil offers the built-in ones only.
 	Tools *tools.Service
-	Now   func() time.Time
+	// Handoff flags the run's chat for a person of the team (the handoff tool).
+	Handoff func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error
+	Now     func() time.Time
 }
 
 // maxSlots bounds the slots an availability check lists.
@@ -150,7 +156,26 @@ func NewToolbox(s Services) *Toolbox {
 			panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
 		}
 	}
-	return newToolbox(builtins, s.Tools)
+	handoff := Tool{Name: "handoff", Description: "Hands this conversation to a person of the team, when the user asks for one or you cannot help them: a person is asked to take over and answers here. Tell the user so.",
+		Parameters: object(map[string]any{"reason": str("Why a person should take over, for the team."),
+			"urgency": map[string]any{"type": "string", "enum": []any{"low", "normal", "high"}}}, "reason"),
+		ServerLabel: builtin, Operation: "handoff", run: s.handoff}
+	if handoff.schema = tools.ParseSchema(handoff.Parameters); handoff.schema == nil {
+		panic("runs: the schema of handoff does not parse")
+	}
+	tb := newToolbox(builtins, s.Tools)
+	tb.handoff = handoff
+	return tb
+}
+
+// withHandoff is tb with the handoff tool besides, for an agent that hands chats to people.
+func (tb *Toolbox) withHandoff() *Toolbox {
+	if tb.handoff.run == nil || tb.byName[tb.handoff.Name] != nil {
+		return tb
+	}
+	out := newToolbox(append(slices.Clone(tb.tools), tb.handoff), tb.external)
+	out.handoff = tb.handoff
+	return out
 }
 
 func newToolbox(list []Tool, external *tools.Service) *Toolbox {
@@ -186,7 +211,9 @@ func (tb *Toolbox) For(ctx context.Context, projectID, botID string) (*Toolbox, 
 		list = append(list, Tool{Name: o.Name, Description: o.Description, Parameters: o.Schema, Changes: !o.ReadOnly,
 			ServerLabel: o.Label, Operation: o.Operation, Approval: o.Approval, schema: tools.ParseSchema(o.Schema), run: tb.invoke(o)})
 	}
-	return newToolbox(list, tb.external), nil
+	out := newToolbox(list, tb.external)
+	out.handoff = tb.handoff
+	return out, nil
 }
 
 // invoke is the function of an agent tool's operation o: a call of its server, whose own
@@ -439,4 +466,19 @@ func (s Services) runWorkflow(ctx context.Context, sc Scope, raw json.RawMessage
 		return Result{}, err
 	}
 	return observe(map[string]any{"started": map[string]any{"run_id": r.UUID, "workflow_id": r.WorkflowID, "status": r.Status}}), nil
+}
+
+// handoff flags the run's chat for a person of the team, with the model's reason.
+func (s Services) handoff(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		Reason  string `json:"reason"`
+		Urgency string `json:"urgency"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	if err := s.Handoff(ctx, sc.ProjectID, sc.BotID, sc.ChatID, a.Reason, a.Urgency); err != nil {
+		return Result{}, err
+	}
+	return Result{Observation: "A person of the team was asked to take over this conversation; they will answer here. Tell the user so."}, nil
 }

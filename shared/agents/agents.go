@@ -42,13 +42,19 @@ type Bot struct {
 	AutoApproveTools int `json:"auto_approve_tools" bson:"auto_approve_tools"`
 	// VisitorApprovals lets the end users of the agent's page and widget approve the tool calls
 	// their chats' runs wait for; without it (the default) only the account decides.
-	VisitorApprovals bool      `json:"visitor_approvals" bson:"visitor_approvals"`
-	Status           int       `json:"status" bson:"status"`
-	ActiveAt         time.Time `json:"active_at" bson:"active_at"`
-	UpdatedAt        time.Time `json:"updated_at" bson:"updated_at"`
-	CreatedAt        time.Time `json:"-" bson:"created_at"`
-	Rev              int64     `json:"-" bson:"rev"`
-	Branding         Branding  `json:"branding" bson:"branding"`
+	VisitorApprovals bool `json:"visitor_approvals" bson:"visitor_approvals"`
+	// HumanHandoff lets the agent hand its chats to the team's operators: its runs get the
+	// handoff tool, and an end user asking for a person (HandoffPhrases, or the defaults) is
+	// told HandoffMessage and waits in the inbox.
+	HumanHandoff   bool      `json:"human_handoff" bson:"human_handoff"`
+	HandoffMessage string    `json:"handoff_message" bson:"handoff_message"`
+	HandoffPhrases []string  `json:"handoff_phrases" bson:"handoff_phrases"`
+	Status         int       `json:"status" bson:"status"`
+	ActiveAt       time.Time `json:"active_at" bson:"active_at"`
+	UpdatedAt      time.Time `json:"updated_at" bson:"updated_at"`
+	CreatedAt      time.Time `json:"-" bson:"created_at"`
+	Rev            int64     `json:"-" bson:"rev"`
+	Branding       Branding  `json:"branding" bson:"branding"`
 	// AllowedOrigins are the web origins (https://shop.example.com) whose pages may embed the
 	// agent's widget and call its public endpoints; its own page's origin always may.
 	AllowedOrigins []string          `json:"allowed_origins" bson:"allowed_origins"`

@@ -70,6 +70,9 @@ type Patch struct {
 	HideBranding      flex.OptFlag       `json:"hide_branding"`
 	AutoApproveTools  flex.OptFlag       `json:"auto_approve_tools"`
 	VisitorApprovals  *bool              `json:"visitor_approvals"`
+	HumanHandoff      *bool              `json:"human_handoff"`
+	HandoffMessage    *string            `json:"handoff_message"`
+	HandoffPhrases    *[]string          `json:"handoff_phrases"`
 	Status            flex.OptFlag       `json:"status"`
 	Branding          json.RawMessage    `json:"branding"`
 	Integrations      *[]freeform.Object `json:"integrations"`
@@ -100,6 +103,20 @@ func (p Patch) apply(b *Bot) error {
 	if p.VisitorApprovals != nil {
 		b.VisitorApprovals = *p.VisitorApprovals
 	}
+	if p.HumanHandoff != nil {
+		b.HumanHandoff = *p.HumanHandoff
+	}
+	if p.HandoffMessage != nil {
+		b.HandoffMessage = strings.TrimSpace(*p.HandoffMessage)
+	}
+	if p.HandoffPhrases != nil {
+		b.HandoffPhrases = []string{}
+		for _, phrase := range *p.HandoffPhrases {
+			if phrase = strings.ToLower(strings.Join(strings.Fields(phrase), " ")); phrase != "" {
+				b.HandoffPhrases = append(b.HandoffPhrases, phrase)
+			}
+		}
+	}
 	if p.MaxReplyTokens.Set {
 		b.MaxReplyTokens = strconv.Itoa(int(p.MaxReplyTokens.Value))
 	}
@@ -125,6 +142,30 @@ func (p Patch) apply(b *Bot) error {
 	return nil
 }
 
+// Bounds of an agent's handoff phrases.
+const (
+	MaxHandoffPhrases      = 50
+	MaxHandoffPhraseLength = 100
+)
+
+// DefaultHandoffPhrases are what an end user says to ask for a person, when the agent names none.
+var DefaultHandoffPhrases = []string{"talk to a human", "speak to a human", "talk to a person", "speak to a person", "real person",
+	"human agent", "live agent", "agent please", "talk to someone", "speak to someone", "customer service representative"}
+
+// DefaultHandoffMessage tells an end user the team was asked, when the agent says nothing else.
+const DefaultHandoffMessage = "I have asked a person of the team to take over; they will answer here."
+
+// AsksForPerson reports whether message asks for a person, by the agent's handoff phrases (or
+// the defaults): a phrase anywhere in it, case and spacing aside.
+func (b Bot) AsksForPerson(message string) bool {
+	phrases := b.HandoffPhrases
+	if len(phrases) == 0 {
+		phrases = DefaultHandoffPhrases
+	}
+	text := strings.ToLower(strings.Join(strings.Fields(message), " "))
+	return slices.ContainsFunc(phrases, func(p string) bool { return strings.Contains(text, p) })
+}
+
 // MaxAllowedOrigins bounds an agent's allowed_origins.
 const MaxAllowedOrigins = 20
 
@@ -144,6 +185,11 @@ func validate(b Bot, h Hosts) error {
 	limits.Text(&p, "instruction", b.Instruction, MaxInstructionLength)
 	limits.Text(&p, "ratelimit_message", b.RatelimitMessage, MaxMessageLength)
 	limits.Text(&p, "no_answer_reply", b.NoAnswerReply, MaxMessageLength)
+	limits.Text(&p, "handoff_message", b.HandoffMessage, MaxMessageLength)
+	limits.Items(&p, "handoff_phrases", len(b.HandoffPhrases), MaxHandoffPhrases)
+	for i, phrase := range b.HandoffPhrases {
+		limits.Text(&p, fmt.Sprintf("handoff_phrases[%d]", i), phrase, MaxHandoffPhraseLength)
+	}
 	limits.Text(&p, "provider_key", b.ProviderKey, MaxProviderKeyLength)
 	for field, v := range map[string]string{"avatar": b.Avatar, "avatar_link": b.AvatarLink} {
 		checkURL(&p, field, v)

@@ -157,8 +157,9 @@ type Repo interface {
 
 	// Thread returns the thread id: NotFound when the conversation has none yet.
 	Thread(ctx context.Context, id string) (Thread, error)
-	// ThreadOfChat returns the connection's thread whose chat is chatID: NotFound when none is.
-	ThreadOfChat(ctx context.Context, connectionID, chatID string) (Thread, error)
+	// ThreadByChat returns the thread whose chat is chatID, of any connection: NotFound when
+	// none is.
+	ThreadByChat(ctx context.Context, chatID string) (Thread, error)
 	// PutThread keeps t (its chat and where its answers go).
 	PutThread(ctx context.Context, t Thread) error
 

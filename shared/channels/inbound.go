@@ -198,7 +198,7 @@ func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Mess
 			return err
 		}
 	}
-	if out.Reply != nil {
+	if out.Reply != nil && out.Reply.Type != chats.KindHuman {
 		if err := s.queueSend(ctx, c, Send{ID: "reply-" + m.ID, ChatID: chatID, To: m.Reply, Text: textOf(*out.Reply)}); err != nil {
 			return err
 		}
@@ -259,12 +259,30 @@ func (s *Service) Post(ctx context.Context, projectID, botID, channelID, chatID,
 	if err != nil {
 		return err
 	}
-	thread, err := s.repo.ThreadOfChat(ctx, c.ID, chatID)
-	if apperr.IsNotFound(err) {
+	thread, err := s.repo.ThreadByChat(ctx, chatID)
+	if apperr.IsNotFound(err) || (err == nil && thread.ConnectionID != c.ID) {
 		return apperr.New(apperr.NotFound, "channel_conversation_not_found", "The chat "+chatID+" is no conversation of this channel.")
 	}
 	if err != nil {
 		return err
+	}
+	return s.queueSend(ctx, c, Send{ID: "post-" + messageID(c.ID, key), ChatID: chatID, To: thread.Reply, Text: text})
+}
+
+// ToChat delivers text, a person's answer in the agent's place, to the conversation whose chat
+// is chatID, when the chat is one of the agent's channels' conversations, once per key; a chat
+// of no channel is left as it is.
+func (s *Service) ToChat(ctx context.Context, projectID, botID, chatID, text, key string) error {
+	thread, err := s.repo.ThreadByChat(ctx, chatID)
+	if apperr.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c, err := s.repo.Get(ctx, projectID, botID, thread.ConnectionID)
+	if err != nil {
+		return ignoreGone(err)
 	}
 	return s.queueSend(ctx, c, Send{ID: "post-" + messageID(c.ID, key), ChatID: chatID, To: thread.Reply, Text: text})
 }

@@ -106,6 +106,10 @@ type Chat struct {
 	// Recent are the chat's latest messages, from sequence number RecentFrom on, as the store
 	// keeps them with the chat (Range serves them without another read); Rev counts the writes
 	// of the chat's messages.
+	// Held says a person of the team took the chat over: the agent answers none of its
+	// messages until they hand it back, with HandBack, their note for the agent's next prompt.
+	Held       bool      `json:"-" bson:"held,omitempty"`
+	HandBack   string    `json:"-" bson:"hand_back,omitempty"`
 	Recent     []Message `json:"-" bson:"recent,omitempty"`
 	RecentFrom int       `json:"-" bson:"recent_from,omitempty"`
 	Rev        int64     `json:"-" bson:"rev,omitempty"`

@@ -115,6 +115,12 @@ func (s *Service) Drop(ctx context.Context, t Turn) (Reply, error) {
 // Post adds text to the agent's chat chatID (a new chat when empty) as a message of the agent,
 // without a model call (workflows' send_message).
 func (s *Service) Post(ctx context.Context, projectID string, bot agents.Bot, chatID, text string) (Message, error) {
+	return s.PostAs(ctx, projectID, bot, chatID, text, nil)
+}
+
+// PostAs is Post of a message by, a person of the team answering in the agent's place (the
+// agent when nil).
+func (s *Service) PostAs(ctx context.Context, projectID string, bot agents.Bot, chatID, text string, by *User) (Message, error) {
 	in := Input{Message: &text, ChatID: chatID}
 	chat, isNew, err := s.chatFor(ctx, projectID, bot, Asker{}, in)
 	if err != nil {
@@ -128,6 +134,9 @@ func (s *Service) Post(ctx context.Context, projectID string, bot agents.Bot, ch
 		User: Message{Model: bot.Model, Complexity: Complexity(text), Preference: Preference{ReasoningType: "standard", Model: bot.Model, Complexity: Complexity(text)}}}
 	m := s.AgentMessage(t, text, bot.Model, 0, llm.Usage{}, []memory.Ref{})
 	m.CreditUsed = "0"
+	if by != nil {
+		m.User = *by
+	}
 	return m, s.store(ctx, projectID, bot, &chat, &m, write)
 }
 

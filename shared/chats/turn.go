@@ -1,6 +1,7 @@
 package chats
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"unicode/utf8"
@@ -8,6 +9,8 @@ import (
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/llm"
+	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
 )
 
 // AgentRuns carry out the turns answered by an agent run (shared/agentruns implements it).
@@ -19,6 +22,18 @@ type AgentRuns interface {
 	// Tools are the tools runs of the agent may use, as a proposed plan describes them.
 	Tools(ctx context.Context, projectID, botID string) ([]llm.Tool, error)
 }
+
+// RequestHandoff flags the agent's chat for a person of the team, once while a request is open
+// (shared/inbox implements it): source says what asked, channel where the end user writes.
+type RequestHandoff func(ctx context.Context, projectID, botID, chatID, source, reason, channel string) error
+
+// UseHandoffs gives the service the inbox that end users' requests for a person go to. The
+// composition root calls it once both exist.
+func (s *Service) UseHandoffs(r RequestHandoff) { s.handoff = r }
+
+// KindHuman is the type of the reply to a message of a chat a person took over: empty, for the
+// person answers.
+const KindHuman = "human"
 
 // UseAgentRuns gives the service the agent runs that carry out the turns it does not answer at
 // once. The composition root calls it once both exist (runs store their messages in chats).
@@ -55,6 +70,31 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	t, err := s.Begin(ctx, projectID, bot, asker, in, mode)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if t.Chat.Held {
+		// A person took the chat over: the message is kept for them, and no model answers it.
+		none := s.AgentMessage(t, "", t.User.Model, 0, llm.Usage{}, []memory.Ref{})
+		none.CreditUsed = "0"
+		r := NewReply(t.Chat.UUID, t.User, t.Started, Answered{Agent: none, Done: true, Kind: KindHuman,
+			Usage: UsageOf(llm.Usage{}, t.User.ReasoningType, t.User.Seq), At: t.User.CreatedAt})
+		return Outcome{Reply: &r}, nil
+	}
+	if s.handoff != nil && bot.HumanHandoff && bot.AsksForPerson(t.Question()) {
+		if err := s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "user", "The end user asked for a person.", cmp.Or(in.Channel, "api")); err != nil {
+			return Outcome{}, err
+		}
+		r, err := s.say(ctx, t, "handoff", cmp.Or(bot.HandoffMessage, agents.DefaultHandoffMessage))
+		return Outcome{Reply: &r}, err
+	}
+	if note := t.Chat.HandBack; note != "" {
+		// The person who had the chat handed it back with a note for the agent: in this prompt.
+		t.Input.Instruction = Instruction(t.Input, bot) + "\n\nA person of your team answered this conversation for a while and handed it back to you with this note: " + note
+		in.Instruction = t.Input.Instruction
+		ev := chatEvents.New(ctx, outbox.ChatUpdated, projectID, bot.ID, t.Chat)
+		if err := s.repo.SetChat(ctx, t.Chat.UUID, map[string]any{"hand_back": ""}, ev); err != nil {
+			return Outcome{}, err
+		}
+		s.events.Dispatch(ctx, outbox.Ref{Resource: RecordResource, ID: t.Chat.UUID}, ev)
 	}
 	if s.remembers(bot, in) {
 		t.EndUser = asker.Remembered()

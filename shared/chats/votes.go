@@ -159,6 +159,22 @@ func (s *Service) SetMode(ctx context.Context, projectID, botID, id, mode string
 	return s.setChat(ctx, projectID, botID, id, "mode", mode)
 }
 
+// Hold takes the chat over for a person (held) or hands it back to the agent with handBack, a
+// note for the agent's next prompt.
+func (s *Service) Hold(ctx context.Context, projectID, botID, id string, held bool, handBack string) error {
+	c, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return err
+	}
+	c.Held, c.HandBack = held, handBack
+	ev := chatEvents.New(ctx, outbox.ChatUpdated, projectID, botID, c)
+	if err := s.repo.SetChat(ctx, c.UUID, map[string]any{"held": held, "hand_back": handBack}, ev); err != nil {
+		return err
+	}
+	s.events.Dispatch(ctx, outbox.Ref{Resource: RecordResource, ID: c.UUID}, ev)
+	return nil
+}
+
 func (s *Service) setChat(ctx context.Context, projectID, botID, id, field, value string) (Chat, error) {
 	c, err := s.Get(ctx, projectID, botID, id)
 	if err != nil {

@@ -252,6 +252,13 @@ const (
 	ChannelMessageReceived = "channel.message.received"
 	ChannelMessageSent     = "channel.message.sent"
 	ChannelFailed          = "channel.failed"
+	// A chat's handoff to a person: asked for, assigned to an operator, taken over, handed back
+	// to the agent, closed.
+	HandoffRequested = "handoff.requested"
+	HandoffAssigned  = "handoff.assigned"
+	HandoffTaken     = "handoff.taken"
+	HandoffReleased  = "handoff.released"
+	HandoffClosed    = "handoff.closed"
 )
 
 // Types lists every event type, for validation and documentation.
@@ -265,4 +272,5 @@ var Types = []string{
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 	HeartbeatCompleted, HeartbeatFailed, HeartbeatPaused, HeartbeatDisabled,
 	ChannelMessageReceived, ChannelMessageSent, ChannelFailed,
+	HandoffRequested, HandoffAssigned, HandoffTaken, HandoffReleased, HandoffClosed,
 }

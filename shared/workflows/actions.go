@@ -18,6 +18,13 @@ var actionChecks = map[string]func(params){
 	ActionCreateDeal:  checkCreateDeal,
 	ActionUpdateDeal:  checkUpdateDeal,
 	ActionAddMemory:   checkAddMemory,
+	ActionRequestHandoff: func(ps params) {
+		ps.required("chat_id")
+		ps.optional("reason")
+		if urgency, ok := ps.optional("urgency"); ok && !isTemplate(urgency) {
+			ps.choice("urgency", urgency, []string{"low", "normal", "high"})
+		}
+	},
 }
 
 // tokenChars are the characters of an RFC 7230 token (tchar).

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -84,6 +85,8 @@ type Actors struct {
 	Webhooks Webhooks
 	// Channels deliver send_message's message to a conversation on a messaging platform.
 	Channels Channels
+	// Handoff flags a chat of the agent for a person of the team (request_handoff).
+	Handoff func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error
 }
 
 // Channels deliver messages to the conversations of agents' channel connections
@@ -300,6 +303,12 @@ func (x *Executor) act(ctx context.Context, r Run, i int, typ string, p map[stri
 		return output(map[string]any{"source_id": src.UUID, "status": src.Status}), 0, 1, err
 	case ActionSendMessage:
 		return x.sendMessage(ctx, r, key, p)
+	case ActionRequestHandoff:
+		chatID, _ := p["chat_id"].(string)
+		reason, _ := p["reason"].(string)
+		urgency, _ := p["urgency"].(string)
+		err := x.actors.Handoff(ctx, r.ProjectID, r.BotID, chatID, cmp.Or(reason, "The workflow "+r.WorkflowID+" asked for a person."), urgency)
+		return output(map[string]any{"chat_id": chatID}), 0, 1, err
 	}
 	return "", 0, 1, refusal{fmt.Errorf("unknown action type %q", typ)}
 }

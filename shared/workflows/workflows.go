@@ -76,27 +76,31 @@ const (
 	ActionCreateDeal  = "create_deal"
 	ActionUpdateDeal  = "update_deal"
 	ActionAddMemory   = "add_memory"
+	// ActionRequestHandoff flags a chat of the agent for a person of the team (the inbox).
+	ActionRequestHandoff = "request_handoff"
 )
 
 // ActionTypes lists the action types.
-var ActionTypes = []string{ActionWebhook, ActionSendMessage, ActionCreateDeal, ActionUpdateDeal, ActionAddMemory}
+var ActionTypes = []string{ActionWebhook, ActionSendMessage, ActionCreateDeal, ActionUpdateDeal, ActionAddMemory, ActionRequestHandoff}
 
 // ActionParams lists the params keys each action type accepts.
 var ActionParams = map[string][]string{
-	ActionWebhook:     {"url", "headers", "body", "timeout_seconds"},
-	ActionSendMessage: {"message", "chat_id", "mode", "channel_id"},
-	ActionCreateDeal:  {"title", "value", "currency", "status", "stage", "contact"},
-	ActionUpdateDeal:  {"deal_id", "title", "value", "currency", "status", "stage"},
-	ActionAddMemory:   {"title", "type", "source", "tags"},
+	ActionWebhook:        {"url", "headers", "body", "timeout_seconds"},
+	ActionSendMessage:    {"message", "chat_id", "mode", "channel_id"},
+	ActionCreateDeal:     {"title", "value", "currency", "status", "stage", "contact"},
+	ActionUpdateDeal:     {"deal_id", "title", "value", "currency", "status", "stage"},
+	ActionAddMemory:      {"title", "type", "source", "tags"},
+	ActionRequestHandoff: {"chat_id", "reason", "urgency"},
 }
 
 // RequiredParams lists the params each action type must have (a test holds the validator to it).
 var RequiredParams = map[string][]string{
-	ActionWebhook:     {"url"},
-	ActionSendMessage: {"message"},
-	ActionCreateDeal:  {"title"},
-	ActionUpdateDeal:  {"deal_id"},
-	ActionAddMemory:   {"title", "type", "source"},
+	ActionWebhook:        {"url"},
+	ActionSendMessage:    {"message"},
+	ActionCreateDeal:     {"title"},
+	ActionUpdateDeal:     {"deal_id"},
+	ActionAddMemory:      {"title", "type", "source"},
+	ActionRequestHandoff: {"chat_id"},
 }
 
 // The modes of send_message: post the message as the agent, or answer it with the chat pipeline.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,8 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
+	"github.com/agentplane/agentplane/shared/inbox"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
@@ -210,6 +213,8 @@ type Domain struct {
 	Stats *stats.Service
 	// Channels are agents' connections to messaging platforms.
 	Channels *channels.Service
+	// Inbox is the chats handed to the team's people.
+	Inbox *inbox.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -255,7 +260,10 @@ func (a *App) Domain() (Domain, error) {
 	openapi := openapiclient.New(guarded)
 	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
-	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools})
+	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools,
+		Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {
+			return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: inbox.SourceTool, Reason: reason, Urgency: urgency})
+		}})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db, a.Log.With("component", "runs")), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
@@ -276,8 +284,25 @@ func (a *App) Domain() (Domain, error) {
 	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
 		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit(),
 			Counted: a.Metrics.Channel})
+	d.Inbox = inbox.NewService(store.NewHandoffs(db), ev, inbox.Services{Chats: d.Chats, Deliver: d.Channels.ToChat,
+		Operators: func(ctx context.Context, accountID, projectID, operatorID string) error {
+			op, err := d.Operators.Get(ctx, accountID, operatorID)
+			if err == nil && !slices.Contains(op.ProjectIDs, projectID) {
+				err = apperr.NotFoundf(operators.Resource)
+			}
+			return err
+		}})
+	d.Chats.UseHandoffs(func(ctx context.Context, projectID, botID, chatID, source, reason, channel string) error {
+		return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: source, Reason: reason, Channel: channel})
+	})
 	a.dom = &d
 	return d, nil
+}
+
+// requestHandoff flags a chat for a person of the team.
+func (d *Domain) requestHandoff(ctx context.Context, projectID, botID, chatID string, r inbox.Request) error {
+	_, _, err := d.Inbox.Request(ctx, projectID, botID, chatID, r)
+	return err
 }
 
 // extractors pick the model that extracts a message's facts: the one that answered its turn
@@ -344,6 +369,8 @@ func (a *App) API() (api.Deps, error) {
 		// Agents' channels, their webhook URLs under the public URL.
 		Channels:  d.Channels,
 		PublicURL: a.Cfg.PublicURL,
+		// The inbox of chats handed to people.
+		Inbox: d.Inbox,
 	}, nil
 }
 
@@ -397,7 +424,10 @@ func (a *App) Worker() (workers.Deps, error) {
 		Runs:       runs,
 		Heartbeats: d.Heartbeats,
 		Workflows: workflows.NewExecutor(a.workflowRuns(), d.Events, workflows.Actors{Bots: d.Agents, CRM: d.CRM,
-			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks, Channels: d.Channels}, a.Log.With("component", "workflows"), a.Cfg.RunLease),
+			Sources: d.Sources, Chats: d.Chats, Webhooks: hooks, Channels: d.Channels,
+			Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {
+				return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: inbox.SourceWorkflow, Reason: reason, Urgency: urgency})
+			}}, a.Log.With("component", "workflows"), a.Cfg.RunLease),
 		Triggers: workers.Triggers{NATS: a.Conns.NATS, Durable: "workflows-" + a.Cfg.Queue, Runs: d.WorkflowRuns, RetryDelay: time.Second},
 		// End users' memories: what their messages say about them is extracted here.
 		UserMemory: d.UserMemory,

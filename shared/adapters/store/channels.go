@@ -115,9 +115,9 @@ func (r Channels) Thread(ctx context.Context, id string) (channels.Thread, error
 	return t, wrap(err, "channel_thread")
 }
 
-func (r Channels) ThreadOfChat(ctx context.Context, connectionID, chatID string) (channels.Thread, error) {
+func (r Channels) ThreadByChat(ctx context.Context, chatID string) (channels.Thread, error) {
 	var t channels.Thread
-	err := r.db.Collection(channelThreadsColl).FindOne(ctx, bson.D{{Key: "connection_id", Value: connectionID}, {Key: "chat_id", Value: chatID}}).Decode(&t)
+	err := r.db.Collection(channelThreadsColl).FindOne(ctx, bson.D{{Key: "chat_id", Value: chatID}}).Decode(&t)
 	return t, wrap(err, "channel_thread")
 }
 

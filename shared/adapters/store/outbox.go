@@ -38,6 +38,8 @@ var outboxCollections = map[string]string{
 	// channels.MessageResource and channels.SendResource
 	"channel_message": channelMessagesColl,
 	"channel_send":    channelSendsColl,
+	// inbox.Resource
+	"handoff": handoffsColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

@@ -203,10 +203,14 @@ func indexes() map[string][]mongo.IndexModel {
 			outboxIndex(),
 		},
 		channelThreadsColl: {
-			{Keys: bson.D{{Key: "connection_id", Value: 1}, {Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
+			{Keys: bson.D{{Key: "chat_id", Value: 1}}, Options: options.Index().SetName("chat")},
 		},
 		channelSendsColl: {
 			{Keys: bson.D{{Key: "created_at", Value: 1}}, Options: options.Index().SetName("age")},
+			outboxIndex(),
+		},
+		handoffsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "status", Value: 1}, {Key: "requested_at", Value: 1}}, Options: options.Index().SetName("inbox")},
 			outboxIndex(),
 		},
 		// End users' memories: a user's (the prompt's and the API's reads) and an agent's, newest first.

@@ -1,0 +1,231 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+)
+
+// operator creates an operator of the agent's project and returns its id and token.
+func (a chatAPI) operator(t *testing.T, name string) (string, string) {
+	t.Helper()
+	res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/operator/create", Key: a.b.key,
+		Body: map[string]any{"project_id": a.b.project.ID, "name": name, "email": strings.ToLower(name) + "@example.com", "availability": "online"}})
+	expect(t, res, http.StatusOK, "")
+	got := res.JSON(t)
+	return got["operator"].(map[string]any)["id"].(string), got["token"].(string)
+}
+
+// inbox sends an inbox action on the chat with key (an API key or an operator's token).
+func (a chatAPI) inbox(t *testing.T, key, action, chatID string, body map[string]any) *apitest.Response {
+	t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	body["chat_id"] = chatID
+	return a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/inbox/" + action, Key: key, Body: a.body(body)})
+}
+
+// handoffs lists the project's inbox with key.
+func (a chatAPI) handoffs(t *testing.T, key, query string) []any {
+	t.Helper()
+	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/inbox?project_id=" + a.b.project.ID + query, Key: key})
+	expect(t, res, http.StatusOK, "")
+	return res.JSON(t)["handoffs"].([]any)
+}
+
+// A chat is flagged for a person, once, when the agent calls its handoff tool, when the end
+// user asks for a person (told the agent's handoff_message, with no model call), and when a
+// workflow's request_handoff fires.
+func TestHandoffRequests(t *testing.T) {
+	t.Parallel()
+	t.Run("TheAgentsTool", func(t *testing.T) {
+		t.Parallel()
+		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "agent", "human_handoff": true})
+		fake.Set(providertest.Behavior{Script: []providertest.Turn{call("handoff", `{"reason":"The customer is upset about billing.","urgency":"high"}`),
+			{Reply: "A person of the team will answer you here."}}})
+		_, chat := a.chat(t, map[string]any{"message": "I was charged twice!", "reasoning_mode": "agent"})
+		if chat == nil || chat["reply"] != "A person of the team will answer you here." {
+			t.Fatalf("reply %v", chat)
+		}
+		list := a.handoffs(t, a.b.key, "")
+		h, _ := list[0].(map[string]any)
+		if len(list) != 1 || h["chat_id"] != chat["chat_id"] || h["source"] != "tool" || h["urgency"] != "high" ||
+			h["reason"] != "The customer is upset about billing." || h["status"] != "waiting" {
+			t.Fatalf("inbox %v", list)
+		}
+	})
+	t.Run("TheEndUserAsks", func(t *testing.T) {
+		t.Parallel()
+		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true, "handoff_message": "Hold on, a colleague is coming."})
+		fake.Set(providertest.Behavior{Reply: "A model answer."})
+		_, chat := a.chat(t, map[string]any{"message": "Can I talk to a HUMAN please?"})
+		if chat == nil || chat["reply"] != "Hold on, a colleague is coming." || len(fake.Requests()) != 0 {
+			t.Fatalf("reply %v after %d model calls", chat, len(fake.Requests()))
+		}
+		_, again := a.chat(t, map[string]any{"message": "Real person, now.", "chat_id": chat["chat_id"]})
+		if again == nil || again["reply"] != "Hold on, a colleague is coming." {
+			t.Fatalf("second reply %v", again)
+		}
+		if list := a.handoffs(t, a.b.key, "&source=user"); len(list) != 1 || list[0].(map[string]any)["chat_id"] != chat["chat_id"] {
+			t.Fatalf("inbox %v", list)
+		}
+		_, other := a.chat(t, map[string]any{"message": "What are your opening hours?"})
+		if other == nil || other["reply"] != "A model answer." || len(a.handoffs(t, a.b.key, "")) != 1 {
+			t.Fatalf("an ordinary question: %v", other)
+		}
+	})
+	t.Run("OnlyWhenTheAgentHandsOff", func(t *testing.T) {
+		t.Parallel()
+		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+		fake.Set(providertest.Behavior{Reply: "I am the agent."})
+		if _, chat := a.chat(t, map[string]any{"message": "talk to a human"}); chat == nil || chat["reply"] != "I am the agent." {
+			t.Fatalf("reply %v", chat)
+		}
+		if list := a.handoffs(t, a.b.key, ""); len(list) != 0 {
+			t.Fatalf("inbox %v", list)
+		}
+	})
+	t.Run("AWorkflow", func(t *testing.T) {
+		t.Parallel()
+		b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+		fake.Set(providertest.Behavior{Reply: "Hello."})
+		_, chat := a.chat(t, map[string]any{"message": "Hi"})
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/workflow/create", Key: b.key, Body: a.body(map[string]any{
+			"name": "Escalate", "trigger_type": "manual", "actions": []map[string]any{{"type": "request_handoff",
+				"params": map[string]any{"chat_id": chat["chat_id"], "reason": "VIP customer", "urgency": "high"}}}})})
+		expect(t, res, http.StatusOK, "")
+		res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/workflow/run", Key: b.key,
+			Body: a.body(map[string]any{"workflow_id": res.JSON(t)["workflow"].(map[string]any)["uuid"]})})
+		expect(t, res, http.StatusOK, "")
+		waitFor(t, "the workflow's handoff", func() (bool, any) {
+			list := a.handoffs(t, b.key, "&source=workflow")
+			return len(list) == 1 && list[0].(map[string]any)["reason"] == "VIP customer", list
+		})
+	})
+}
+
+// An operator who takes a chat over pauses the agent on it (the end user's three messages are
+// kept, no model answers them), answers as themselves, leaves notes the end user never sees, and
+// hands it back with a note the agent's next prompt carries.
+func TestTakeover(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "The agent answers."})
+	_, chat := a.chat(t, map[string]any{"message": "Hello"})
+	chatID := chat["chat_id"].(string)
+	opID, token := a.operator(t, "Maria")
+	res := a.inbox(t, token, "take", chatID, nil)
+	expect(t, res, http.StatusOK, "")
+	if h := res.JSON(t)["handoff"].(map[string]any); h["status"] != "taken" || h["operator_id"] != opID || h["source"] != "operator" {
+		t.Fatalf("taken %v", h)
+	}
+	before := len(fake.Requests())
+	for _, msg := range []string{"Are you there?", "I need a refund.", "Order 42."} {
+		_, reply := a.chat(t, map[string]any{"message": msg, "chat_id": chatID})
+		if reply == nil || reply["reply"] != "" || reply["type"] != "human" {
+			t.Fatalf("a message to a taken chat was answered %v", reply)
+		}
+	}
+	if n := len(fake.Requests()) - before; n != 0 {
+		t.Fatalf("the provider was asked %d times while the chat was taken", n)
+	}
+	expect(t, a.inbox(t, token, "note", chatID, map[string]any{"content": "Refund approved by finance."}), http.StatusOK, "")
+	res = a.inbox(t, token, "reply", chatID, map[string]any{"content": "Hi, Maria here: your refund is on its way."})
+	expect(t, res, http.StatusOK, "")
+	history := a.history(t, chatID, "")["conversation"].([]any)
+	var texts []string
+	for _, m := range history {
+		texts = append(texts, m.(map[string]any)["content"].(string))
+	}
+	last := history[len(history)-1].(map[string]any)
+	if len(history) != 6 || last["content"] != "Hi, Maria here: your refund is on its way." || last["user"].(map[string]any)["name"] != "Maria" ||
+		strings.Contains(strings.Join(texts, "|"), "Refund approved by finance.") {
+		t.Fatalf("history %q", texts)
+	}
+	expect(t, a.inbox(t, token, "release", chatID, map[string]any{"note": "Refund done; offer a discount code if asked."}), http.StatusOK, "")
+	_, after := a.chat(t, map[string]any{"message": "Thanks! Anything else?", "chat_id": chatID})
+	if after == nil || after["reply"] != "The agent answers." {
+		t.Fatalf("after hand back %v", after)
+	}
+	reqs := fake.Requests()
+	if sys := reqs[len(reqs)-1].Messages[0].Content; !strings.Contains(sys, "Refund done; offer a discount code if asked.") {
+		t.Fatalf("the prompt after hand back lacks the note: %q", sys)
+	}
+	_, next := a.chat(t, map[string]any{"message": "Bye", "chat_id": chatID})
+	if sys := fake.Requests()[len(fake.Requests())-1].Messages[0].Content; next == nil || strings.Contains(sys, "Refund done") {
+		t.Fatal("the note stays in later prompts")
+	}
+	if list := a.handoffs(t, a.b.key, "&status=released"); len(list) != 1 {
+		t.Fatalf("inbox %v", list)
+	}
+}
+
+// Two operators assigning one waiting chat at once: one gets it, the other 409; an operator
+// cannot take a chat another took.
+func TestInboxConflicts(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "x"})
+	_, chat := a.chat(t, map[string]any{"message": "talk to a human"})
+	chatID := chat["chat_id"].(string)
+	_, one := a.operator(t, "Ana")
+	_, two := a.operator(t, "Ben")
+	var wg sync.WaitGroup
+	statuses := make([]int, 2)
+	for i, token := range []string{one, two} {
+		wg.Go(func() { statuses[i] = a.inbox(t, token, "assign", chatID, nil).Status })
+	}
+	wg.Wait()
+	if !(statuses[0] == http.StatusOK && statuses[1] == http.StatusConflict) && !(statuses[0] == http.StatusConflict && statuses[1] == http.StatusOK) {
+		t.Fatalf("two assignments at once answered %v, want one 200 and one 409", statuses)
+	}
+	winner, loser := one, two
+	if statuses[1] == http.StatusOK {
+		winner, loser = two, one
+	}
+	expect(t, a.inbox(t, loser, "assign", chatID, nil), http.StatusConflict, "handoff_assigned")
+	expect(t, a.inbox(t, winner, "take", chatID, nil), http.StatusOK, "")
+	expect(t, a.inbox(t, loser, "take", chatID, nil), http.StatusConflict, "handoff_taken")
+	expect(t, a.inbox(t, loser, "reply", chatID, map[string]any{"content": "Me too"}), http.StatusConflict, "handoff_not_taken")
+	expect(t, a.inbox(t, winner, "close", chatID, nil), http.StatusOK, "")
+	expect(t, a.inbox(t, winner, "close", chatID, nil), http.StatusConflict, "handoff_not_open")
+}
+
+// A channel's conversation taken over: the platform user's messages reach no model, and the
+// operator's reply is delivered to them on the platform.
+func TestTakeoverOnAChannel(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "The agent answers."})
+	tg := telegramtest.New(t, "21:takeover-token")
+	a.createChannel(t, map[string]any{"type": "telegram", "api_base_url": tg.URL, "credentials": map[string]any{"bot_token": tg.Token}})
+	ctx := context.Background()
+	if status, _, err := tg.Deliver(ctx, telegramtest.TextUpdate(1, 55, telegramtest.Alice, "Hello")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the agent's answer", func() (bool, any) { return len(tg.Sent()) == 1, sentTexts(tg) })
+	res := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/chat/readall?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	chatID := res.JSON(t)["chats"].([]any)[0].(map[string]any)["uuid"].(string)
+	_, token := a.operator(t, "Omar")
+	expect(t, a.inbox(t, token, "take", chatID, nil), http.StatusOK, "")
+	if status, _, err := tg.Deliver(ctx, telegramtest.TextUpdate(2, 55, telegramtest.Alice, "I want a person")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the message kept", func() (bool, any) {
+		history := a.history(t, chatID, "")["conversation"].([]any)
+		return len(history) == 3, len(history)
+	})
+	expect(t, a.inbox(t, token, "reply", chatID, map[string]any{"content": "Omar here, how can I help?"}), http.StatusOK, "")
+	waitFor(t, "the operator's reply on Telegram", func() (bool, any) { return len(tg.Sent()) == 2, sentTexts(tg) })
+	if got := sentTexts(tg); got[1] != "Omar here, how can I help?" || len(fake.Requests()) != 1 {
+		t.Fatalf("Telegram got %q after %d model calls", got, len(fake.Requests()))
+	}
+}

@@ -81,6 +81,18 @@ func TestHandoffRequests(t *testing.T) {
 			t.Fatalf("an ordinary question: %v", other)
 		}
 	})
+	t.Run("AnAnswerOfLowConfidence", func(t *testing.T) {
+		t.Parallel()
+		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true, "handoff_on_low_confidence": true})
+		fake.Set(providertest.Behavior{Reply: "I am not sure."})
+		_, chat := a.chat(t, map[string]any{"message": "What is the warranty on the X200?"})
+		if chat == nil || chat["reply"] != "I am not sure." || chat["agent"].(map[string]any)["confidence"] != "low" {
+			t.Fatalf("reply %v", chat)
+		}
+		if list := a.handoffs(t, a.b.key, "&source=confidence"); len(list) != 1 || list[0].(map[string]any)["chat_id"] != chat["chat_id"] {
+			t.Fatalf("inbox %v", list)
+		}
+	})
 	t.Run("OnlyWhenTheAgentHandsOff", func(t *testing.T) {
 		t.Parallel()
 		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
@@ -228,4 +240,34 @@ func TestTakeoverOnAChannel(t *testing.T) {
 	if got := sentTexts(tg); got[1] != "Omar here, how can I help?" || len(fake.Requests()) != 1 {
 		t.Fatalf("Telegram got %q after %d model calls", got, len(fake.Requests()))
 	}
+}
+
+// An assignment naming no one goes to the project's online operator with the fewest chats
+// open, below its max_open; with none, 409.
+func TestInboxRoundRobin(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "x"})
+	create := func(name, availability string, maxOpen int) string {
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/operator/create", Key: b.key, Body: map[string]any{
+			"project_id": b.project.ID, "name": name, "email": strings.ToLower(name) + "@example.com", "availability": availability, "max_open": maxOpen}})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)["operator"].(map[string]any)["id"].(string)
+	}
+	ana, ben, _ := create("Ana", "online", 1), create("Ben", "online", 5), create("Cal", "away", 5)
+	var got []string
+	for range 3 {
+		_, chat := a.chat(t, map[string]any{"message": "talk to a human"})
+		res := a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil)
+		expect(t, res, http.StatusOK, "")
+		got = append(got, res.JSON(t)["handoff"].(map[string]any)["operator_id"].(string))
+	}
+	if strings.Join(got, ",") != strings.Join([]string{ana, ben, ben}, ",") {
+		t.Fatalf("assigned to %v, want Ana (%s), then Ben (%s) twice", got, ana, ben)
+	}
+	res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/operator/update", Key: b.key,
+		Body: map[string]any{"project_id": b.project.ID, "operator_id": ben, "availability": "away"}})
+	expect(t, res, http.StatusOK, "")
+	_, chat := a.chat(t, map[string]any{"message": "talk to a human"})
+	expect(t, a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil), http.StatusConflict, "no_operator_available")
 }

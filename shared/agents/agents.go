@@ -46,15 +46,18 @@ type Bot struct {
 	// HumanHandoff lets the agent hand its chats to the team's operators: its runs get the
 	// handoff tool, and an end user asking for a person (HandoffPhrases, or the defaults) is
 	// told HandoffMessage and waits in the inbox.
-	HumanHandoff   bool      `json:"human_handoff" bson:"human_handoff"`
-	HandoffMessage string    `json:"handoff_message" bson:"handoff_message"`
-	HandoffPhrases []string  `json:"handoff_phrases" bson:"handoff_phrases"`
-	Status         int       `json:"status" bson:"status"`
-	ActiveAt       time.Time `json:"active_at" bson:"active_at"`
-	UpdatedAt      time.Time `json:"updated_at" bson:"updated_at"`
-	CreatedAt      time.Time `json:"-" bson:"created_at"`
-	Rev            int64     `json:"-" bson:"rev"`
-	Branding       Branding  `json:"branding" bson:"branding"`
+	HumanHandoff   bool     `json:"human_handoff" bson:"human_handoff"`
+	HandoffMessage string   `json:"handoff_message" bson:"handoff_message"`
+	HandoffPhrases []string `json:"handoff_phrases" bson:"handoff_phrases"`
+	// HandoffOnLowConfidence flags for a person the chats whose standard answer found nothing in
+	// the agent's memory to stand on (confidence low).
+	HandoffOnLowConfidence bool      `json:"handoff_on_low_confidence" bson:"handoff_on_low_confidence"`
+	Status                 int       `json:"status" bson:"status"`
+	ActiveAt               time.Time `json:"active_at" bson:"active_at"`
+	UpdatedAt              time.Time `json:"updated_at" bson:"updated_at"`
+	CreatedAt              time.Time `json:"-" bson:"created_at"`
+	Rev                    int64     `json:"-" bson:"rev"`
+	Branding               Branding  `json:"branding" bson:"branding"`
 	// AllowedOrigins are the web origins (https://shop.example.com) whose pages may embed the
 	// agent's widget and call its public endpoints; its own page's origin always may.
 	AllowedOrigins []string          `json:"allowed_origins" bson:"allowed_origins"`

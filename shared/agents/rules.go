@@ -49,34 +49,35 @@ type Create struct {
 
 // Patch is an update: every field present (not absent, not null) replaces the stored one.
 type Patch struct {
-	Name              *string            `json:"name"`
-	Model             *string            `json:"model"`
-	Instruction       *string            `json:"instruction"`
-	ReasoningType     *string            `json:"reasoning_type"`
-	RatelimitMessage  *string            `json:"ratelimit_message"`
-	NoAnswerReply     *string            `json:"no_answer_reply"`
-	Avatar            *string            `json:"avatar"`
-	AvatarLink        *string            `json:"avatar_link"`
-	Domain            *string            `json:"domain"`
-	Subdomain         *string            `json:"subdomain"`
-	ProviderKey       *string            `json:"provider_key"`
-	MaxReplyTokens    flex.OptInt        `json:"max_reply_tokens"`
-	Top               flex.OptInt        `json:"top"`
-	RatelimitSeconds  flex.OptInt        `json:"ratelimit_seconds"`
-	RatelimitRequests flex.OptInt        `json:"ratelimit_requests"`
-	RequireLogin      flex.OptFlag       `json:"require_login"`
-	Memory            flex.OptFlag       `json:"memory"`
-	Heartbeat         flex.OptFlag       `json:"heartbeat"`
-	HideBranding      flex.OptFlag       `json:"hide_branding"`
-	AutoApproveTools  flex.OptFlag       `json:"auto_approve_tools"`
-	VisitorApprovals  *bool              `json:"visitor_approvals"`
-	HumanHandoff      *bool              `json:"human_handoff"`
-	HandoffMessage    *string            `json:"handoff_message"`
-	HandoffPhrases    *[]string          `json:"handoff_phrases"`
-	Status            flex.OptFlag       `json:"status"`
-	Branding          json.RawMessage    `json:"branding"`
-	Integrations      *[]freeform.Object `json:"integrations"`
-	AllowedOrigins    *[]string          `json:"allowed_origins"`
+	Name                   *string            `json:"name"`
+	Model                  *string            `json:"model"`
+	Instruction            *string            `json:"instruction"`
+	ReasoningType          *string            `json:"reasoning_type"`
+	RatelimitMessage       *string            `json:"ratelimit_message"`
+	NoAnswerReply          *string            `json:"no_answer_reply"`
+	Avatar                 *string            `json:"avatar"`
+	AvatarLink             *string            `json:"avatar_link"`
+	Domain                 *string            `json:"domain"`
+	Subdomain              *string            `json:"subdomain"`
+	ProviderKey            *string            `json:"provider_key"`
+	MaxReplyTokens         flex.OptInt        `json:"max_reply_tokens"`
+	Top                    flex.OptInt        `json:"top"`
+	RatelimitSeconds       flex.OptInt        `json:"ratelimit_seconds"`
+	RatelimitRequests      flex.OptInt        `json:"ratelimit_requests"`
+	RequireLogin           flex.OptFlag       `json:"require_login"`
+	Memory                 flex.OptFlag       `json:"memory"`
+	Heartbeat              flex.OptFlag       `json:"heartbeat"`
+	HideBranding           flex.OptFlag       `json:"hide_branding"`
+	AutoApproveTools       flex.OptFlag       `json:"auto_approve_tools"`
+	VisitorApprovals       *bool              `json:"visitor_approvals"`
+	HumanHandoff           *bool              `json:"human_handoff"`
+	HandoffMessage         *string            `json:"handoff_message"`
+	HandoffPhrases         *[]string          `json:"handoff_phrases"`
+	HandoffOnLowConfidence *bool              `json:"handoff_on_low_confidence"`
+	Status                 flex.OptFlag       `json:"status"`
+	Branding               json.RawMessage    `json:"branding"`
+	Integrations           *[]freeform.Object `json:"integrations"`
+	AllowedOrigins         *[]string          `json:"allowed_origins"`
 }
 
 // apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
@@ -105,6 +106,9 @@ func (p Patch) apply(b *Bot) error {
 	}
 	if p.HumanHandoff != nil {
 		b.HumanHandoff = *p.HumanHandoff
+	}
+	if p.HandoffOnLowConfidence != nil {
+		b.HandoffOnLowConfidence = *p.HandoffOnLowConfidence
 	}
 	if p.HandoffMessage != nil {
 		b.HandoffMessage = strings.TrimSpace(*p.HandoffMessage)

@@ -136,6 +136,10 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		if r, err = s.Answer(ctx, t, sink); err == nil {
 			s.Heard(ctx, t)
 		}
+		if err == nil && s.handoff != nil && bot.HumanHandoff && bot.HandoffOnLowConfidence && r.Agent.Confidence == "low" {
+			err = s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "confidence", "The agent's answer found nothing in its memory to stand on (confidence low).",
+				cmp.Or(in.Channel, "api"))
+		}
 	}
 	return Outcome{Reply: &r}, err
 }

@@ -35,6 +35,8 @@ const (
 	SourceUser     = "user"
 	SourceWorkflow = "workflow"
 	SourceOperator = "operator"
+	// SourceConfidence is a standard answer of low confidence.
+	SourceConfidence = "confidence"
 )
 
 // Urgencies of a handoff request.
@@ -88,6 +90,8 @@ type Repo interface {
 	// Put writes h over the handoff of its chat if that is still at revision rev (0: none yet),
 	// at revision rev+1, with ev in its outbox: Conflict when another change came first.
 	Put(ctx context.Context, h Handoff, rev int64, ev outbox.Event) error
+	// OpenOf counts the project's handoffs assigned to or taken by the operator.
+	OpenOf(ctx context.Context, projectID, operatorID string) (int, error)
 	// List returns a page of the project's handoffs that f selects, the open ones first (oldest
 	// request first), then the others (most recent first), and how many f selects.
 	List(ctx context.Context, projectID string, f Filter, page paging.Page) ([]Handoff, int, error)

@@ -31,9 +31,18 @@ type Services struct {
 	// Operators tells whether the account's operator may answer the project's chats: NotFound
 	// when it is no such operator.
 	Operators func(ctx context.Context, accountID, projectID, operatorID string) error
+	// Online lists the account's operators of the project who are online, and how many chats
+	// each may have open at once, for assignments that name no one.
+	Online func(ctx context.Context, accountID, projectID string) ([]Seat, error)
 	// Deliver sends a person's reply to where the end user is, when the chat is a channel's
 	// conversation, once per key; nil when it is not one.
 	Deliver func(ctx context.Context, projectID, botID, chatID, text, key string) error
+}
+
+// Seat is an operator who may be given chats: its id and how many it may have open at once.
+type Seat struct {
+	OperatorID string
+	MaxOpen    int
 }
 
 // Service is the inbox of a deployment's handoffs.
@@ -140,6 +149,11 @@ func (s *Service) operator(ctx context.Context, projectID string, a Actor, named
 	if id == "" {
 		return "", apperr.Invalidf("operator_id", "is required with an API key: the operator to act for")
 	}
+	return s.check(ctx, projectID, a, id)
+}
+
+// check is id when it is an operator of the account for the project.
+func (s *Service) check(ctx context.Context, projectID string, a Actor, id string) (string, error) {
 	if a.OperatorID != "" && id != a.OperatorID {
 		// An operator may hand a chat to a colleague of its projects.
 		if err := s.svc.Operators(ctx, a.AccountID, projectID, id); err != nil {
@@ -159,7 +173,13 @@ func (s *Service) operator(ctx context.Context, projectID string, a Actor, named
 // Assign gives the chat's open handoff to an operator (operatorID, else the actor). Of two
 // changes at once, one wins and the other is a Conflict.
 func (s *Service) Assign(ctx context.Context, projectID, botID, chatID string, a Actor, operatorID string) (Handoff, error) {
-	id, err := s.operator(ctx, projectID, a, operatorID)
+	var id string
+	var err error
+	if strings.TrimSpace(operatorID) == "" && a.OperatorID == "" {
+		id, err = s.next(ctx, projectID, a)
+	} else {
+		id, err = s.operator(ctx, projectID, a, operatorID)
+	}
 	if err != nil {
 		return Handoff{}, err
 	}
@@ -182,6 +202,29 @@ func (s *Service) Assign(ctx context.Context, projectID, botID, chatID string, a
 		h.Status = StatusAssigned
 	}
 	return h, s.put(ctx, h, rev, outbox.HandoffAssigned)
+}
+
+// next is the operator an assignment naming no one goes to: of the project's online operators
+// below their max_open, the one with the fewest chats open (the first listed of equals).
+func (s *Service) next(ctx context.Context, projectID string, a Actor) (string, error) {
+	seats, err := s.svc.Online(ctx, a.AccountID, projectID)
+	if err != nil {
+		return "", err
+	}
+	best, least := "", 0
+	for _, seat := range seats {
+		n, err := s.repo.OpenOf(ctx, projectID, seat.OperatorID)
+		if err != nil {
+			return "", err
+		}
+		if n < seat.MaxOpen && (best == "" || n < least) {
+			best, least = seat.OperatorID, n
+		}
+	}
+	if best == "" {
+		return "", apperr.New(apperr.Conflict, "no_operator_available", "No operator of this project is online with room for another chat; name one with operator_id.")
+	}
+	return best, nil
 }
 
 // Take takes the chat of the project's agent over for an operator (operatorID, else the

@@ -49,6 +49,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/ids"
+	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory"
@@ -291,6 +292,16 @@ func (a *App) Domain() (Domain, error) {
 				err = apperr.NotFoundf(operators.Resource)
 			}
 			return err
+		},
+		Online: func(ctx context.Context, accountID, projectID string) ([]inbox.Seat, error) {
+			list, _, err := d.Operators.List(ctx, accountID, projectID, paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+			var seats []inbox.Seat
+			for _, op := range list {
+				if op.Availability == operators.AvailabilityOnline {
+					seats = append(seats, inbox.Seat{OperatorID: op.ID, MaxOpen: op.MaxOpen})
+				}
+			}
+			return seats, err
 		}})
 	d.Chats.UseHandoffs(func(ctx context.Context, projectID, botID, chatID, source, reason, channel string) error {
 		return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: source, Reason: reason, Channel: channel})

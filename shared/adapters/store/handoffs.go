@@ -62,6 +62,12 @@ func (r Handoffs) Put(ctx context.Context, h inbox.Handoff, rev int64, ev outbox
 	return wrap(err, inbox.Resource)
 }
 
+func (r Handoffs) OpenOf(ctx context.Context, projectID, operatorID string) (int, error) {
+	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "operator_id", Value: operatorID},
+		{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{inbox.StatusAssigned, inbox.StatusTaken}}}}})
+	return int(n), wrap(err, inbox.Resource)
+}
+
 func (r Handoffs) List(ctx context.Context, projectID string, f inbox.Filter, page paging.Page) ([]inbox.Handoff, int, error) {
 	filter := bson.D{{Key: "project_id", Value: projectID}}
 	for _, kv := range [][2]string{{"bot_id", f.BotID}, {"channel", f.Channel}, {"operator_id", f.OperatorID}, {"source", f.Source}} {

@@ -177,6 +177,14 @@ func TestTakeover(t *testing.T) {
 	if list := a.handoffs(t, a.b.key, "&status=released"); len(list) != 1 {
 		t.Fatalf("inbox %v", list)
 	}
+	waitFor(t, "the handoff statistics", func() (bool, any) {
+		res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/stats/handoffs?" + a.query(""), Key: a.b.key})
+		expect(t, res, http.StatusOK, "")
+		st := res.JSON(t)["handoffs"].(map[string]any)["stats"].(map[string]any)
+		first := st["first_reply_ms"].(map[string]any)
+		return st["handoffs"] == float64(1) && st["by_source"].(map[string]any)["operator"] == float64(1) && st["replied"] == float64(1) &&
+			first["count"] == float64(1) && st["share"] == float64(1), st
+	})
 }
 
 // Two operators assigning one waiting chat at once: one gets it, the other 409; an operator

@@ -186,6 +186,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/stats/tools", handle(s.statsTools))
 	v1.GET("/bot/stats/workflows", handle(s.statsWorkflows))
 	v1.GET("/bot/stats/errors", handle(s.statsErrors))
+	v1.GET("/bot/stats/handoffs", handle(s.statsHandoffs))
 	v1.GET("/bot/stats/behavior", handle(s.statsBehavior))
 }
 

@@ -53,6 +53,10 @@ func (s *server) statsWorkflows(c *gin.Context) (any, error) {
 	return statsCall(s, c, "workflows", s.stats.Workflows)
 }
 
+func (s *server) statsHandoffs(c *gin.Context) (any, error) {
+	return statsCall(s, c, "handoffs", s.stats.Handoffs)
+}
+
 func (s *server) statsErrors(c *gin.Context) (any, error) {
 	return statsCall(s, c, "errors", s.stats.Errors)
 }

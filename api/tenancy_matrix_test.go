@@ -499,6 +499,7 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/stats/tools", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/workflows", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/errors", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/handoffs", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/behavior", scope: botScope, in: inQuery, query: statsWindow},
 	}
 }

@@ -23,6 +23,8 @@ type Repo interface {
 	AgentRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(AgentRun) error) error
 	// WorkflowRuns calls each once for every run of the agent's workflows created in [from, to).
 	WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(WorkflowRun) error) error
+	// Handoffs calls each with the agent's handoffs requested in [from, to).
+	Handoffs(ctx context.Context, projectID, botID string, from, to time.Time, each func(Handoff) error) error
 }
 
 // Service computes an agent's statistics.

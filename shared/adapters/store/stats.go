@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
@@ -195,6 +196,13 @@ func eachRun(ctx context.Context, cur *mongo.Cursor, seen map[string]bool, each 
 
 // WorkflowRuns reads the runs of the agent's workflows of the window (by the bot index of
 // workflow_runs), not the skipped logs, which ran nothing.
+func (r Stats) Handoffs(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.Handoff) error) error {
+	return eachOf(ctx, r.db.Collection(handoffsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
+		{Key: "requested_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, func(h inbox.Handoff) error {
+		return each(stats.Handoff{Source: h.Source, RequestedAt: h.RequestedAt, FirstReplyAt: h.FirstReplyAt})
+	}, options.Find().SetProjection(bson.D{{Key: "source", Value: 1}, {Key: "requested_at", Value: 1}, {Key: "first_reply_at", Value: 1}}))
+}
+
 func (r Stats) WorkflowRuns(ctx context.Context, projectID, botID string, from, to time.Time, each func(stats.WorkflowRun) error) error {
 	return eachOf(ctx, r.db.Collection(workflowRunsColl), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID},
 		{Key: "created_at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},

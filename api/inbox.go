@@ -6,6 +6,7 @@ import (
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/inbox"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
 // inboxRequest names a chat of the agent, and what an inbox action says of it.
@@ -48,6 +49,31 @@ func (s *server) listInbox(c *gin.Context) (any, error) {
 	}
 	list, total, err := s.inbox.List(c, sc.ProjectID, f, page)
 	return gin.H{"total": total, "handoffs": list, "pagination": page.Of(total)}, err
+}
+
+// readInbox is one chat of the agent as an operator reads it: its messages (a page of them,
+// oldest first) and its handoff (null when nobody asked for a person).
+func (s *server) readInbox(c *gin.Context) (any, error) {
+	var sc scope
+	bot, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	chatID, err := idOf(c, "", "chat_id")
+	if err != nil {
+		return nil, err
+	}
+	msgs, total, err := s.chats.History(c, sc.ProjectID, bot.ID, chatID, page)
+	if err != nil {
+		return nil, err
+	}
+	var handoff *inbox.Handoff
+	if h, err := s.inbox.Of(c, sc.ProjectID, bot.ID, chatID); err == nil {
+		handoff = &h
+	} else if !apperr.IsNotFound(err) {
+		return nil, err
+	}
+	return gin.H{"handoff": handoff, "total": total, "conversation": msgs, "pagination": page.Of(total)}, nil
 }
 
 // inboxAction is an inbox POST: its request (the chat required), its agent and its actor.

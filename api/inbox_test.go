@@ -161,6 +161,12 @@ func TestTakeover(t *testing.T) {
 		strings.Contains(strings.Join(texts, "|"), "Refund approved by finance.") {
 		t.Fatalf("history %q", texts)
 	}
+	res = a.b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/inbox/read?" + a.query("&chat_id="+chatID), Key: token})
+	expect(t, res, http.StatusOK, "")
+	if read := res.JSON(t); read["total"] != float64(6) || read["handoff"].(map[string]any)["status"] != "taken" ||
+		len(read["handoff"].(map[string]any)["notes"].([]any)) != 1 {
+		t.Fatalf("the operator reads %v", read)
+	}
 	expect(t, a.inbox(t, token, "release", chatID, map[string]any{"note": "Refund done; offer a discount code if asked."}), http.StatusOK, "")
 	_, after := a.chat(t, map[string]any{"message": "Thanks! Anything else?", "chat_id": chatID})
 	if after == nil || after["reply"] != "The agent answers." {

@@ -395,6 +395,8 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			query: q(func(f matrixFixture) []string { return []string{"operator_id", f.operator} })},
 		{method: "GET", path: "/v1/bot/operator/me", scope: accountScope, asOperator: true},
 		{method: "GET", path: "/v1/bot/inbox", scope: projectScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/inbox/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"chat_id", f.chat} })},
 		{method: "POST", path: "/v1/bot/inbox/assign", scope: botScope, in: inBody, resource: true, foreign: refused,
 			body: func(f matrixFixture) map[string]any {
 				return map[string]any{"chat_id": f.chat, "operator_id": f.operator}

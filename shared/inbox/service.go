@@ -132,8 +132,13 @@ func (s *Service) List(ctx context.Context, projectID string, f Filter, page pag
 	return s.repo.List(ctx, projectID, f, page)
 }
 
-// get returns the handoff of the chat of the project's agent: NotFound when the chat has none,
+// Of returns the handoff of the chat of the project's agent: NotFound when the chat has none,
 // or is another agent's.
+func (s *Service) Of(ctx context.Context, projectID, botID, chatID string) (Handoff, error) {
+	return s.get(ctx, projectID, botID, chatID)
+}
+
+// get is Of.
 func (s *Service) get(ctx context.Context, projectID, botID, chatID string) (Handoff, error) {
 	h, err := s.repo.Get(ctx, projectID, chatID)
 	if err == nil && h.BotID != botID {

@@ -747,7 +747,7 @@ func TestWorkflowLogsCatalogAndReset(t *testing.T) {
 	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/workflow/catalog?" + a.query(""), Key: b.key})
 	expect(t, res, http.StatusOK, "")
 	cat := res.JSON(t)["catalog"].(map[string]any)
-	if !slices.Contains(cat["trigger_events"].([]any), any("deal.won")) || !slices.Contains(cat["operators"].([]any), any("gte")) || len(cat["actions"].([]any)) != 5 {
+	if !slices.Contains(cat["trigger_events"].([]any), any("deal.won")) || !slices.Contains(cat["operators"].([]any), any("gte")) || len(cat["actions"].([]any)) != 6 {
 		t.Fatalf("catalog %v", cat)
 	}
 

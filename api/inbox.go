@@ -51,6 +51,32 @@ func (s *server) listInbox(c *gin.Context) (any, error) {
 	return gin.H{"total": total, "handoffs": list, "pagination": page.Of(total)}, err
 }
 
+// streamInbox streams the project's handoff events (handoff.requested, .assigned, .taken,
+// .released, .closed) as they happen: a ready event once the stream listens, then one handoff
+// event each, the domain event's envelope as its data.
+func (s *server) streamInbox(c *gin.Context) {
+	var sc scope
+	if err := s.project(c, &sc); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	changes, err := s.watch(c.Request.Context(), sc.ProjectID, "handoff.>")
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	st := httpx.NewSSE(c, s.heartbeat)
+	defer st.Close()
+	if err := st.Event("ready", gin.H{"project_id": sc.ProjectID}); err != nil {
+		return
+	}
+	for ev := range changes {
+		if err := st.Event("handoff", ev); err != nil {
+			return
+		}
+	}
+}
+
 // readInbox is one chat of the agent as an operator reads it: its messages (a page of them,
 // oldest first) and its handoff (null when nobody asked for a person).
 func (s *server) readInbox(c *gin.Context) (any, error) {

@@ -2,10 +2,14 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
@@ -284,4 +288,59 @@ func TestInboxRoundRobin(t *testing.T) {
 	expect(t, res, http.StatusOK, "")
 	_, chat := a.chat(t, map[string]any{"message": "talk to a human"})
 	expect(t, a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil), http.StatusConflict, "no_operator_available")
+}
+
+// The inbox's live stream tells an operator of each handoff of its project as it happens.
+func TestInboxStream(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "x"})
+	_, token := a.operator(t, "Ida")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/v1/bot/inbox/stream?project_id="+a.b.project.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the stream answered %d", res.StatusCode)
+	}
+	var seen []string
+	var chatID string
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil {
+			t.Fatalf("the stream broke after %v: %v", seen, err)
+		}
+		seen = append(seen, ev.Type)
+		switch ev.Type {
+		case "ready":
+			_, chat := a.chat(t, map[string]any{"message": "I want to speak to a person"})
+			chatID = chat["chat_id"].(string)
+			expect(t, a.inbox(t, token, "take", chatID, nil), http.StatusOK, "")
+		case "handoff":
+			var got struct {
+				Type string `json:"type"`
+				Data struct {
+					ChatID string `json:"chat_id"`
+					Status string `json:"status"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &got); err != nil || got.Data.ChatID != chatID {
+				t.Fatalf("event %q: %v", ev.Data, err)
+			}
+			if got.Type == "handoff.taken" && got.Data.Status == "taken" {
+				if strings.Join(seen, ",") != "ready,handoff,handoff" {
+					t.Fatalf("events %v", seen)
+				}
+				return
+			}
+		}
+	}
+	t.Fatalf("the stream ended after %v", seen)
 }

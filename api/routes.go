@@ -129,6 +129,7 @@ func (s *server) routes(r *gin.Engine) {
 	inbox := r.Group("/v1", s.inboxAuth, s.rateLimited, s.accountBudget)
 	inbox.GET("/bot/inbox", handle(s.listInbox))
 	inbox.GET("/bot/inbox/read", handle(s.readInbox))
+	inbox.GET("/bot/inbox/stream", s.streamInbox)
 	inbox.POST("/bot/inbox/assign", handle(s.assignInbox))
 	inbox.POST("/bot/inbox/take", handle(s.takeInbox))
 	inbox.POST("/bot/inbox/reply", handle(s.replyInbox))

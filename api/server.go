@@ -31,6 +31,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/operators"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/sources"
 	"github.com/agentplane/agentplane/shared/stats"
 	"github.com/agentplane/agentplane/shared/subscribers"
@@ -108,6 +109,9 @@ type Deps struct {
 	PublicURL string
 	// Inbox is the chats handed to the team's people.
 	Inbox *inbox.Service
+	// Watch streams a project's domain events of the types a subject pattern selects, as they
+	// are published (the inbox's live stream).
+	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 }
 
 // QueuesPath is where the queue dashboard is served.
@@ -149,6 +153,7 @@ type server struct {
 	channels  *channels.Service
 	publicURL string
 	inbox     *inbox.Service
+	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -204,7 +209,7 @@ func NewServer(d Deps) http.Handler {
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
 	s.hooks = &hooks.Door{Channels: d.Channels}
-	s.inbox = d.Inbox
+	s.inbox, s.watch = d.Inbox, d.Watch
 	// agentAllow takes one message of the agent's rate limit for the key keyID.
 	agentAllow := func(ctx context.Context, bot agents.Bot, keyID string) error {
 		_, err := s.botAllow(ctx, bot, keyID)

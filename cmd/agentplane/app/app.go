@@ -380,8 +380,9 @@ func (a *App) API() (api.Deps, error) {
 		// Agents' channels, their webhook URLs under the public URL.
 		Channels:  d.Channels,
 		PublicURL: a.Cfg.PublicURL,
-		// The inbox of chats handed to people.
+		// The inbox of chats handed to people, and its live stream.
 		Inbox: d.Inbox,
+		Watch: events.Watch(a.Conns.NATS),
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/channels"
 )
 
@@ -46,16 +47,23 @@ func (s *server) createChannel(c *gin.Context) (any, error) {
 	return gin.H{"channel": ch}, err
 }
 
-func (s *server) updateChannel(c *gin.Context) (any, error) {
+// channelOf reads a request naming one connection of the agent: the request, its agent and the
+// connection's id (required).
+func (s *server) channelOf(c *gin.Context) (channelRequest, agents.Bot, string, error) {
 	var req channelRequest
 	if err := s.decoder.Decode(c, &req); err != nil {
-		return nil, err
+		return req, agents.Bot{}, "", err
 	}
 	b, err := s.bot(c, &req.scope)
 	if err != nil {
-		return nil, err
+		return req, b, "", err
 	}
 	id, err := idOf(c, req.ChannelID, "channel_id")
+	return req, b, id, err
+}
+
+func (s *server) updateChannel(c *gin.Context) (any, error) {
+	req, b, id, err := s.channelOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -88,15 +96,7 @@ func (s *server) listChannels(c *gin.Context) (any, error) {
 }
 
 func (s *server) deleteChannel(c *gin.Context) (any, error) {
-	var req channelRequest
-	if err := s.decoder.Decode(c, &req); err != nil {
-		return nil, err
-	}
-	b, err := s.bot(c, &req.scope)
-	if err != nil {
-		return nil, err
-	}
-	id, err := idOf(c, req.ChannelID, "channel_id")
+	req, b, id, err := s.channelOf(c)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -147,5 +148,62 @@ func TestInboxPage(t *testing.T) {
 	shot("inbox-handed-back.png")
 	if eval(`String(window.pwned)`) != "undefined" {
 		t.Fatal("HTML written in the chat ran in the page")
+	}
+}
+
+// An operator of two projects picks one, and the queue is that project's. The page is worked
+// with the keyboard alone (Enter signs in and opens a chat, Escape goes back to the queue); the
+// token outlives a reload of the tab and goes when the operator signs out.
+func TestInboxPageProjects(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "The agent answers."})
+	_, chat := a.chat(t, map[string]any{"message": "A real person, please."})
+	res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/projects", Key: b.key, Body: map[string]any{"name": "The second shop"}})
+	expect(t, res, http.StatusOK, "")
+	second := res.JSON(t)["project"].(map[string]any)["id"].(string)
+	res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/operator/create", Key: b.key, Body: map[string]any{"project_id": b.project.ID,
+		"project_ids": []string{b.project.ID, second}, "name": "Ada", "email": "ada@example.com"}})
+	expect(t, res, http.StatusOK, "")
+	token := res.JSON(t)["token"].(string)
+
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
+			t.Fatalf("waiting for %s: %v", js, err)
+		}
+	}
+	pick := func(project string) {
+		t.Helper()
+		run(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('project'); s.value = '` + project + `'; s.dispatchEvent(new Event('change')); })()`))
+	}
+	row := `#queue-rows tr[data-chat="` + chat["chat_id"].(string) + `"]`
+
+	run(chromedp.Navigate(b.client.URL+"/inbox"), chromedp.WaitVisible(`#token`), chromedp.SendKeys(`#token`, token+kb.Enter), chromedp.WaitVisible(row))
+	if options := get(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#project option')].map((o) => o.value)`)); len(options) != 2 ||
+		options[0] != b.project.ID || options[1] != second || !get(t, ctx, chromedp.Evaluate[bool](`document.getElementById('project').checkVisibility()`)) {
+		t.Fatalf("the projects to pick from: %q", options)
+	}
+	pick(second)
+	until(`!document.getElementById('queue-empty').hidden && document.querySelectorAll('#queue-rows tr').length === 0`)
+	pick(b.project.ID)
+	until(`!!document.querySelector('` + row + `') && document.getElementById('queue-empty').hidden`)
+
+	run(chromedp.Focus(row+` button`), chromedp.KeyEvent(kb.Enter))
+	until(`document.querySelectorAll('#messages li').length === 2 && document.activeElement.id === 'chat-title'`)
+	run(chromedp.KeyEvent(kb.Escape))
+	until(`document.getElementById('conversation').hidden && document.activeElement === document.querySelector('` + row + ` button')`)
+
+	run(chromedp.Reload(), chromedp.WaitVisible(row))
+	run(chromedp.Click(`#sign-out`), chromedp.WaitVisible(`#token`))
+	if left := get(t, ctx, chromedp.Evaluate[string](`String(sessionStorage.length) + ' ' + document.querySelectorAll('#queue-rows tr').length`)); left != "0 0" {
+		t.Fatalf("signed out, the tab keeps %s (stored items, rows)", left)
 	}
 }

@@ -152,8 +152,8 @@ func TestInboxPage(t *testing.T) {
 }
 
 // An operator of two projects picks one, and the queue is that project's. The page is worked
-// with the keyboard alone (Enter signs in and opens a chat, Escape goes back to the queue); the
-// token outlives a reload of the tab and goes when the operator signs out.
+// with the keyboard (Enter signs in and opens a chat, Escape goes back to the queue); a chat is
+// closed; the token outlives a reload of the tab and goes when the operator signs out.
 func TestInboxPageProjects(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -198,6 +198,11 @@ func TestInboxPageProjects(t *testing.T) {
 
 	run(chromedp.Focus(row+` button`), chromedp.KeyEvent(kb.Enter))
 	until(`document.querySelectorAll('#messages li').length === 2 && document.activeElement.id === 'chat-title'`)
+	run(chromedp.Click(`#close`))
+	until(`document.querySelector('#chat-meta dd.status').textContent === 'closed' && document.querySelector('#close').disabled`)
+	if list := a.handoffs(t, b.key, "&status=closed"); len(list) != 1 {
+		t.Fatalf("closed: %v", list)
+	}
 	run(chromedp.KeyEvent(kb.Escape))
 	until(`document.getElementById('conversation').hidden && document.activeElement === document.querySelector('` + row + ` button')`)
 

@@ -99,6 +99,7 @@
   // runs runs once more after it, and answers when the page shows the latest state.
   let running = null;
   let again = false;
+  let readFailed = false; // the error shown is a read's, which the next read that works clears
   function tick() {
     clearTimeout(timer);
     if (!me) return Promise.resolve();
@@ -111,9 +112,12 @@
         again = false;
         try {
           await Promise.all([loadQueue(), open ? loadChat() : null]);
+          if (readFailed) showError('');
+          readFailed = false;
         } catch (err) {
           if (err.status === 401) signOut();
           showError(err.message);
+          readFailed = true;
         }
       } while (again && me);
       running = null;

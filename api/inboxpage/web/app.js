@@ -284,7 +284,6 @@
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && open) closeChat();
   });
-  $('chat-title').tabIndex = -1;
 
   if (token()) signIn(token()); else $('token').focus();
 })();

@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/api/hooks"
+	"github.com/agentplane/agentplane/api/inboxpage"
 	"github.com/agentplane/agentplane/api/mcp"
 	"github.com/agentplane/agentplane/api/openai"
 	"github.com/agentplane/agentplane/api/public"
@@ -34,6 +35,9 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST("/public/v1/session", s.public.Limited, handle(s.public.OpenSession))
 	r.POST("/public/v1/chat", s.public.Limited, s.public.Chat)
 	r.GET("/public/v1/history", s.public.Limited, handle(s.public.History))
+	r.GET(inboxpage.Path, inboxpage.Page)
+	r.GET(inboxpage.Path+"/app.js", inboxpage.Asset("app.js"))
+	r.GET(inboxpage.Path+"/app.css", inboxpage.Asset("app.css"))
 
 	openAI := []gin.HandlerFunc{openai.Errors, s.authenticate, s.rateLimited, s.accountBudget}
 	r.POST("/v1/chat/completions", append(openAI, s.openAI.Completion)...)

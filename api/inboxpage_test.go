@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -211,4 +212,48 @@ func TestInboxPageProjects(t *testing.T) {
 	if left := get(t, ctx, chromedp.Evaluate[string](`String(sessionStorage.length) + ' ' + document.querySelectorAll('#queue-rows tr').length`)); left != "0 0" {
 		t.Fatalf("signed out, the tab keeps %s (stored items, rows)", left)
 	}
+}
+
+// An end user on the agent's page asks for a person; an operator takes the chat over and
+// answers: the page shows the answer as it comes, and, once the chat is handed back, the agent
+// answers again.
+func TestHostedPageShowsTheOperator(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b, a, fake := agentSetup(t, map[string]any{"human_handoff": true, "handoff_message": "A colleague will join you here."})
+	fake.Set(providertest.Behavior{Reply: "The agent is back."})
+	bot := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			seen := get(t, ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.msg')].map(e => e.className + ': ' + e.textContent).join(' | ')`))
+			t.Fatalf("waiting for %s: %v; the page shows %s", js, err, seen)
+		}
+	}
+	answers := `[...document.querySelectorAll('.msg.agent:not(.greeting)')].map(e => e.textContent.trim())`
+	say := func(text string) { run(chromedp.SendKeys(`#message`, text+kb.Enter)) }
+	run(chromedp.Navigate(b.client.URL+"/a/"+bot["subdomain"].(string)), chromedp.WaitVisible(`body[data-ready="true"]`))
+	say("I want to talk to a human")
+	until(answers + `.join('|') === 'A colleague will join you here.'`)
+	chatID := a.handoffs(t, b.key, "")[0].(map[string]any)["chat_id"].(string)
+	_, token := a.operator(t, "Rosa")
+	expect(t, a.inbox(t, token, "take", chatID, nil), http.StatusOK, "")
+	say("Hello?")
+	expect(t, a.inbox(t, token, "reply", chatID, map[string]any{"content": "Hi, **Rosa** here."}), http.StatusOK, "")
+	until(answers + `.join('|') === 'A colleague will join you here.|Hi, Rosa here.'`)
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "hosted-page-operator.png"), get(t, ctx, chromedp.FullScreenshot(100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Fatalf("the provider was asked %d times while a person had the chat", n)
+	}
+	expect(t, a.inbox(t, token, "release", chatID, map[string]any{"note": "Sorted."}), http.StatusOK, "")
+	say("Thanks!")
+	until(answers + `.join('|') === 'A colleague will join you here.|Hi, Rosa here.|The agent is back.'`)
 }

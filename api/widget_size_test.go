@@ -15,7 +15,7 @@ import (
 // it, docs/end-users.md is no longer true.
 const (
 	widgetLoaderGzip = 2400
-	widgetPanelGzip  = 4500
+	widgetPanelGzip  = 4800
 	widgetMargin     = 100
 )
 

@@ -304,6 +304,9 @@ type publicReply struct {
 	HTML       string         `json:"html"`
 	Sources    []publicSource `json:"sources"`
 	WaitingFor string         `json:"waiting_for,omitempty"`
+	// Human says a person of the team has, or is asked to take, the chat: the page shows what
+	// they write as it comes.
+	Human bool `json:"human,omitempty"`
 	// ExecutionID is the run that waits, for the page's Approve and Reject.
 	ExecutionID string `json:"execution_id,omitempty"`
 }
@@ -379,7 +382,8 @@ func (d *Door) Chat(c *gin.Context) {
 // decision (its execution id) only when the agent lets visitors approve; else it waits for the
 // account's.
 func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
-	out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources)}
+	out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources),
+		Human: reply.Type == chats.KindHuman || reply.Type == chats.KindHandoff}
 	if reply.RequiresApprove && reply.Tool != nil {
 		out.WaitingFor = reply.Tool.Name
 		if bot.VisitorApprovals {

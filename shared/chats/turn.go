@@ -31,9 +31,12 @@ type RequestHandoff func(ctx context.Context, projectID, botID, chatID, source, 
 // composition root calls it once both exist.
 func (s *Service) UseHandoffs(r RequestHandoff) { s.handoff = r }
 
-// KindHuman is the type of the reply to a message of a chat a person took over: empty, for the
-// person answers.
-const KindHuman = "human"
+// The types of the replies of human takeover: to a message of a chat a person took over
+// (empty: the person answers), and to a request for a person (the agent's handoff message).
+const (
+	KindHuman   = "human"
+	KindHandoff = "handoff"
+)
 
 // UseAgentRuns gives the service the agent runs that carry out the turns it does not answer at
 // once. The composition root calls it once both exist (runs store their messages in chats).
@@ -83,7 +86,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		if err := s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "user", "The end user asked for a person.", cmp.Or(in.Channel, "api")); err != nil {
 			return Outcome{}, err
 		}
-		r, err := s.say(ctx, t, "handoff", cmp.Or(bot.HandoffMessage, agents.DefaultHandoffMessage))
+		r, err := s.say(ctx, t, KindHandoff, cmp.Or(bot.HandoffMessage, agents.DefaultHandoffMessage))
 		return Outcome{Reply: &r}, err
 	}
 	if note := t.Chat.HandBack; note != "" {

@@ -160,7 +160,10 @@
           } else if (ev.event === 'done') {
             state.chat_id = ev.data.chat_id;
             save();
-            agentReply(el, ev.data);
+            if (ev.data.text) agentReply(el, ev.data);
+            else el.remove();
+            if (ev.data.human) watch();
+            else clearInterval(watching), watching = 0;
             toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.text });
           } else if (ev.event === 'error') {
             throw new Error(ev.data.message);
@@ -173,6 +176,25 @@
     } finally {
       el.removeAttribute('aria-busy');
     }
+  }
+
+  // watch shows, every 3 s, what a person of the team writes in this chat, once the agent
+  // handed it to them, until the agent answers again.
+  let watching = 0;
+  async function watch() {
+    if (watching) return;
+    let seen = -1;
+    const poll = async () => {
+      const res = await fetch('/public/v1/history?chat_id=' + encodeURIComponent(state.chat_id), {
+        headers: { Authorization: 'Bearer ' + await token() },
+      }).catch(() => null);
+      if (!res || !res.ok) return;
+      const all = (await res.json()).messages;
+      for (const m of all.slice(seen < 0 ? all.length : seen)) if (m.role !== 'user') agentReply(bubble('agent'), m);
+      seen = all.length;
+    };
+    watching = setInterval(poll, 3000);
+    await poll();
   }
 
   async function restore() {

@@ -160,8 +160,8 @@
           } else if (ev.event === 'done') {
             state.chat_id = ev.data.chat_id;
             save();
-            if (ev.data.text) agentReply(el, ev.data);
-            else el.remove();
+            if (ev.data.human && !ev.data.text) el.remove();
+            else agentReply(el, ev.data);
             if (ev.data.human) watch();
             else clearInterval(watching), watching = 0;
             toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.text });

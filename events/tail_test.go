@@ -57,7 +57,7 @@ func TestRecorderFollowsTheStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 			r, err := svc.Summary(ctx, project, "b", w)
 			if err != nil {
 				t.Fatal(err)

@@ -19,15 +19,9 @@ type inboxRequest struct {
 }
 
 // actor is who acts in the inbox: the request's operator, or the account.
-func (s *server) actor(c *gin.Context) (inbox.Actor, error) {
+func actor(c *gin.Context) inbox.Actor {
 	p := httpx.Principal(c)
-	a := inbox.Actor{AccountID: p.AccountID, OperatorID: p.OperatorID}
-	if a.OperatorID == "" {
-		return a, nil
-	}
-	op, err := s.operators.Get(c, p.AccountID, p.OperatorID)
-	a.Name = op.Name
-	return a, err
+	return inbox.Actor{AccountID: p.AccountID, OperatorID: p.OperatorID}
 }
 
 // listInbox lists the project's handoffs: the open ones (waiting, assigned, taken), the oldest
@@ -115,8 +109,7 @@ func (s *server) inboxAction(c *gin.Context) (inboxRequest, agents.Bot, inbox.Ac
 	if req.ChatID, err = idOf(c, req.ChatID, "chat_id"); err != nil {
 		return req, bot, inbox.Actor{}, err
 	}
-	a, err := s.actor(c)
-	return req, bot, a, err
+	return req, bot, actor(c), nil
 }
 
 func (s *server) assignInbox(c *gin.Context) (any, error) {
@@ -141,6 +134,14 @@ func (s *server) replyInbox(c *gin.Context) (any, error) {
 	req, bot, a, err := s.inboxAction(c)
 	if err != nil {
 		return nil, err
+	}
+	if a.OperatorID != "" {
+		// The reply is signed with the operator's name.
+		op, err := s.operators.Get(c, a.AccountID, a.OperatorID)
+		if err != nil {
+			return nil, err
+		}
+		a.Name = op.Name
 	}
 	m, err := s.inbox.Reply(c, req.ProjectID, bot, req.ChatID, a, req.Content)
 	return gin.H{"message": m}, err

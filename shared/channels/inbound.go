@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -345,16 +346,9 @@ func textOf(r chats.Reply) string {
 			b.WriteString("\n\nSources:")
 		}
 		seen[ref.URL] = true
-		fmt.Fprintf(&b, "\n- [%s](%s)", strings.NewReplacer("[", "(", "]", ")").Replace(cmpOr(ref.Title, ref.URL)), ref.URL)
+		fmt.Fprintf(&b, "\n- [%s](%s)", strings.NewReplacer("[", "(", "]", ")").Replace(cmp.Or(strings.TrimSpace(ref.Title), ref.URL)), ref.URL)
 	}
 	return b.String()
-}
-
-func cmpOr(a, b string) string {
-	if strings.TrimSpace(a) != "" {
-		return a
-	}
-	return b
 }
 
 // runPrefix begins the ids of the runs that answer channels' messages, followed by the

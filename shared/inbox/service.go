@@ -154,25 +154,13 @@ func (s *Service) operator(ctx context.Context, projectID string, a Actor, named
 	if id == "" {
 		return "", apperr.Invalidf("operator_id", "is required with an API key: the operator to act for")
 	}
-	return s.check(ctx, projectID, a, id)
-}
-
-// check is id when it is an operator of the account for the project.
-func (s *Service) check(ctx context.Context, projectID string, a Actor, id string) (string, error) {
-	if a.OperatorID != "" && id != a.OperatorID {
-		// An operator may hand a chat to a colleague of its projects.
-		if err := s.svc.Operators(ctx, a.AccountID, projectID, id); err != nil {
-			return "", err
-		}
-		return id, nil
+	err := s.svc.Operators(ctx, a.AccountID, projectID, id)
+	if apperr.IsNotFound(err) && (a.OperatorID == "" || id == a.OperatorID) {
+		return "", apperr.Invalidf("operator_id", "is no operator of this project")
 	}
-	if err := s.svc.Operators(ctx, a.AccountID, projectID, id); err != nil {
-		if apperr.IsNotFound(err) {
-			return "", apperr.Invalidf("operator_id", "is no operator of this project")
-		}
-		return "", err
-	}
-	return id, nil
+	// An operator may also hand a chat to a colleague of its projects: one of no project of
+	// theirs is not found.
+	return id, err
 }
 
 // Assign gives the chat's open handoff to an operator (operatorID, else the actor). Of two

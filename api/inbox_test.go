@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+	"github.com/agentplane/agentplane/shared/agents"
 )
 
 // operator creates an operator of the agent's project and returns its id and token.
@@ -81,8 +83,30 @@ func TestHandoffRequests(t *testing.T) {
 			t.Fatalf("inbox %v", list)
 		}
 		_, other := a.chat(t, map[string]any{"message": "What are your opening hours?"})
-		if other == nil || other["reply"] != "A model answer." || len(a.handoffs(t, a.b.key, "")) != 1 {
-			t.Fatalf("an ordinary question: %v", other)
+		if other == nil || other["reply"] != "A model answer." || len(a.handoffs(t, a.b.key, "")) != 1 || len(fake.Requests()) != 1 {
+			t.Fatalf("an ordinary question: %v after %d model calls", other, len(fake.Requests()))
+		}
+	})
+	t.Run("TheModelReadsARequest", func(t *testing.T) {
+		t.Parallel()
+		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true, "handoff_classify": true})
+		fake.Set(providertest.Behavior{Reply: "A model answer.", Structured: `{"asks_for_person": true}`})
+		asked := "I'd rather sort this out with someone from your billing team."
+		_, chat := a.chat(t, map[string]any{"message": asked})
+		reqs := fake.Requests()
+		if chat == nil || chat["reply"] != agents.DefaultHandoffMessage || len(reqs) != 1 || reqs[0].Schema != "handoff_request" ||
+			reqs[len(reqs)-1].Messages[1].Content != asked {
+			t.Fatalf("reply %v after %d model calls", chat, len(reqs))
+		}
+		list := a.handoffs(t, a.b.key, "&source=user")
+		if len(list) != 1 || list[0].(map[string]any)["chat_id"] != chat["chat_id"] ||
+			list[0].(map[string]any)["reason"] != "The agent's model read the end user's message as a request for a person." {
+			t.Fatalf("inbox %v", list)
+		}
+		fake.Set(providertest.Behavior{Reply: "A model answer.", Structured: `{"asks_for_person": false}`})
+		_, other := a.chat(t, map[string]any{"message": "Which of your plans has SSO?"})
+		if other == nil || other["reply"] != "A model answer." || len(a.handoffs(t, a.b.key, "")) != 1 || len(fake.Requests()) != 3 {
+			t.Fatalf("an ordinary question: %v after %d model calls", other, len(fake.Requests()))
 		}
 	})
 	t.Run("AnAnswerOfLowConfidence", func(t *testing.T) {
@@ -339,6 +363,101 @@ func TestInboxStream(t *testing.T) {
 					t.Fatalf("events %v", seen)
 				}
 				return
+			}
+		}
+	}
+	t.Fatalf("the stream ended after %v", seen)
+}
+
+// The end user's stream of their chat (what the page opens while a person has it): it brings
+// what the operator writes as they write it, never the agent's answers (which come with the
+// end user's own turns), and only to the end user whose chat it is.
+func TestPublicStream(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "The agent again."})
+	v := visitorsOf(t, a)
+	token := v.session(t, "")
+	var asked struct {
+		ChatID    string `json:"chat_id"`
+		MessageID string `json:"message_id"`
+		Human     bool   `json:"human"`
+	}
+	decode(t, done(t, v.chat(t, token, "", map[string]any{"message": "Let me talk to a human"})), &asked)
+	if !asked.Human || asked.MessageID == "" {
+		t.Fatalf("the answer to a request for a person: %+v", asked)
+	}
+	stream := func(token, query string) *http.Response {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/public/v1/stream?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = res.Body.Close() })
+		return res
+	}
+	for _, tt := range []struct {
+		name, token, query, code string
+		status                   int
+	}{
+		{"another visitor's chat", v.session(t, ""), "chat_id=" + asked.ChatID, "chat_not_found", http.StatusNotFound},
+		{"no chat", token, "", "chat_id: is required", http.StatusUnprocessableEntity},
+		{"an API key", a.b.key, "chat_id=" + asked.ChatID, "", http.StatusUnauthorized},
+	} {
+		res := stream(tt.token, tt.query)
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != tt.status || !strings.Contains(string(body), tt.code) {
+			t.Errorf("%s: %d %s", tt.name, res.StatusCode, body)
+		}
+	}
+
+	_, op := a.operator(t, "Noor")
+	res := stream(token, "chat_id="+asked.ChatID)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the stream answered %d", res.StatusCode)
+	}
+	var seen []string
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil {
+			t.Fatalf("the stream broke after %v: %v", seen, err)
+		}
+		seen = append(seen, ev.Type)
+		switch ev.Type {
+		case "ready":
+			expect(t, a.inbox(t, op, "take", asked.ChatID, nil), http.StatusOK, "")
+			if h := v.history(token, asked.ChatID).JSON(t); h["human"] != true {
+				t.Fatalf("the history of a chat taken over: %v", h)
+			}
+			expect(t, a.inbox(t, op, "reply", asked.ChatID, map[string]any{"content": "Noor here: **how can I help?**"}), http.StatusOK, "")
+		case "message":
+			var m struct{ ID, Role, Content, HTML string }
+			if err := json.Unmarshal([]byte(ev.Data), &m); err != nil || m.ID == "" || m.Role != "agent" {
+				t.Fatalf("message %s: %v", ev.Data, err)
+			}
+			switch m.Content {
+			case "Noor here: **how can I help?**":
+				if m.HTML != "<p>Noor here: <strong>how can I help?</strong></p>\n" {
+					t.Fatalf("the operator's message as the page shows it: %q", m.HTML)
+				}
+				expect(t, a.inbox(t, op, "release", asked.ChatID, nil), http.StatusOK, "")
+				var again struct{ Text string }
+				decode(t, done(t, v.chat(t, token, "", map[string]any{"message": "Thanks", "chat_id": asked.ChatID})), &again)
+				if again.Text != "The agent again." {
+					t.Fatalf("the agent's answer after the hand back: %+v", again)
+				}
+				expect(t, a.inbox(t, op, "take", asked.ChatID, nil), http.StatusOK, "")
+				expect(t, a.inbox(t, op, "reply", asked.ChatID, map[string]any{"content": "One more thing."}), http.StatusOK, "")
+			case "One more thing.":
+				if strings.Join(seen, ",") != "ready,message,message" {
+					t.Fatalf("events %v", seen)
+				}
+				return
+			default:
+				t.Fatalf("the stream brought %q after %v", m.Content, seen)
 			}
 		}
 	}

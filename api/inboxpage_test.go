@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,4 +259,86 @@ func TestHostedPageShowsTheOperator(t *testing.T) {
 	expect(t, a.inbox(t, token, "release", chatID, map[string]any{"note": "Sorted."}), http.StatusOK, "")
 	say("Thanks!")
 	until(answers + `.join('|') === 'A colleague will join you here.|Hi, Rosa here.|The agent is back.'`)
+}
+
+// The whole takeover in two browser tabs: an end user, in the widget on a third party's site,
+// asks for a person; the request shows on the operator's page by itself; the operator takes the
+// chat over and replies, and the reply shows in the widget by itself (no model call meanwhile);
+// the operator hands the chat back with a note, and the agent answers the end user's next
+// message with the note in its prompt. Both sides are screenshotted as test artefacts.
+func TestWidgetTakeover(t *testing.T) {
+	t.Parallel()
+	widget := browser(t)
+	desk, closeDesk := chromedp.NewContext(widget)
+	t.Cleanup(closeDesk)
+	site := httptest.NewUnstartedServer(nil)
+	site.Start()
+	t.Cleanup(site.Close)
+	b, a, fake := agentSetup(t, map[string]any{"allowed_origins": []string{site.URL}, "human_handoff": true,
+		"handoff_message": "A colleague will join you here."})
+	fake.Set(providertest.Behavior{Reply: "The agent is back."})
+	subdomain := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/read?" + a.query(""), Key: b.key}).JSON(t)["bot"].(map[string]any)["subdomain"].(string)
+	site.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<!doctype html><html><body><h1>A shop</h1>
+<script>window.said = []; window.addEventListener('agentplane:ready', () => agentplane.on('message', (m) => said.push(m.role + ': ' + m.text)));</script>
+<script src="`+b.client.URL+`/widget.js" data-bot="`+subdomain+`" async></script></body></html>`)
+	})
+	_, token := a.operator(t, "Rosa")
+	run := func(ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := func(ctx context.Context, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v", js, err)
+		}
+	}
+	shot := func(ctx context.Context, name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name), get(t, ctx, chromedp.FullScreenshot(100)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	said := func(lines ...string) string {
+		quoted, _ := json.Marshal(strings.Join(lines, "|"))
+		return `window.said.join('|') === ` + string(quoted)
+	}
+
+	run(desk, chromedp.Navigate(b.client.URL+"/inbox"), chromedp.WaitVisible(`#token`), chromedp.SendKeys(`#token`, token),
+		chromedp.Click(`#signin-form button`), chromedp.WaitVisible(`#who`))
+	run(widget, chromedp.Navigate(site.URL))
+	until(widget, `!!window.agentplane`)
+	run(widget, chromedp.Evaluate[chromedp.Void](`agentplane.send('Can I talk to a human, please?')`))
+	until(widget, said("agent: A colleague will join you here."))
+	chatID := a.handoffs(t, b.key, "")[0].(map[string]any)["chat_id"].(string)
+	row := `#queue-rows tr[data-chat="` + chatID + `"]`
+	until(desk, `!!document.querySelector('`+row+`')`)
+
+	run(desk, chromedp.Click(row+` td.reason`))
+	until(desk, `[...document.querySelectorAll('#messages li .text')].map((e) => e.textContent).join('|') === 'Can I talk to a human, please?|A colleague will join you here.'`)
+	run(desk, chromedp.Click(`#take`))
+	until(desk, `document.querySelector('#chat-meta dd.status').textContent === 'taken'`)
+	run(desk, chromedp.SendKeys(`#reply`, "Hi, Rosa here. What can I do for you?"), chromedp.Click(`#reply-form button`))
+	until(widget, said("agent: A colleague will join you here.", "agent: Hi, Rosa here. What can I do for you?"))
+	shot(widget, "widget-operator-reply.png")
+	shot(desk, "desk-operator-reply.png")
+	if n := len(fake.Requests()); n != 0 {
+		t.Fatalf("the provider was asked %d times while a person had the chat", n)
+	}
+
+	handBack := "Sorted the refund; offer free shipping if asked."
+	run(desk, chromedp.SendKeys(`#release-note`, handBack), chromedp.Click(`#release-form button`))
+	until(desk, `document.querySelector('#chat-meta dd.status').textContent === 'released'`)
+	run(widget, chromedp.Evaluate[chromedp.Void](`agentplane.send('And the shipping?')`))
+	until(widget, said("agent: A colleague will join you here.", "agent: Hi, Rosa here. What can I do for you?", "agent: The agent is back."))
+	if reqs := fake.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Messages[0].Content, handBack) {
+		t.Fatalf("after the hand back the provider got %d requests", len(reqs))
+	}
+	until(desk, `[...document.querySelectorAll('#messages li .text')].pop().textContent === 'The agent is back.'`)
+	shot(widget, "widget-handed-back.png")
+	shot(desk, "desk-handed-back.png")
 }

@@ -35,6 +35,7 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST("/public/v1/session", s.public.Limited, handle(s.public.OpenSession))
 	r.POST("/public/v1/chat", s.public.Limited, s.public.Chat)
 	r.GET("/public/v1/history", s.public.Limited, handle(s.public.History))
+	r.GET("/public/v1/stream", s.public.Limited, s.public.Stream)
 	r.GET(inboxpage.Path, inboxpage.Page)
 	r.GET(inboxpage.Path+"/app.js", inboxpage.Asset("app.js"))
 	r.GET(inboxpage.Path+"/app.css", inboxpage.Asset("app.css"))

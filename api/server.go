@@ -225,7 +225,7 @@ func NewServer(d Deps) http.Handler {
 		AgentLimit: s.agentLimit}
 	s.public = &public.Door{Agents: d.Agents, Chats: d.Chats, Runs: d.Runs, Subscribers: d.Subscribers, Turns: s.turns, Decoder: s.decoder,
 		Heartbeat: d.Heartbeat, Limiter: s.limiter, Rate: d.PublicRateLimit, AgentRate: d.PublicAgentRateLimit, Budget: s.budget, BudgetWait: s.budgetWait,
-		AgentAllow: agentAllow}
+		AgentAllow: agentAllow, Watch: d.Watch}
 	r := newEngine()
 	if err := r.SetTrustedProxies(d.TrustedProxies); err != nil {
 		s.log.Error("trusted proxies refused: the connection's address is the client's", "error", err)

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// The widget's weight as docs/end-users.md states it ("The loader is 2.4 KB gzipped and the panel 4.5 KB
+// The widget's weight as docs/end-users.md states it ("The loader is 2.4 KB gzipped and the panel 5.2 KB
 // more"), in bytes gzipped at best compression: the loader is what every page of a site that
 // embeds an agent loads, opened or not; the panel (the agent's page, its script and style) comes
 // on first open. A figure may be exceeded by widgetMargin, less than its rounding shows; beyond
 // it, docs/end-users.md is no longer true.
 const (
 	widgetLoaderGzip = 2400
-	widgetPanelGzip  = 4800
+	widgetPanelGzip  = 5200
 	widgetMargin     = 100
 )
 

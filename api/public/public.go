@@ -7,6 +7,7 @@ package public
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -30,6 +31,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/markdown"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/memory"
+	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/subscribers"
 )
 
@@ -59,6 +61,9 @@ type Door struct {
 	BudgetWait time.Duration
 	// AgentAllow takes one message of the agent's rate limit for the key keyID.
 	AgentAllow func(ctx context.Context, bot agents.Bot, keyID string) error
+	// Watch streams a project's domain events of the types a subject pattern selects, as they
+	// are published.
+	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 }
 
 // PagePath is where an agent's hosted chat page is: /a/{subdomain}.
@@ -299,6 +304,8 @@ type publicChatRequest struct {
 // publicReply is a reply as the page shows it: its text rendered as safe HTML, its sources.
 type publicReply struct {
 	ChatID string `json:"chat_id"`
+	// MessageID is the agent's message (the page shows a message once, however it came).
+	MessageID string `json:"message_id"`
 	// Text is the reply as the agent wrote it (Markdown); HTML is how the page shows it.
 	Text       string         `json:"text"`
 	HTML       string         `json:"html"`
@@ -382,7 +389,7 @@ func (d *Door) Chat(c *gin.Context) {
 // decision (its execution id) only when the agent lets visitors approve; else it waits for the
 // account's.
 func replyOf(bot agents.Bot, reply chats.Reply) publicReply {
-	out := publicReply{ChatID: reply.ChatID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources),
+	out := publicReply{ChatID: reply.ChatID, MessageID: reply.Agent.UUID, Text: reply.Reply, HTML: markdown.HTML(reply.Reply), Sources: sourcesOf(reply.Sources),
 		Human: reply.Type == chats.KindHuman || reply.Type == chats.KindHandoff}
 	if reply.RequiresApprove && reply.Tool != nil {
 		out.WaitingFor = reply.Tool.Name
@@ -429,30 +436,91 @@ func (d *Door) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscr
 
 // publicMessage is a message of the end user's chat as the page shows it.
 type publicMessage struct {
+	ID      string         `json:"id"`
 	Role    string         `json:"role"`
 	Content string         `json:"content"`
 	HTML    string         `json:"html"`
 	Sources []publicSource `json:"sources"`
 }
 
-// History is the end user's chat, its latest 100 messages: only their own chats.
+func messageOf(m chats.Message) publicMessage {
+	out := publicMessage{ID: m.UUID, Role: m.Role, Content: m.Content, Sources: sourcesOf(m.Sources)}
+	if m.Role == chats.RoleAgent {
+		out.HTML = markdown.HTML(m.Content)
+	}
+	return out
+}
+
+// History is the end user's chat, its first 100 messages: only their own chats. Human says a
+// person of the team has the chat (the page then streams what they write).
 func (d *Door) History(c *gin.Context) (any, error) {
 	bot, sub, err := d.endUser(c)
 	if err != nil {
 		return nil, err
 	}
-	msgs, total, err := d.Chats.HistoryFor(c, bot.ProjectID, bot.ID, c.Query("chat_id"), askerOf(sub), paging.Page{Page: 1, PerPage: paging.MaxPerPage})
+	chat, err := d.chatOf(c, bot, sub)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := d.Chats.Messages(c, chat, 1, min(paging.MaxPerPage, chat.Messages))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]publicMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = publicMessage{Role: m.Role, Content: m.Content, Sources: sourcesOf(m.Sources)}
-		if m.Role == chats.RoleAgent {
-			out[i].HTML = markdown.HTML(m.Content)
+		out[i] = messageOf(m)
+	}
+	return gin.H{"messages": out, "total": chat.Messages, "human": chat.Held}, nil
+}
+
+// chatOf is the end user's own chat the request names (chat_id): another's is not found.
+func (d *Door) chatOf(c *gin.Context, bot agents.Bot, sub subscribers.Subscriber) (chats.Chat, error) {
+	id := strings.TrimSpace(c.Query("chat_id"))
+	if id == "" {
+		return chats.Chat{}, apperr.Invalidf("chat_id", "is required")
+	}
+	return d.Chats.GetFor(c, bot.ProjectID, bot.ID, id, askerOf(sub))
+}
+
+// Stream streams what a person of the team writes in one of the end user's own chats as they
+// write it: a ready event once the stream listens, then a message event for each message of
+// the chat written by neither the end user nor the agent (whose answers come with the end
+// user's turns), as History shows it; a message too long for its event comes as a changed
+// event, on which the page reads the history. The page opens it while a person has, or is
+// asked to take, the chat.
+func (d *Door) Stream(c *gin.Context) {
+	bot, sub, err := d.endUser(c)
+	var chat chats.Chat
+	if err == nil {
+		chat, err = d.chatOf(c, bot, sub)
+	}
+	var changes <-chan outbox.Event
+	if err == nil {
+		changes, err = d.Watch(c.Request.Context(), bot.ProjectID, outbox.ChatMessageCreated)
+	}
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	st := httpx.NewSSE(c, d.Heartbeat)
+	defer st.Close()
+	if err := st.Event("ready", gin.H{"chat_id": chat.UUID}); err != nil {
+		return
+	}
+	for ev := range changes {
+		var m chats.MessageEvent
+		if ev.BotID != bot.ID || json.Unmarshal(ev.Data, &m) != nil || m.ChatID != chat.UUID {
+			continue
+		}
+		if m.Message.UUID == "" {
+			err = st.Event("changed", gin.H{"chat_id": chat.UUID})
+		} else if m.Message.Role == chats.RoleAgent && m.Message.User.UUID != bot.UUID && m.Message.Content != "" {
+			err = st.Event("message", messageOf(m.Message))
+		}
+		if err != nil {
+			return
 		}
 	}
-	return gin.H{"messages": out, "total": total}, nil
 }
 
 // Limited holds the end users' endpoints to AGENTPLANE_PUBLIC_RATE_LIMIT requests a

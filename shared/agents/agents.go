@@ -51,13 +51,17 @@ type Bot struct {
 	HandoffPhrases []string `json:"handoff_phrases" bson:"handoff_phrases"`
 	// HandoffOnLowConfidence flags for a person the chats whose standard answer found nothing in
 	// the agent's memory to stand on (confidence low).
-	HandoffOnLowConfidence bool      `json:"handoff_on_low_confidence" bson:"handoff_on_low_confidence"`
-	Status                 int       `json:"status" bson:"status"`
-	ActiveAt               time.Time `json:"active_at" bson:"active_at"`
-	UpdatedAt              time.Time `json:"updated_at" bson:"updated_at"`
-	CreatedAt              time.Time `json:"-" bson:"created_at"`
-	Rev                    int64     `json:"-" bson:"rev"`
-	Branding               Branding  `json:"branding" bson:"branding"`
+	HandoffOnLowConfidence bool `json:"handoff_on_low_confidence" bson:"handoff_on_low_confidence"`
+	// HandoffClassify has the agent's model read each message that names none of the handoff
+	// phrases, to tell whether it asks for a person all the same (one short call a message,
+	// when a provider answers the agent).
+	HandoffClassify bool      `json:"handoff_classify" bson:"handoff_classify"`
+	Status          int       `json:"status" bson:"status"`
+	ActiveAt        time.Time `json:"active_at" bson:"active_at"`
+	UpdatedAt       time.Time `json:"updated_at" bson:"updated_at"`
+	CreatedAt       time.Time `json:"-" bson:"created_at"`
+	Rev             int64     `json:"-" bson:"rev"`
+	Branding        Branding  `json:"branding" bson:"branding"`
 	// AllowedOrigins are the web origins (https://shop.example.com) whose pages may embed the
 	// agent's widget and call its public endpoints; its own page's origin always may.
 	AllowedOrigins []string          `json:"allowed_origins" bson:"allowed_origins"`

@@ -74,6 +74,7 @@ type Patch struct {
 	HandoffMessage         *string            `json:"handoff_message"`
 	HandoffPhrases         *[]string          `json:"handoff_phrases"`
 	HandoffOnLowConfidence *bool              `json:"handoff_on_low_confidence"`
+	HandoffClassify        *bool              `json:"handoff_classify"`
 	Status                 flex.OptFlag       `json:"status"`
 	Branding               json.RawMessage    `json:"branding"`
 	Integrations           *[]freeform.Object `json:"integrations"`
@@ -109,6 +110,9 @@ func (p Patch) apply(b *Bot) error {
 	}
 	if p.HandoffOnLowConfidence != nil {
 		b.HandoffOnLowConfidence = *p.HandoffOnLowConfidence
+	}
+	if p.HandoffClassify != nil {
+		b.HandoffClassify = *p.HandoffClassify
 	}
 	if p.HandoffMessage != nil {
 		b.HandoffMessage = strings.TrimSpace(*p.HandoffMessage)

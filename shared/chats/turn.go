@@ -3,7 +3,9 @@ package chats
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/agents"
@@ -82,8 +84,8 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 			Usage: UsageOf(llm.Usage{}, t.User.ReasoningType, t.User.Seq), At: t.User.CreatedAt})
 		return Outcome{Reply: &r}, nil
 	}
-	if s.handoff != nil && bot.HumanHandoff && bot.AsksForPerson(t.Question()) {
-		if err := s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "user", "The end user asked for a person.", cmp.Or(in.Channel, "api")); err != nil {
+	if reason := s.asksForPerson(ctx, t); reason != "" {
+		if err := s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "user", reason, cmp.Or(in.Channel, "api")); err != nil {
 			return Outcome{}, err
 		}
 		r, err := s.say(ctx, t, KindHandoff, cmp.Or(bot.HandoffMessage, agents.DefaultHandoffMessage))
@@ -145,4 +147,59 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		}
 	}
 	return Outcome{Reply: &r}, err
+}
+
+// classifyTimeout bounds the model's reading of whether a message asks for a person.
+const classifyTimeout = 10 * time.Second
+
+// personSchema is the answer the model gives when it reads a message for a request for a person.
+var personSchema = llm.Schema{Name: "handoff_request", Schema: map[string]any{
+	"type": "object", "additionalProperties": false, "required": []string{"asks_for_person"},
+	"properties": map[string]any{"asks_for_person": map[string]any{"type": "boolean"}},
+}}
+
+// classifyPrompt asks the model whether a message asks for a person of the team.
+const classifyPrompt = "You read one message that a customer wrote to a company's AI assistant. Decide whether the customer " +
+	"asks to deal with a human person of the company (a person, a human agent, a representative, an operator, someone of " +
+	"the support or sales team, a manager) rather than with the assistant. Questions about people, or complaints that ask " +
+	"for no person, do not. Answer only with the JSON object."
+
+// asksForPerson is why the turn t is a request for a person of the team, "" when it is none or
+// the agent hands nothing off: a message holding one of the agent's handoff phrases, or, with
+// handoff_classify, one that its model reads as such (one short call, made when a provider
+// answers the agent; a call that fails reads as no).
+func (s *Service) asksForPerson(ctx context.Context, t Turn) string {
+	bot := t.Bot
+	switch {
+	case s.handoff == nil || !bot.HumanHandoff:
+		return ""
+	case bot.AsksForPerson(t.Question()):
+		return "The end user asked for a person."
+	case !bot.HandoffClassify:
+		return ""
+	}
+	model := s.Model(t.Input, bot)
+	if model.Name() == llm.Offline {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, classifyTimeout)
+	defer cancel()
+	req := s.request(t)
+	req.MaxTokens, req.Schema = 20, &personSchema
+	req.Messages = []llm.Message{{Role: llm.RoleSystem, Content: classifyPrompt}, {Role: llm.RoleUser, Content: t.Question()}}
+	res, err := model.Complete(ctx, req)
+	var verdict struct {
+		AsksForPerson bool `json:"asks_for_person"`
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(res.Content), &verdict)
+	}
+	if err != nil {
+		s.log.Warn("the model's reading of a request for a person failed; read as none", "chat_id", t.Chat.UUID, "error", err)
+		return ""
+	}
+	if verdict.AsksForPerson {
+		return "The agent's model read the end user's message as a request for a person."
+	}
+	return ""
 }

@@ -128,11 +128,30 @@
     return ask({ message: text, chat_id: state.chat_id || '' });
   }
 
+  // read calls on with each event the stream res brings, until it ends.
+  async function read(res, on) {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const ev = parse(buffered.slice(0, end));
+        buffered = buffered.slice(end + 2);
+        if (ev) on(ev);
+      }
+    }
+  }
+
   // ask sends a turn (a message, or a decision) and streams the agent's answer into a new bubble.
   async function ask(body) {
     const el = bubble('agent');
     el.dataset.deltas = '0';
     el.setAttribute('aria-busy', 'true');
+    let streamed = '';
     try {
       const res = await fetch('/public/v1/chat', {
         method: 'POST',
@@ -140,36 +159,24 @@
         body: JSON.stringify(body),
       });
       if (!res.ok) throw await problem(res);
-      const reader = res.body.getReader();
-      const decoder = new TextDecoder();
-      let buffered = '';
-      let streamed = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffered += decoder.decode(value, { stream: true });
-        let end;
-        while ((end = buffered.indexOf('\n\n')) >= 0) {
-          const ev = parse(buffered.slice(0, end));
-          buffered = buffered.slice(end + 2);
-          if (!ev) continue;
-          if (ev.event === 'delta') {
-            streamed += ev.data.content;
-            el.textContent = streamed;
-            el.dataset.deltas = String(Number(el.dataset.deltas) + 1);
-          } else if (ev.event === 'done') {
-            state.chat_id = ev.data.chat_id;
-            save();
-            if (ev.data.human && !ev.data.text) el.remove();
-            else agentReply(el, ev.data);
-            if (ev.data.human) watch();
-            else clearInterval(watching), watching = 0;
-            toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.text });
-          } else if (ev.event === 'error') {
-            throw new Error(ev.data.message);
-          }
+      await read(res, (ev) => {
+        if (ev.event === 'delta') {
+          streamed += ev.data.content;
+          el.textContent = streamed;
+          el.dataset.deltas = String(Number(el.dataset.deltas) + 1);
+        } else if (ev.event === 'done') {
+          state.chat_id = ev.data.chat_id;
+          save();
+          shown.add(ev.data.message_id);
+          if (ev.data.human && !ev.data.text) el.remove();
+          else agentReply(el, ev.data);
+          if (ev.data.human) watch();
+          else if (watching) watching.abort(), watching = null;
+          toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.text });
+        } else if (ev.event === 'error') {
+          throw new Error(ev.data.message);
         }
-      }
+      });
     } catch (e) {
       el.remove();
       bubble('error').textContent = e.message;
@@ -178,43 +185,61 @@
     }
   }
 
-  // watch shows, every 3 s, what a person of the team writes in this chat, once the agent
-  // handed it to them, until the agent answers again.
-  let watching = 0;
+  // shown are the messages on the page, by id: each shows once, however it came.
+  const shown = new Set();
+  function show(m) {
+    if (m.role === 'user' || !m.content || shown.has(m.id)) return;
+    shown.add(m.id);
+    agentReply(bubble('agent'), m);
+  }
+
+  const chatHistory = async () => {
+    const res = await fetch('/public/v1/history?chat_id=' + encodeURIComponent(state.chat_id), {
+      headers: { Authorization: 'Bearer ' + await token() },
+    });
+    if (res.ok) return res.json();
+    throw res.status === 404 ? res : await problem(res);
+  };
+
+  // watch shows what a person of the team writes in this chat as they write it, from when the
+  // agent handed the chat to them until it answers again (an interrupted stream opens again).
+  let watching = null;
   async function watch() {
     if (watching) return;
-    let seen = -1;
-    const poll = async () => {
-      const res = await fetch('/public/v1/history?chat_id=' + encodeURIComponent(state.chat_id), {
-        headers: { Authorization: 'Bearer ' + await token() },
-      }).catch(() => null);
-      if (!res || !res.ok) return;
-      const all = (await res.json()).messages;
-      for (const m of all.slice(seen < 0 ? all.length : seen)) if (m.role !== 'user') agentReply(bubble('agent'), m);
-      seen = all.length;
-    };
-    watching = setInterval(poll, 3000);
-    await poll();
+    const ctl = watching = new AbortController();
+    while (watching === ctl) {
+      try {
+        const res = await fetch('/public/v1/stream?chat_id=' + encodeURIComponent(state.chat_id), {
+          headers: { Authorization: 'Bearer ' + await token() }, signal: ctl.signal,
+        });
+        if (res.status < 500 && !res.ok) break;
+        // On ready (and when a message was too long for its event) the history has what the
+        // stream did not bring.
+        await read(res, (ev) => {
+          if (ev.event !== 'message') chatHistory().then((c) => c.messages.forEach(show), () => {});
+          else if (!shown.has(ev.data.id)) {
+            show(ev.data);
+            toParent({ type: 'agentplane:message', role: 'agent', text: ev.data.content });
+          }
+        });
+      } catch (_) { /* opened again below */ }
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+    if (watching === ctl) watching = null;
   }
 
   async function restore() {
     if (!state.chat_id) return;
     try {
-      const res = await fetch('/public/v1/history?chat_id=' + encodeURIComponent(state.chat_id), {
-        headers: { Authorization: 'Bearer ' + await token() },
-      });
-      if (res.status === 404) {
-        delete state.chat_id;
-        save();
-        return;
-      }
-      if (!res.ok) throw await problem(res);
-      for (const m of (await res.json()).messages) {
+      const chat = await chatHistory();
+      for (const m of chat.messages) {
         if (m.role === 'user') bubble('user').textContent = m.content;
-        else agentReply(bubble('agent'), m);
+        else show(m);
       }
+      if (chat.human) watch();
     } catch (e) {
-      bubble('error').textContent = e.message;
+      if (e.status !== 404) bubble('error').textContent = e.message;
+      else delete state.chat_id, save();
     }
   }
 

@@ -7,13 +7,10 @@ import (
 
 // The lines that begin the quoted earlier message of a reply.
 var (
-	// attribution is the line a mail client writes above the quote: "On <date>, <name> wrote:"
-	// (Gmail, Apple Mail, Thunderbird) and its French, German, Spanish, Dutch and Italian forms.
-	attribution = regexp.MustCompile(`(?i)^(on|le|am|el|op|il)\s.*(wrote|a écrit|schrieb|escribió|schreef|ha scritto)\s*:\s*$`)
-	// attributionStart and attributionEnd are the first and last lines of an attribution a
-	// client wrapped over two or three.
-	attributionStart = regexp.MustCompile(`(?i)^(on|le|am|el|op|il)\s.*\d`)
-	attributionEnd   = regexp.MustCompile(`(?i)(wrote|a écrit|schrieb|escribió|schreef|ha scritto)\s*:\s*$`)
+	// attribution is the line a mail client writes above the quote, a date in it: "On <date>,
+	// <name> wrote:" (Gmail, Apple Mail, Thunderbird) and its French, German, Spanish, Dutch
+	// and Italian forms ("Am <date> schrieb <name>:").
+	attribution = regexp.MustCompile(`(?i)^(on|le|am|el|op|il)\s.*\d.*\s(wrote|a écrit|schrieb|escribió|schreef|ha scritto)(\s.*)?:\s*$`)
 	// original is Outlook's and others' separator above a forwarded or quoted message.
 	original = regexp.MustCompile(`(?i)^-{2,}\s*(original message|forwarded message|ursprüngliche nachricht|message d'origine)\s*-{2,}$`)
 	// headerFrom and headerSent are the first lines of Outlook's header block of the quote:
@@ -48,7 +45,7 @@ func quoteStart(lines []string) int {
 		switch {
 		case strings.HasPrefix(l, ">"), attribution.MatchString(l), original.MatchString(l):
 			return i
-		case attributionStart.MatchString(l) && wrappedAttribution(lines[i+1:]):
+		case wrappedAttribution(lines[i:]):
 			return i
 		case headerFrom.MatchString(l) && sentFollows(lines[i+1:]):
 			return i
@@ -57,10 +54,11 @@ func quoteStart(lines []string) int {
 	return len(lines)
 }
 
-// wrappedAttribution reports whether one of the next two lines ends an attribution.
-func wrappedAttribution(next []string) bool {
-	for _, line := range next[:min(2, len(next))] {
-		if attributionEnd.MatchString(strings.TrimSpace(line)) {
+// wrappedAttribution reports whether lines begin with an attribution a client wrapped over
+// two or three lines.
+func wrappedAttribution(lines []string) bool {
+	for n := 2; n <= min(3, len(lines)); n++ {
+		if attribution.MatchString(strings.Join(lines[:n], " ")) {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"net/smtp"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -37,9 +38,13 @@ type Relay struct {
 type RelayOption func(*Relay)
 
 // WithTLSConfig has the relay's certificate checked by cfg (a test's pool of roots) instead of
-// the system's roots.
+// the system's roots; nil keeps the default.
 func WithTLSConfig(cfg *tls.Config) RelayOption {
-	return func(r *Relay) { r.tls = cfg.Clone() }
+	return func(r *Relay) {
+		if cfg != nil {
+			r.tls = cfg.Clone()
+		}
+	}
 }
 
 // WithHelo is the name the relay is greeted with (default "localhost").
@@ -201,6 +206,10 @@ func (r *Relay) classify(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil {
 		return apperr.Unavailablef("mail relay", fmt.Errorf("%w: %w", ctx.Err(), err))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The connection's deadline is the context's: it may pass a moment before ctx's timer.
+		return apperr.Unavailablef("mail relay", fmt.Errorf("%w: %w", context.DeadlineExceeded, err))
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {

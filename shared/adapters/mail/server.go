@@ -82,8 +82,11 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu   sync.Mutex
-	addr net.Addr
+	mu        sync.Mutex
+	addr      net.Addr
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	closed    bool
 }
 
 // NewServer returns a listener taking mail for cfg.Domain into boxes.
@@ -93,7 +96,7 @@ func NewServer(cfg Config, boxes email.Mailboxes) (*Server, error) {
 		return nil, apperr.Invalidf("domain", "the mail domain is required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, boxes: boxes, ctx: ctx, cancel: cancel}
+	s := &Server{cfg: cfg, boxes: boxes, ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
 		return &session{s: s}, nil
 	}))
@@ -131,23 +134,43 @@ func (s *Server) Addr() net.Addr {
 // Serve takes SMTP connections on l until Shutdown or Close; it returns nil then.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
 	if s.addr == nil {
 		s.addr = l.Addr()
 	}
+	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	return s.smtp.Serve(l)
+	return s.smtp.Serve(listener{l, s})
 }
 
-// Shutdown stops listening and waits for the connections to end, up to ctx; then it closes
-// those still open (a message whose DATA was not answered is not acknowledged, so its sender
-// tries again).
+// stopListening closes the listeners Serve was given, also one go-smtp was not yet told of.
+func (s *Server) stopListening() {
+	s.mu.Lock()
+	s.closed = true
+	ls := s.listeners
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+}
+
+// Shutdown stops listening and waits for the connections to end, up to ctx; then it cuts
+// those still open and returns ctx's error (a message whose DATA was not answered was not
+// acknowledged: its sender tries again).
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.smtp.Shutdown(ctx)
-	if err == nil || errors.Is(err, smtp.ErrServerClosed) {
-		s.cancel()
+	s.stopListening()
+	s.cancel()
+	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
-	s.Close()
+	if err != nil {
+		s.cutConnections()
+	}
 	return err
 }
 
@@ -155,10 +178,57 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.cancel()
 	err := s.smtp.Close()
+	s.stopListening()
+	s.cutConnections()
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// cutConnections closes the connections still open.
+func (s *Server) cutConnections() {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// listener keeps the connections it accepts in the server's set, for Shutdown to cut those
+// that outlast it (go-smtp's Shutdown only waits for them).
+type listener struct {
+	net.Listener
+	s *Server
+}
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &conn{Conn: c, s: l.s}
+	l.s.mu.Lock()
+	l.s.conns[tc] = struct{}{}
+	l.s.mu.Unlock()
+	return tc, nil
+}
+
+// conn is an accepted connection that leaves the server's set when it closes.
+type conn struct {
+	net.Conn
+	s *Server
+}
+
+func (c *conn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // slogPrinter is go-smtp's error log as a slog.Logger.

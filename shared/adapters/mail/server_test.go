@@ -527,3 +527,33 @@ func TestNewServerNeedsADomain(t *testing.T) {
 		t.Fatalf("NewServer without a domain: %v, want an Invalid error", err)
 	}
 }
+
+func TestShutdownCutsConnectionsThatOutlastIt(t *testing.T) {
+	s, err := mail.NewServer(mail.Config{Domain: domain, Logger: slog.New(slog.DiscardHandler)}, newBoxes("support"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	idle := dial(t, s.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("shutdown with an idle client: %v, want the context's deadline", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if err := idle.Noop(); err == nil {
+		t.Fatal("the idle connection still answers after Shutdown")
+	}
+}

@@ -54,7 +54,7 @@ type Message struct {
 	// Raw is the message as received.
 	Raw []byte
 	// Header is the message's header; Text and HTML are its text/plain and text/html parts,
-	// decoded.
+	// decoded, with "\n" line ends.
 	Header gomail.Header
 	Text   string
 	HTML   string
@@ -79,6 +79,7 @@ type Sink struct {
 
 	mu       sync.Mutex
 	srv      *smtp.Server
+	listener net.Listener
 	messages []Message
 	arrived  chan struct{} // closed and replaced at each message
 	failures int
@@ -136,7 +137,7 @@ func (s *Sink) Start() {
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	s.mu.Lock()
 	s.addr = l.Addr().String()
-	s.srv = srv
+	s.srv, s.listener = srv, l
 	s.mu.Unlock()
 	go srv.Serve(l)
 }
@@ -144,11 +145,12 @@ func (s *Sink) Start() {
 // Stop closes the listener and every connection: clients are refused until Start.
 func (s *Sink) Stop() {
 	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
+	srv, l := s.srv, s.listener
+	s.srv, s.listener = nil, nil
 	s.mu.Unlock()
 	if srv != nil {
 		srv.Close()
+		l.Close()
 	}
 }
 
@@ -282,6 +284,7 @@ func read(raw []byte) (Message, error) {
 		if err != nil {
 			return Message{}, fmt.Errorf("mailtest: read part: %w", err)
 		}
+		b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 		switch t, _, _ := p.Header.(interface {
 			ContentType() (string, map[string]string, error)
 		}).ContentType(); t {

@@ -31,7 +31,7 @@ func answer() email.Outgoing {
 
 func relay(t *testing.T, sink *mailtest.Sink) *mail.Relay {
 	t.Helper()
-	r, err := mail.NewRelay(sink.URL(), mail.WithTLSConfig(sink.ClientTLS()))
+	r, err := mail.NewRelay(sink.URL(), mail.WithTLSConfig(sink.ClientTLS()), mail.WithHelo("mail.example.com"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +45,9 @@ func TestRelaySendsOverStartTLSWithAuth(t *testing.T) {
 		t.Fatalf("send: %v", err)
 	}
 	got := sink.Wait(t, 1)
+	if got.Helo != "mail.example.com" {
+		t.Errorf("the relay was greeted as %q, want mail.example.com", got.Helo)
+	}
 	if !got.TLS || got.User != "agent" {
 		t.Errorf("TLS %v, user %q: want the message over STARTTLS from the authenticated agent", got.TLS, got.User)
 	}

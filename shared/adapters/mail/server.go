@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -287,7 +288,9 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		ss.s.cfg.Logger.Warn("smtp listener: cannot tell whether a mailbox exists", "local", local, "error", err)
 		return errTryLater
 	}
-	ss.recipients = append(ss.recipients, local+"@"+ss.s.cfg.Domain)
+	if addr := local + "@" + ss.s.cfg.Domain; !slices.Contains(ss.recipients, addr) {
+		ss.recipients = append(ss.recipients, addr)
+	}
 	return nil
 }
 

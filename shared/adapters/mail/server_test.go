@@ -208,7 +208,7 @@ Content-Transfer-Encoding: base64
 --mixed--
 `)
 	c := dial(t, addr)
-	if err := send(c, "zoe@example.org", []string{"Support@MAIL.example.com"}, raw); err != nil {
+	if err := send(c, "zoe@example.org", []string{"Support@MAIL.example.com", "support@mail.example.com"}, raw); err != nil {
 		t.Fatalf("send: %v", err)
 	}
 	m := b.next(t)

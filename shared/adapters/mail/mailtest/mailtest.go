@@ -58,7 +58,9 @@ type Message struct {
 	Header gomail.Header
 	Text   string
 	HTML   string
-	// TLS says the message came over TLS; User is who authenticated ("" for no one).
+	// Helo is the name the client greeted with; TLS says the message came over TLS; User is
+	// who authenticated ("" for no one).
+	Helo string
 	TLS  bool
 	User string
 }
@@ -255,7 +257,7 @@ func (ss *session) Data(r io.Reader) error {
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: err.Error()}
 	}
 	_, m.TLS = ss.conn.TLSConnectionState()
-	m.From, m.To, m.User = ss.from, ss.to, ss.user
+	m.From, m.To, m.User, m.Helo = ss.from, ss.to, ss.user, ss.conn.Hostname()
 	return ss.s.take(m)
 }
 

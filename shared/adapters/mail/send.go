@@ -2,6 +2,7 @@ package mail
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -63,10 +64,10 @@ func NewRelay(rawURL string, opts ...RelayOption) (*Relay, error) {
 	r := &Relay{host: u.Hostname(), port: u.Port(), helo: "localhost"}
 	switch u.Scheme {
 	case "smtp":
-		r.port = cmpOr(r.port, "587")
+		r.port = cmp.Or(r.port, "587")
 	case "smtps":
 		r.implicitTLS = true
-		r.port = cmpOr(r.port, "465")
+		r.port = cmp.Or(r.port, "465")
 	default:
 		return nil, apperr.Invalidf("relay_url", "the scheme is smtp or smtps, not %q", u.Scheme)
 	}
@@ -85,13 +86,6 @@ func NewRelay(rawURL string, opts ...RelayOption) (*Relay, error) {
 		r.tls.ServerName = r.host
 	}
 	return r, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Send sends m: an error of kind apperr.Unavailable when the relay cannot be reached in time
@@ -219,8 +213,9 @@ func (r *Relay) classify(ctx context.Context, err error) error {
 	return apperr.Unavailablef("mail relay", err)
 }
 
-// compose writes m as a MIME message: its header fields and a multipart/alternative body of
-// text/plain and text/html, UTF-8 and quoted-printable.
+// compose writes m as a MIME message: its header fields (a new Message-ID at the sender's
+// domain when m has none) and a multipart/alternative body of text/plain and text/html, UTF-8
+// and quoted-printable.
 func compose(m email.Outgoing) ([]byte, error) {
 	var h gomail.Header
 	h.SetDate(time.Now())
@@ -231,6 +226,10 @@ func compose(m email.Outgoing) ([]byte, error) {
 	}
 	h.SetAddressList("To", to)
 	h.SetSubject(m.Subject)
+	if m.MessageID == "" {
+		_, domain, _ := strings.Cut(m.From.Address, "@")
+		m.MessageID = NewMessageID(domain)
+	}
 	h.SetMessageID(m.MessageID)
 	if m.InReplyTo != "" {
 		h.SetMsgIDList("In-Reply-To", []string{m.InReplyTo})

@@ -101,6 +101,22 @@ func TestRelayWithoutUserSendsWithoutAuth(t *testing.T) {
 	}
 }
 
+func TestRelaySendsOverImplicitTLS(t *testing.T) {
+	sink := mailtest.New(t, mailtest.Options{ImplicitTLS: true, User: "agent", Password: "s3cret"})
+	m := answer()
+	m.MessageID = ""
+	if err := relay(t, sink).Send(t.Context(), m); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	got := sink.Wait(t, 1)
+	if !got.TLS || got.User != "agent" {
+		t.Errorf("TLS %v, user %q: want the message over TLS from the authenticated agent", got.TLS, got.User)
+	}
+	if id, _ := got.Header.MessageID(); !strings.HasSuffix(id, "@mail.example.com") {
+		t.Errorf("Message-ID = %q, want a new one at the sender's domain", id)
+	}
+}
+
 func TestRelayRefusesAnUntrustedCertificate(t *testing.T) {
 	sink := mailtest.New(t, mailtest.Options{TLS: true, User: "agent", Password: "s3cret"})
 	r, err := mail.NewRelay(sink.URL())

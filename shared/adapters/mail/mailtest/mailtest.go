@@ -44,6 +44,8 @@ type Options struct {
 	// TLS offers STARTTLS with a self-signed certificate for 127.0.0.1 and localhost (see
 	// ClientTLS); AUTH is then taken over TLS only.
 	TLS bool
+	// ImplicitTLS speaks TLS from the first byte (smtps) with that certificate instead.
+	ImplicitTLS bool
 }
 
 // Message is one message the sink took.
@@ -92,7 +94,7 @@ type Sink struct {
 func New(t testing.TB, opts Options) *Sink {
 	t.Helper()
 	s := &Sink{t: t, opts: opts, addr: "127.0.0.1:0", arrived: make(chan struct{})}
-	if opts.TLS {
+	if opts.TLS || opts.ImplicitTLS {
 		s.cert, s.tls = selfSigned(t)
 	}
 	s.Start()
@@ -103,9 +105,13 @@ func New(t testing.TB, opts Options) *Sink {
 // Addr is the host:port the sink listens on.
 func (s *Sink) Addr() string { return s.addr }
 
-// URL is a relay URL for the sink: smtp://user:password@addr (no user info without a User).
+// URL is a relay URL for the sink: smtp://user:password@addr (smtps with ImplicitTLS; no user
+// info without a User).
 func (s *Sink) URL() string {
 	u := url.URL{Scheme: "smtp", Host: s.addr}
+	if s.opts.ImplicitTLS {
+		u.Scheme = "smtps"
+	}
 	if s.opts.User != "" {
 		u.User = url.UserPassword(s.opts.User, s.opts.Password)
 	}
@@ -133,8 +139,12 @@ func (s *Sink) Start() {
 		return &session{s: s, conn: c}, nil
 	}))
 	srv.Domain = "mailtest.localhost"
-	srv.TLSConfig = s.tls
-	srv.AllowInsecureAuth = !s.opts.TLS
+	srv.AllowInsecureAuth = s.tls == nil
+	if s.opts.ImplicitTLS {
+		l = tls.NewListener(l, s.tls)
+	} else {
+		srv.TLSConfig = s.tls
+	}
 	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	s.mu.Lock()

@@ -119,11 +119,13 @@ func fieldToken(v string) string {
 }
 
 // readPart files one leaf part: the first inline text/plain is the text, the first inline
-// text/html the HTML, everything else an attachment.
+// text/html the HTML, everything else an attachment (an inline text part with a file name, as
+// Apple Mail sends a text file, too).
 func readPart(in *email.Inbound, htmlBody *string, p *gomail.Part, maxAttachment int) error {
 	if h, ok := p.Header.(*gomail.InlineHeader); ok {
 		t, params, _ := h.ContentType()
-		_, named := params["name"]
+		_, dparams, _ := h.ContentDisposition()
+		named := params["name"] != "" || dparams["filename"] != ""
 		switch {
 		case t == "text/plain" && in.Text == "" && !named:
 			b, err := io.ReadAll(p.Body)

@@ -179,6 +179,11 @@ MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="mixed"
 
 --mixed
+Content-Type: text/plain; charset=utf-8
+Content-Disposition: inline; filename="notes.txt"
+
+my notes
+--mixed
 Content-Type: multipart/alternative; boundary="alt"
 
 --alt
@@ -232,19 +237,23 @@ Content-Transfer-Encoding: base64
 		{"authentication results", m.AuthenticationResults, "mx.example.com; spf=pass smtp.mailfrom=example.org; dkim=pass header.d=example.org"},
 		{"automatic", m.Automatic, false},
 		{"size", m.Size, len(raw)},
-		{"attachments", len(m.Attachments), 2},
+		{"attachments", len(m.Attachments), 3},
 	}
 	for _, c := range checks {
 		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
 			t.Errorf("%s = %q, want %q", c.name, fmt.Sprint(c.got), fmt.Sprint(c.want))
 		}
 	}
-	if len(m.Attachments) == 2 {
-		a := m.Attachments[0]
+	if len(m.Attachments) == 3 {
+		a := m.Attachments[1]
 		if a.Filename != "rechnung.pdf" || a.ContentType != "application/pdf" || a.Size != len(pdf) || string(a.Data) != string(pdf) {
 			t.Errorf("attachment = %q %q %d %q, want rechnung.pdf application/pdf %d %q", a.Filename, a.ContentType, a.Size, a.Data, len(pdf), pdf)
 		}
-		a = m.Attachments[1]
+		a = m.Attachments[0]
+		if a.Filename != "notes.txt" || a.ContentType != "text/plain" || string(a.Data) != "my notes" {
+			t.Errorf("inline text file = %q %q %q, want notes.txt text/plain \"my notes\"", a.Filename, a.ContentType, a.Data)
+		}
+		a = m.Attachments[2]
 		if a.Filename != "big.txt" || a.Size != len(big) || a.Data != nil {
 			t.Errorf("attachment over the limit = %q size %d data %d bytes, want big.txt size %d and no data", a.Filename, a.Size, len(a.Data), len(big))
 		}

@@ -252,6 +252,25 @@ func TestInboxConflicts(t *testing.T) {
 	expect(t, a.inbox(t, winner, "close", chatID, nil), http.StatusConflict, "handoff_not_open")
 }
 
+// A chat deleted leaves the inbox with it: the operators' list no longer shows its handoff.
+func TestInboxForgetsDeletedChats(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "x"})
+	_, gone := a.chat(t, map[string]any{"message": "talk to a human"})
+	_, kept := a.chat(t, map[string]any{"message": "speak to a person"})
+	if list := a.handoffs(t, b.key, ""); len(list) != 2 {
+		t.Fatalf("inbox %v", list)
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/chat/delete?" + a.query("&chat_id="+gone["chat_id"].(string)),
+		Key: b.key, ContentType: "application/json"}), http.StatusOK, "")
+	if list := a.handoffs(t, b.key, ""); len(list) != 1 || list[0].(map[string]any)["chat_id"] != kept["chat_id"] {
+		t.Fatalf("inbox after the chat's deletion %v", list)
+	}
+	_, op := a.operator(t, "Ida")
+	expect(t, a.inbox(t, op, "take", gone["chat_id"].(string), nil), http.StatusNotFound, "")
+}
+
 // A channel's conversation taken over: the platform user's messages reach no model, and the
 // operator's reply is delivered to them on the platform.
 func TestTakeoverOnAChannel(t *testing.T) {

@@ -133,6 +133,7 @@ type Repo interface {
 	StartWith(ctx context.Context, c *Chat, ms []Message, evs []outbox.Event) ([]outbox.Ref, error)
 	Get(ctx context.Context, projectID, botID, id string) (Chat, error)
 	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Chat, int, error)
+	// Delete marks c deleted and deletes its messages and its handoff to people, if any.
 	Delete(ctx context.Context, c Chat, at time.Time) error
 	// Append stores m as the chat's next message (setting its Seq) with ev in the outbox of the
 	// document it returns, and updates c to what it stored (reading it again when c was not).

@@ -152,7 +152,10 @@ func (r Chats) Delete(ctx context.Context, c chats.Chat, at time.Time) error {
 		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: at}}}, {Key: "$unset", Value: bson.D{{Key: "recent", Value: ""}}}}); err != nil {
 		return wrap(err, chats.Resource)
 	}
-	_, err := r.db.Collection(chatMessagesColl).DeleteMany(ctx, bson.D{{Key: "chat_id", Value: c.UUID}})
+	if _, err := r.db.Collection(chatMessagesColl).DeleteMany(ctx, bson.D{{Key: "chat_id", Value: c.UUID}}); err != nil {
+		return wrap(err, chats.Resource)
+	}
+	_, err := r.db.Collection(handoffsColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: c.UUID}})
 	return wrap(err, chats.Resource)
 }
 

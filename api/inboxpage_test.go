@@ -317,6 +317,9 @@ func TestWidgetTakeover(t *testing.T) {
 	chatID := a.handoffs(t, b.key, "")[0].(map[string]any)["chat_id"].(string)
 	row := `#queue-rows tr[data-chat="` + chatID + `"]`
 	until(desk, `!!document.querySelector('`+row+`')`)
+	if list := a.handoffs(t, b.key, "&channel=web"); len(list) != 1 || list[0].(map[string]any)["chat_id"] != chatID {
+		t.Fatalf("the inbox's handoffs of the web: %v", list)
+	}
 
 	run(desk, chromedp.Click(row+` td.reason`))
 	until(desk, `[...document.querySelectorAll('#messages li .text')].map((e) => e.textContent).join('|') === 'Can I talk to a human, please?|A colleague will join you here.'`)

@@ -66,6 +66,9 @@ type Door struct {
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 }
 
+// Channel is the channel of the messages end users write on the agent's page and widget.
+const Channel = "web"
+
 // PagePath is where an agent's hosted chat page is: /a/{subdomain}.
 const PagePath = "/a"
 
@@ -413,7 +416,8 @@ func (d *Door) publicTurn(c *gin.Context, bot agents.Bot, sub subscribers.Subscr
 		if err == nil && sub.Anonymous {
 			err = d.AgentAllow(c, bot, "address:"+c.ClientIP())
 		}
-		return httpx.Turn{Input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true}}, err
+		return httpx.Turn{Input: chats.Input{Message: &req.Message, ChatID: req.ChatID, ReasoningMode: bot.ReasoningType, Stream: true,
+			Channel: Channel}}, err
 	}
 	if !bot.VisitorApprovals {
 		return httpx.Turn{}, apperr.New(apperr.Forbidden, "visitor_approvals_off", "This agent's team approves its actions; the answer will be in this chat once they have.")

@@ -52,7 +52,7 @@ type Input struct {
 	// person did (kept with the run).
 	RunID  string `json:"-"`
 	Origin string `json:"-"`
-	// Channel names where the user wrote (a channel's type); "" is the API.
+	// Channel names where the user wrote (a channel's type, web for the agent's page and widget); "" is the API.
 	Channel string `json:"-"`
 }
 

@@ -323,7 +323,8 @@ func TestWorkflowPostsToAChannel(t *testing.T) {
 }
 
 // A message the agent cannot answer however often it is tried (its provider down) is not left
-// unanswered: after the last attempt the user is told.
+// unanswered: after the last attempt the user is told. A failed attempt before the last tells
+// the user nothing: a message whose provider comes back in time gets its answer alone.
 func TestChannelAnswerGivenUp(t *testing.T) {
 	t.Parallel()
 	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
@@ -336,5 +337,14 @@ func TestChannelAnswerGivenUp(t *testing.T) {
 	waitFor(t, "the user told", func() (bool, any) { return len(tg.Sent()) == 1, sentTexts(tg) })
 	if got := sentTexts(tg)[0]; !strings.HasPrefix(got, "Sorry, the agent could not answer this time") || len(fake.Requests()) < 2 {
 		t.Fatalf("sent %q after %d model calls", got, len(fake.Requests()))
+	}
+	// More failures than one attempt's provider retries: the message's first attempt fails.
+	fake.Set(providertest.Behavior{Reply: "Back now.", FailTimes: 4})
+	if status, _, err := tg.Deliver(context.Background(), telegramtest.TextUpdate(2, 8, telegramtest.Alice, "Hello?")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the answer once the provider is back", func() (bool, any) { return len(tg.Sent()) == 2, sentTexts(tg) })
+	if got := sentTexts(tg)[1]; got != "Back now." {
+		t.Fatalf("a message whose first attempt failed got %q, want the agent's answer", got)
 	}
 }

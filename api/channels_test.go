@@ -291,7 +291,9 @@ func TestChannelRateLimit(t *testing.T) {
 }
 
 // A workflow's send_message with a channel_id posts in the conversation's chat and delivers the
-// message to the conversation on the platform, once however often its run is retried.
+// message to the conversation on the platform, once however often its run is retried: the
+// delivery done again under the action's key (a run retried after a crash between the delivery
+// and the run's record) sends nothing more.
 func TestWorkflowPostsToAChannel(t *testing.T) {
 	t.Parallel()
 	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
@@ -312,6 +314,7 @@ func TestWorkflowPostsToAChannel(t *testing.T) {
 	workflowID := res.JSON(t)["workflow"].(map[string]any)["uuid"].(string)
 	res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/workflow/run", Key: b.key, Body: a.body(map[string]any{"workflow_id": workflowID})})
 	expect(t, res, http.StatusOK, "")
+	runID := res.JSON(t)["run"].(map[string]any)["uuid"].(string)
 	waitFor(t, "the workflow's message", func() (bool, any) { return len(tg.Sent()) == 2, sentTexts(tg) })
 	if sent := tg.Sent()[1]; sent.Params["chat_id"] != "31" || sent.Params["text"] != "Your order has shipped." {
 		t.Fatalf("sent %+v", sent.Params)
@@ -320,10 +323,34 @@ func TestWorkflowPostsToAChannel(t *testing.T) {
 	if last := history[len(history)-1].(map[string]any); last["content"] != "Your order has shipped." || last["role"] != "agent" {
 		t.Fatalf("the chat ends with %v", last)
 	}
+	d, err := b.app.Domain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, channelID := context.Background(), channel["id"].(string)
+	bot, err := b.agents.Get(ctx, b.project.ID, a.botID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run's first action, done again: its key is the run's id and the action's index.
+	if err := d.Channels.Post(ctx, b.project.ID, bot.ID, channelID, chatID, "Your order has shipped.", runID+":0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Channels.Post(ctx, b.project.ID, bot.ID, channelID, chatID, "Your parcel was delivered.", "another-run:0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next message", func() (bool, any) {
+		got := sentTexts(tg)
+		return got[len(got)-1] == "Your parcel was delivered.", got
+	})
+	if got := sentTexts(tg); len(got) != 3 {
+		t.Fatalf("Telegram got %q: the delivery done again under its key was sent again", got)
+	}
 }
 
 // A message the agent cannot answer however often it is tried (its provider down) is not left
-// unanswered: after the last attempt the user is told.
+// unanswered: after the last attempt the user is told. A failed attempt before the last tells
+// the user nothing: a message whose provider comes back in time gets its answer alone.
 func TestChannelAnswerGivenUp(t *testing.T) {
 	t.Parallel()
 	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
@@ -336,5 +363,14 @@ func TestChannelAnswerGivenUp(t *testing.T) {
 	waitFor(t, "the user told", func() (bool, any) { return len(tg.Sent()) == 1, sentTexts(tg) })
 	if got := sentTexts(tg)[0]; !strings.HasPrefix(got, "Sorry, the agent could not answer this time") || len(fake.Requests()) < 2 {
 		t.Fatalf("sent %q after %d model calls", got, len(fake.Requests()))
+	}
+	// More failures than one attempt's provider retries: the message's first attempt fails.
+	fake.Set(providertest.Behavior{Reply: "Back now.", FailTimes: 4})
+	if status, _, err := tg.Deliver(context.Background(), telegramtest.TextUpdate(2, 8, telegramtest.Alice, "Hello?")); err != nil || status != http.StatusOK {
+		t.Fatalf("the message: %d %v", status, err)
+	}
+	waitFor(t, "the answer once the provider is back", func() (bool, any) { return len(tg.Sent()) == 2, sentTexts(tg) })
+	if got := sentTexts(tg)[1]; got != "Back now." {
+		t.Fatalf("a message whose first attempt failed got %q, want the agent's answer", got)
 	}
 }

@@ -47,8 +47,9 @@ func (a chatAPI) handoffs(t *testing.T, key, query string) []any {
 }
 
 // A chat is flagged for a person, once, when the agent calls its handoff tool, when the end
-// user asks for a person (told the agent's handoff_message, with no model call), and when a
-// workflow's request_handoff fires.
+// user asks for a person (told the agent's handoff_message, with no model call), when the agent
+// answers with low confidence (not when it answers from its memory), and when a workflow's
+// request_handoff fires.
 func TestHandoffRequests(t *testing.T) {
 	t.Parallel()
 	t.Run("TheAgentsTool", func(t *testing.T) {
@@ -61,8 +62,10 @@ func TestHandoffRequests(t *testing.T) {
 			t.Fatalf("reply %v", chat)
 		}
 		list := a.handoffs(t, a.b.key, "")
-		h, _ := list[0].(map[string]any)
-		if len(list) != 1 || h["chat_id"] != chat["chat_id"] || h["source"] != "tool" || h["urgency"] != "high" ||
+		if len(list) != 1 {
+			t.Fatalf("the chat is flagged %d times: inbox %v", len(list), list)
+		}
+		if h := list[0].(map[string]any); h["chat_id"] != chat["chat_id"] || h["source"] != "tool" || h["urgency"] != "high" ||
 			h["reason"] != "The customer is upset about billing." || h["status"] != "waiting" {
 			t.Fatalf("inbox %v", list)
 		}
@@ -112,13 +115,20 @@ func TestHandoffRequests(t *testing.T) {
 	t.Run("AnAnswerOfLowConfidence", func(t *testing.T) {
 		t.Parallel()
 		_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true, "handoff_on_low_confidence": true})
+		a.ingest(t, map[string]any{"type": "text", "title": "Warranty", "source": "The X200 comes with a two-year warranty."})
+		fake.Set(providertest.Behavior{Reply: "Two years [1]."})
+		_, sure := a.chat(t, map[string]any{"message": "What is the warranty on the X200?"})
+		if sure == nil || sure["agent"].(map[string]any)["confidence"] != "high" {
+			t.Fatalf("an answer from memory %v", sure)
+		}
 		fake.Set(providertest.Behavior{Reply: "I am not sure."})
-		_, chat := a.chat(t, map[string]any{"message": "What is the warranty on the X200?"})
+		_, chat := a.chat(t, map[string]any{"message": "Do you ship to Iceland?"})
 		if chat == nil || chat["reply"] != "I am not sure." || chat["agent"].(map[string]any)["confidence"] != "low" {
 			t.Fatalf("reply %v", chat)
 		}
-		if list := a.handoffs(t, a.b.key, "&source=confidence"); len(list) != 1 || list[0].(map[string]any)["chat_id"] != chat["chat_id"] {
-			t.Fatalf("inbox %v", list)
+		if list := a.handoffs(t, a.b.key, ""); len(list) != 1 || list[0].(map[string]any)["chat_id"] != chat["chat_id"] ||
+			list[0].(map[string]any)["source"] != "confidence" {
+			t.Fatalf("inbox %v, want only the chat answered with low confidence (%v), not the one answered from memory (%v)", list, chat["chat_id"], sure["chat_id"])
 		}
 	})
 	t.Run("OnlyWhenTheAgentHandsOff", func(t *testing.T) {
@@ -153,7 +163,8 @@ func TestHandoffRequests(t *testing.T) {
 
 // An operator who takes a chat over pauses the agent on it (the end user's three messages are
 // kept, no model answers them), answers as themselves, leaves notes the end user never sees, and
-// hands it back with a note the agent's next prompt carries.
+// hands it back with a note the agent's next prompt carries. The handoff statistics count it,
+// answered, with the time from the take to the operator's first reply.
 func TestTakeover(t *testing.T) {
 	t.Parallel()
 	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
@@ -161,6 +172,7 @@ func TestTakeover(t *testing.T) {
 	_, chat := a.chat(t, map[string]any{"message": "Hello"})
 	chatID := chat["chat_id"].(string)
 	opID, token := a.operator(t, "Maria")
+	taken := time.Now()
 	res := a.inbox(t, token, "take", chatID, nil)
 	expect(t, res, http.StatusOK, "")
 	if h := res.JSON(t)["handoff"].(map[string]any); h["status"] != "taken" || h["operator_id"] != opID || h["source"] != "operator" {
@@ -179,6 +191,7 @@ func TestTakeover(t *testing.T) {
 	expect(t, a.inbox(t, token, "note", chatID, map[string]any{"content": "Refund approved by finance."}), http.StatusOK, "")
 	res = a.inbox(t, token, "reply", chatID, map[string]any{"content": "Hi, Maria here: your refund is on its way."})
 	expect(t, res, http.StatusOK, "")
+	replyWithin := time.Since(taken).Milliseconds()
 	history := a.history(t, chatID, "")["conversation"].([]any)
 	var texts []string
 	for _, m := range history {
@@ -217,7 +230,7 @@ func TestTakeover(t *testing.T) {
 		st := res.JSON(t)["handoffs"].(map[string]any)["stats"].(map[string]any)
 		first := st["first_reply_ms"].(map[string]any)
 		return st["handoffs"] == float64(1) && st["by_source"].(map[string]any)["operator"] == float64(1) && st["replied"] == float64(1) &&
-			first["count"] == float64(1) && st["share"] == float64(1), st
+			first["count"] == float64(1) && first["max"].(float64) > 0 && first["max"].(float64) <= float64(replyWithin) && st["share"] == float64(1), st
 	})
 }
 
@@ -304,7 +317,7 @@ func TestTakeoverOnAChannel(t *testing.T) {
 }
 
 // An assignment naming no one goes to the project's online operator with the fewest chats
-// open, below its max_open; with none, 409.
+// open, below its max_open (not merely the first with room); with none, 409.
 func TestInboxRoundRobin(t *testing.T) {
 	t.Parallel()
 	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
@@ -326,10 +339,19 @@ func TestInboxRoundRobin(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join([]string{ana, ben, ben}, ",") {
 		t.Fatalf("assigned to %v, want Ana (%s), then Ben (%s) twice", got, ana, ben)
 	}
-	res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/operator/update", Key: b.key,
-		Body: map[string]any{"project_id": b.project.ID, "operator_id": ben, "availability": "away"}})
-	expect(t, res, http.StatusOK, "")
+	dee := create("Dee", "online", 5)
 	_, chat := a.chat(t, map[string]any{"message": "talk to a human"})
+	res := a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil)
+	expect(t, res, http.StatusOK, "")
+	if to := res.JSON(t)["handoff"].(map[string]any)["operator_id"]; to != dee {
+		t.Fatalf("assigned to %v, want Dee (%s), who has no chat open, rather than Ben (%s), who has two", to, dee, ben)
+	}
+	for _, id := range []string{ben, dee} {
+		res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/operator/update", Key: b.key,
+			Body: map[string]any{"project_id": b.project.ID, "operator_id": id, "availability": "away"}})
+		expect(t, res, http.StatusOK, "")
+	}
+	_, chat = a.chat(t, map[string]any{"message": "talk to a human"})
 	expect(t, a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil), http.StatusConflict, "no_operator_available")
 }
 

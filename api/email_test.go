@@ -218,3 +218,196 @@ func TestEmailConversation(t *testing.T) {
 		}
 	})
 }
+
+// waitEmail waits until the inbound email of message id mid satisfies ok, and returns it.
+func (a inboxAPI) waitEmail(t *testing.T, mid, what string, ok func(e map[string]any) bool) map[string]any {
+	t.Helper()
+	var found map[string]any
+	waitFor(t, what, func() (bool, any) {
+		for _, e := range a.emails(t) {
+			if e["message_id"] == mid && e["direction"] == "inbound" && ok(e) {
+				found = e
+				return true, e
+			}
+		}
+		return false, a.emails(t)
+	})
+	return found
+}
+
+// A relay that is down delays the answer, the failed attempt showing on the email, and loses
+// nothing: the answer arrives once it is back. One that refuses an answer for good fails it. A
+// sender answered max_answers_per_hour times in the hour is not answered again.
+func TestEmailRelay(t *testing.T) {
+	t.Parallel()
+	a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "Noted."})
+	bob := "bob@example.com"
+
+	a.relay.Stop()
+	if err := a.send(t, bob, a.address, map[string]string{"Subject": "Down", "Message-ID": "<down@example.com>"}, "Is the relay up?"); err != nil {
+		t.Fatal(err)
+	}
+	a.waitEmail(t, "down@example.com", "the failed attempt shown", func(e map[string]any) bool {
+		return e["status"] == "pending" && e["error"] != nil && e["error"] != ""
+	})
+	a.relay.Start()
+	if got := a.relay.Wait(t, 1); got.Header.Get("In-Reply-To") != "<down@example.com>" {
+		t.Fatalf("the delayed answer %v", got.Header)
+	}
+	down := a.waitEmail(t, "down@example.com", "the answer sent", func(e map[string]any) bool { return e["status"] == "answered" })
+	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Key: a.b.key, Path: "/v1/bot/email/read?" + a.query("&email_id="+down["reply_id"].(string))})
+	expect(t, res, http.StatusOK, "")
+	if sent := res.JSON(t)["email"].(map[string]any); sent["status"] != "sent" || sent["attempts"].(float64) < 2 || sent["direction"] != "outbound" {
+		t.Fatalf("the answer %v", sent)
+	}
+
+	a.relay.FailNext(1, 554)
+	if err := a.send(t, bob, a.address, map[string]string{"Subject": "Refused", "Message-ID": "<refused@example.com>"}, "And now?"); err != nil {
+		t.Fatal(err)
+	}
+	refused := a.inbound(t, "refused@example.com")
+	if refused["status"] != "failed" || !strings.Contains(refused["error"].(string), "554") {
+		t.Fatalf("the refused answer's email %v", refused)
+	}
+
+	res = a.b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/email/settings", Key: a.b.key,
+		Body: a.body(map[string]any{"max_answers_per_hour": 2})})
+	expect(t, res, http.StatusOK, "")
+	if err := a.send(t, bob, a.address, map[string]string{"Subject": "Third", "Message-ID": "<third@example.com>"}, "Once more?"); err != nil {
+		t.Fatal(err)
+	}
+	third := a.inbound(t, "third@example.com")
+	if third["status"] != "filed" || !strings.Contains(third["note"].(string), "max_answers_per_hour") {
+		t.Fatalf("the sender's third message in the hour %v", third)
+	}
+	stats := a.get(t, "/v1/bot/email/stats", "")["stats"].(map[string]any)
+	if stats["total_received"] != float64(3) || stats["answered_automatically"] != float64(1) || stats["failed"] != float64(1) {
+		t.Fatalf("stats %v", stats)
+	}
+}
+
+// In reply_mode draft the agent's answer waits for a person, who sends it as it is or writes
+// their own; without a relay, answers are kept unsent.
+func TestEmailDraftsAndPeople(t *testing.T) {
+	t.Parallel()
+	t.Run("Draft", func(t *testing.T) {
+		t.Parallel()
+		a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "standard"})
+		fake.Set(providertest.Behavior{Reply: "A draft answer."})
+		res := a.b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/email/settings", Key: a.b.key,
+			Body: a.body(map[string]any{"reply_mode": "draft", "signature": "The shop"})})
+		expect(t, res, http.StatusOK, "")
+		if st := res.JSON(t)["settings"].(map[string]any); st["reply_mode"] != "draft" || st["auto_reply"] != false {
+			t.Fatalf("settings %v", st)
+		}
+		if err := a.send(t, "carol@example.com", a.address, map[string]string{"Subject": "Prices", "Message-ID": "<d1@example.com>"}, "How much?"); err != nil {
+			t.Fatal(err)
+		}
+		d1 := a.inbound(t, "d1@example.com")
+		if d1["status"] != "draft" || len(a.relay.Messages()) != 0 {
+			t.Fatalf("the drafted email %v; sent %d", d1, len(a.relay.Messages()))
+		}
+		reply := func(content any) map[string]any {
+			res := a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/email/reply", Key: a.b.key,
+				Body: a.body(map[string]any{"email_id": d1["uuid"], "content": content})})
+			expect(t, res, http.StatusOK, "")
+			return res.JSON(t)["email"].(map[string]any)
+		}
+		if sent := reply(nil); sent["status"] != "sent" || sent["by"] != "agent" {
+			t.Fatalf("the approved draft %v", sent)
+		}
+		if m := a.relay.Wait(t, 1); !strings.Contains(m.Text, "A draft answer.") || !strings.Contains(m.Text, "The shop") {
+			t.Fatalf("the approved draft as sent: %q", m.Text)
+		}
+		if sent := reply("A person adds: 10% off today."); sent["status"] != "sent" || sent["by"] != "person" {
+			t.Fatalf("the person's answer %v", sent)
+		}
+		m := a.relay.Wait(t, 2)
+		if !strings.Contains(m.Text, "10% off today") || m.Header.Get("Auto-Submitted") != "" || m.Header.Get("In-Reply-To") != "<d1@example.com>" {
+			t.Fatalf("the person's answer as sent: %q %v", m.Text, m.Header)
+		}
+		stats := a.get(t, "/v1/bot/email/stats", "")["stats"].(map[string]any)
+		if stats["answered_automatically"] != float64(1) || stats["answered_by_people"] != float64(1) || stats["total_unread"] != float64(0) {
+			t.Fatalf("stats %v", stats)
+		}
+		res = a.b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/email/reply", Key: a.b.key,
+			Body: a.body(map[string]any{"email_id": d1["reply_id"], "content": "to myself"})})
+		expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+	})
+	t.Run("NoRelayKeepsAnswersUnsent", func(t *testing.T) {
+		t.Parallel()
+		a, fake := inboxSetup(t, false, map[string]any{"reasoning_type": "standard"})
+		fake.Set(providertest.Behavior{Reply: "Unsent answer."})
+		if err := a.send(t, "dan@example.com", a.address, map[string]string{"Subject": "Hello", "Message-ID": "<u1@example.com>"}, "Hi"); err != nil {
+			t.Fatal(err)
+		}
+		u1 := a.inbound(t, "u1@example.com")
+		if u1["status"] != "unsent" || !strings.Contains(u1["error"].(string), "AGENTPLANE_SMTP_RELAY") {
+			t.Fatalf("the email %v", u1)
+		}
+	})
+	t.Run("TakenChatsAreThePersons", func(t *testing.T) {
+		t.Parallel()
+		a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "standard"})
+		fake.Set(providertest.Behavior{Reply: "The agent answers."})
+		if err := a.send(t, "erin@example.com", a.address, map[string]string{"Subject": "Refund", "Message-ID": "<t1@example.com>"}, "I want a refund."); err != nil {
+			t.Fatal(err)
+		}
+		first := a.relay.Wait(t, 1)
+		chatID := a.inbound(t, "t1@example.com")["chat_id"].(string)
+		_, token := a.operator(t, "Maria")
+		expect(t, a.inbox(t, token, "take", chatID, nil), http.StatusOK, "")
+		hdr := map[string]string{"Subject": "Re: Refund", "Message-ID": "<t2@example.com>", "In-Reply-To": first.Header.Get("Message-Id")}
+		if err := a.send(t, "erin@example.com", a.address, hdr, "Hello?"); err != nil {
+			t.Fatal(err)
+		}
+		if t2 := a.inbound(t, "t2@example.com"); t2["status"] != "filed" || t2["chat_id"] != chatID {
+			t.Fatalf("a message to a taken chat %v", t2)
+		}
+		expect(t, a.inbox(t, token, "reply", chatID, map[string]any{"content": "Maria here: refund approved."}), http.StatusOK, "")
+		m := a.relay.Wait(t, 2)
+		if !strings.Contains(m.Text, "refund approved") || m.Header.Get("In-Reply-To") != "<t2@example.com>" || m.To[0] != "erin@example.com" {
+			t.Fatalf("the operator's reply as sent: %q %v", m.Text, m.Header)
+		}
+	})
+}
+
+// An agent's address is its own across the deployment: another account's agent cannot take
+// it, and addresses are checked as local parts.
+func TestEmailAddressIsOneAgents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mine := b.chatBot(t, map[string]any{"name": "Mine"})
+	res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/email/settings", Key: b.key,
+		Body: mine.body(map[string]any{"address": "Support@" + testMailDomain})})
+	expect(t, res, http.StatusOK, "")
+	if got := res.JSON(t)["email_address"]; got != "support@"+testMailDomain {
+		t.Fatalf("the address is %v", got)
+	}
+	key, project := b.newTenant(t)
+	res = b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/create", Key: key,
+		Body: map[string]any{"project_id": project.ID, "name": "Theirs", "model": "gpt-4o-mini"}})
+	expect(t, res, http.StatusOK, "")
+	theirs := res.JSON(t)["bot"].(map[string]any)["id"]
+	for _, c := range []struct {
+		address string
+		status  int
+		code    string
+	}{
+		{"support", http.StatusConflict, "email_address_taken"},
+		{"postmaster", http.StatusUnprocessableEntity, "invalid_field"},
+		{"two..dots", http.StatusUnprocessableEntity, "invalid_field"},
+		{"sp ace", http.StatusUnprocessableEntity, "invalid_field"},
+		{"help-desk", http.StatusOK, ""},
+	} {
+		res := b.client.Do(apitest.Request{Method: http.MethodPut, Path: "/v1/bot/email/settings", Key: key,
+			Body: map[string]any{"project_id": project.ID, "bot_id": theirs, "address": c.address}})
+		expect(t, res, c.status, c.code)
+	}
+	res = b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/email/address?" + mine.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if got := res.JSON(t)["email_address"]; got != "support@"+testMailDomain {
+		t.Fatalf("my address became %v", got)
+	}
+}

@@ -411,3 +411,65 @@ func TestEmailAddressIsOneAgents(t *testing.T) {
 		t.Fatalf("my address became %v", got)
 	}
 }
+
+// BoostGPT's client's seven email calls, with the one body it keeps mutating, answer in the
+// shapes it reads.
+func TestEmailBoostGPTClient(t *testing.T) {
+	t.Parallel()
+	a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "Thanks for writing."})
+	c := &boostClient{t: t, b: a.b, body: map[string]any{"project_id": a.b.project.ID}}
+	p := a.b.project.ID
+
+	addr := c.call("GET", "/v1/bot/email/address", nil, "project_id", p, "bot_id", a.botID)
+	if addr["email_address"] != a.address || addr["enabled"] != true {
+		t.Fatalf("address %v", addr)
+	}
+	st := c.call("PUT", "/v1/bot/email/settings", map[string]any{"bot_id": a.botID, "auto_reply": true, "signature": "Best, Support", "filter_spam": true})
+	if s := st["settings"].(map[string]any); s["auto_reply"] != true || s["signature"] != "Best, Support" || s["filter_spam"] != true {
+		t.Fatalf("settings %v", st)
+	}
+	if err := a.send(t, "fay@example.com", a.address, map[string]string{"Subject": "Question", "Message-ID": "<q1@example.com>",
+		"Authentication-Results": "mx.example.com; spf=pass; dkim=pass"}, "Do you ship abroad?"); err != nil {
+		t.Fatal(err)
+	}
+	if m := a.relay.Wait(t, 1); !strings.Contains(m.Text, "Best, Support") {
+		t.Fatalf("the answer %q has no signature", m.Text)
+	}
+	a.inbound(t, "q1@example.com")
+	stats := c.call("GET", "/v1/bot/email/stats", nil, "project_id", p, "bot_id", a.botID)["stats"].(map[string]any)
+	if stats["total_received"] != float64(1) || stats["total_replied"] != float64(1) || stats["total_unread"] != float64(0) {
+		t.Fatalf("stats %v", stats)
+	}
+	list := c.call("GET", "/v1/bot/email/readall", nil, "project_id", p, "bot_id", a.botID, "page", "1", "per_page", "10")
+	emails := list["emails"].([]any)
+	if list["total"] != float64(2) || len(emails) != 2 || list["pagination"].(map[string]any)["per_page"] != float64(10) {
+		t.Fatalf("readall %v", list)
+	}
+	var inbound map[string]any
+	for _, e := range emails {
+		if e := e.(map[string]any); e["direction"] == "inbound" {
+			inbound = e
+		}
+	}
+	if inbound == nil || inbound["from_address"] != "fay@example.com" || inbound["to_address"] != a.address || inbound["subject"] != "Question" ||
+		inbound["status"] != "answered" || inbound["uuid"] == "" || inbound["created_at"] == "" {
+		t.Fatalf("the inbound email as listed %v", inbound)
+	}
+	id := inbound["uuid"].(string)
+	read := c.call("GET", "/v1/bot/email/read", nil, "project_id", p, "bot_id", a.botID, "email_id", id)["email"].(map[string]any)
+	if read["uuid"] != id || !strings.Contains(read["text_body"].(string), "Do you ship abroad?") ||
+		!strings.Contains(read["authentication_results"].(string), "spf=pass") {
+		t.Fatalf("read %v", read)
+	}
+	sent := c.call("POST", "/v1/bot/email/reply", map[string]any{"bot_id": a.botID, "email_id": id, "content": "Yes, to the whole EU."})["email"].(map[string]any)
+	if sent["status"] != "sent" || sent["direction"] != "outbound" || sent["to_address"] != "fay@example.com" {
+		t.Fatalf("reply %v", sent)
+	}
+	if m := a.relay.Wait(t, 2); !strings.Contains(m.Text, "whole EU") {
+		t.Fatalf("the reply as sent %q", m.Text)
+	}
+	c.call("DELETE", "/v1/bot/email/delete", nil, "project_id", p, "bot_id", a.botID, "email_id", id)
+	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Key: a.b.key, Path: "/v1/bot/email/read?" + a.query("&email_id="+id)})
+	expect(t, res, http.StatusNotFound, "email_not_found")
+}

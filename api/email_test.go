@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -472,4 +473,42 @@ func TestEmailBoostGPTClient(t *testing.T) {
 	c.call("DELETE", "/v1/bot/email/delete", nil, "project_id", p, "bot_id", a.botID, "email_id", id)
 	res := a.b.client.Do(apitest.Request{Method: http.MethodGet, Key: a.b.key, Path: "/v1/bot/email/read?" + a.query("&email_id="+id)})
 	expect(t, res, http.StatusNotFound, "email_not_found")
+}
+
+// email.received and email.replied trigger workflows, their data naming the sender, the subject
+// and the thread's chat.
+func TestEmailTriggersWorkflows(t *testing.T) {
+	t.Parallel()
+	a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "Hello Gus."})
+	hook := newReceiver(t)
+	w := workflowAPI{a.chatAPI}
+	for _, typ := range []string{"email.received", "email.replied"} {
+		w.create(t, map[string]any{"trigger_type": "event", "trigger_event": typ, "actions": []any{map[string]any{"type": "webhook",
+			"params": map[string]any{"url": hook.URL, "body": map[string]any{"kind": typ, "from": "{{data.from}}", "to": "{{data.to}}",
+				"subject": "{{data.subject}}", "chat": "{{data.chat_id}}"}}}}})
+	}
+	if err := a.send(t, "gus@example.com", a.address, map[string]string{"Subject": "Hi there", "Message-ID": "<w1@example.com>"}, "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both workflows' webhooks", func() (bool, any) { return len(hook.got()) == 2, len(hook.got()) })
+	chatID := a.inbound(t, "w1@example.com")["chat_id"]
+	for _, d := range hook.got() {
+		var body map[string]any
+		if err := json.Unmarshal(d.body, &body); err != nil {
+			t.Fatal(err)
+		}
+		switch body["kind"] {
+		case "email.received":
+			if body["from"] != "gus@example.com" || body["subject"] != "Hi there" {
+				t.Fatalf("email.received's data %v", body)
+			}
+		case "email.replied":
+			if body["to"] != "gus@example.com" || body["subject"] != "Re: Hi there" || body["chat"] != chatID {
+				t.Fatalf("email.replied's data %v (the thread's chat is %v)", body, chatID)
+			}
+		default:
+			t.Fatalf("a delivery of %v", body)
+		}
+	}
 }

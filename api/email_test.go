@@ -512,3 +512,20 @@ func TestEmailTriggersWorkflows(t *testing.T) {
 		}
 	}
 }
+
+// An agent whose reasoning is a run answers mail when its run stops.
+func TestEmailAgentRun(t *testing.T) {
+	t.Parallel()
+	a, fake := inboxSetup(t, true, map[string]any{"reasoning_type": "agent"})
+	fake.Set(providertest.Behavior{Reply: "The run's answer."})
+	if err := a.send(t, "hal@example.com", a.address, map[string]string{"Subject": "Run", "Message-ID": "<r1@example.com>"}, "Think it over."); err != nil {
+		t.Fatal(err)
+	}
+	m := a.relay.Wait(t, 1)
+	if !strings.Contains(m.Text, "The run's answer.") || m.Header.Get("In-Reply-To") != "<r1@example.com>" {
+		t.Fatalf("the run's answer as sent: %q %v", m.Text, m.Header)
+	}
+	if r1 := a.inbound(t, "r1@example.com"); r1["status"] != "answered" || r1["chat_id"] == "" {
+		t.Fatalf("the email %v", r1)
+	}
+}

@@ -69,7 +69,7 @@ var Vars = []Var{
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
-	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
+	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls, agents' emails (received and sent; their threads' chats stay) and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (e.g. `http://otel-collector:4318`); when set, every role sends its spans to its `/v1/traces`."},

@@ -372,11 +372,12 @@ func (s *Service) answer(ctx context.Context, st Settings, bot agents.Bot, e Ema
 // keepAnswer keeps out, the answer to e, unless it was kept before, and marks e as its status
 // says; it reports whether out is new.
 func (s *Service) keepAnswer(ctx context.Context, e *Email, out Email) (bool, error) {
-	_, fresh, err := s.repo.Take(ctx, out, outbox.Event{})
+	kept, fresh, err := s.repo.Take(ctx, out, outbox.Event{})
 	if err != nil {
 		return false, err
 	}
-	e.ReplyID, e.Status, e.Note, e.Error, e.UpdatedAt = out.ID, inboundStatus(out.Status), "", "", s.now()
+	// A retried turn finds its answer kept before, perhaps sent: e shows that one's status.
+	e.ReplyID, e.Status, e.Note, e.Error, e.UpdatedAt = kept.ID, inboundStatus(kept.Status), "", kept.Error, s.now()
 	return fresh, s.repo.Set(ctx, *e, outbox.Event{})
 }
 

@@ -81,6 +81,8 @@ type options struct {
 	refusePrivate bool
 	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
 	publicRate, publicAgentRate int
+	// relay is the SMTP relay URL of agents' email answers ("": none).
+	relay string
 }
 
 type option func(*options)
@@ -116,6 +118,9 @@ func withEmbeddings(baseURL string) option { return func(o *options) { o.embeddi
 // withPrivateRefused refuses loopback and private addresses to the server's outbound requests,
 // as production's SSRF guard does.
 func withPrivateRefused() option { return func(o *options) { o.refusePrivate = true } }
+
+// withRelay sends agents' email answers through the SMTP relay at url.
+func withRelay(url string) option { return func(o *options) { o.relay = url } }
 
 // withLogs writes the log of the server, its services and its workers to w.
 func withLogs(w io.Writer) option { return func(o *options) { o.logs = w } }
@@ -166,6 +171,9 @@ func setup(t testing.TB, opts ...option) *bundle {
 // testPublicDomain is the domain whose subdomains are agents' pages in the tests.
 const testPublicDomain = "agents.test"
 
+// testMailDomain is the domain of agents' email addresses in the tests.
+const testMailDomain = "mail.test"
+
 // testPublicHosts are the deployment's own hosts in the tests.
 var testPublicHosts = []string{"api.platform.test", "console." + testPublicDomain}
 
@@ -179,6 +187,8 @@ func testConfig(o options) config.Config {
 		AdminToken:        o.adminToken,
 		PublicDomain:      testPublicDomain,
 		PublicHosts:       testPublicHosts,
+		MailDomain:        testMailDomain,
+		SMTPRelay:         o.relay,
 		MaxBodyBytes:      1 << 20,
 		BodyTimeout:       o.bodyTimeout,
 		RateLimit:         o.rateLimit,

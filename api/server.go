@@ -26,6 +26,7 @@ import (
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/email"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
@@ -107,6 +108,8 @@ type Deps struct {
 	// PublicURL is the deployment's public URL, under which channels' webhook URLs are given
 	// ("": the URL a request came to).
 	PublicURL string
+	// Email is agents' email inboxes.
+	Email *email.Service
 	// Inbox is the chats handed to the team's people.
 	Inbox *inbox.Service
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
@@ -152,6 +155,7 @@ type server struct {
 	stats     *stats.Service
 	channels  *channels.Service
 	publicURL string
+	email     *email.Service
 	inbox     *inbox.Service
 	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
@@ -209,7 +213,7 @@ func NewServer(d Deps) http.Handler {
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
 	s.hooks = &hooks.Door{Channels: d.Channels}
-	s.inbox, s.watch = d.Inbox, d.Watch
+	s.inbox, s.watch, s.email = d.Inbox, d.Watch, d.Email
 	// agentAllow takes one message of the agent's rate limit for the key keyID.
 	agentAllow := func(ctx context.Context, bot agents.Bot, keyID string) error {
 		_, err := s.botAllow(ctx, bot, keyID)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/channels/telegram/telegramtest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/email"
 )
 
 // The tenancy matrix: every route under /v1 (but the admin ones and the OpenAPI document) is
@@ -37,6 +38,8 @@ type matrixFixture struct {
 	defaultPipeline, workflow, run, execution, pausedChat, tool, server, heartbeat string
 	// channel is a channel connection of the agent.
 	channel string
+	// email is an email the agent received.
+	email string
 	// memory is a memory the agent keeps of its end user memoryUser.
 	memory, memoryUser string
 	// operator is an operator of the project, and operatorToken its token.
@@ -55,7 +58,7 @@ func missingFixture(key string) matrixFixture {
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
-		heartbeat: "no-such-heartbeat", channel: "no-such-channel",
+		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator"}
 }
 
@@ -371,6 +374,21 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			}},
 		{method: "DELETE", path: "/v1/bot/channel/delete", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"channel_id", f.channel} })},
+		{method: "GET", path: "/v1/bot/email/address", scope: botScope, in: inQuery},
+		{method: "PUT", path: "/v1/bot/email/settings", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"signature": "The matrix team"} }},
+		{method: "POST", path: "/v1/bot/email/settings", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"signature": "The matrix team"} }},
+		{method: "GET", path: "/v1/bot/email/stats", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/email/readall", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/email/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"email_id", f.email} })},
+		{method: "POST", path: "/v1/bot/email/reply", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"email_id": f.email, "content": "Answered by a person."}
+			}},
+		{method: "DELETE", path: "/v1/bot/email/delete", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"email_id", f.email} })},
 		{method: "POST", path: "/v1/bot/heartbeat/disable", scope: botScope, in: inBody, resource: true,
 			body: func(f matrixFixture) map[string]any { return map[string]any{"heartbeat_id": f.heartbeat} }},
 		{method: "POST", path: "/v1/bot/heartbeat/enable", scope: botScope, in: inBody, resource: true, last: 1,
@@ -645,6 +663,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		waitABit()
 	}
 	f.memory, f.memoryUser = m.remembered(t, f, "My name is Matrix.")
+	f.email = m.mailed(t, f, tag)
 	var keys struct{ Keys []struct{ ID string } }
 	res := m.b.client.Do(apitest.Request{Method: "GET", Path: "/v1/keys", Key: key})
 	res.Decode(t, &keys)
@@ -654,8 +673,35 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
-	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken)
+	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email)
 	return tn
+}
+
+// mailed delivers a message to f's agent, whose inbox files it (reply_mode off), and returns
+// its id once it is filed.
+func (m matrixEnv) mailed(t *testing.T, f matrixFixture, tag string) string {
+	t.Helper()
+	q := "project_id=" + f.project + "&bot_id=" + f.bot
+	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/email/settings", Key: f.key, Body: map[string]any{"project_id": f.project, "bot_id": f.bot,
+		"reply_mode": "off"}})
+	address := m.do(t, apitest.Request{Method: "GET", Path: "/v1/bot/email/address?" + q, Key: f.key})["email_address"].(string)
+	d, err := m.b.app.Domain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Email.Deliver(t.Context(), email.Inbound{Recipients: []string{address}, From: email.Address{Address: tag + "@example.com"},
+		Subject: "Mail of " + tag, MessageID: "mail-" + tag + "@example.com", Text: "A letter from " + tag}); err != nil {
+		t.Fatal(err)
+	}
+	for until := time.Now().Add(30 * time.Second); ; waitABit() {
+		list := m.do(t, apitest.Request{Method: "GET", Path: "/v1/bot/email/readall?" + q, Key: f.key})["emails"].([]any)
+		if len(list) == 1 && list[0].(map[string]any)["status"] == "filed" {
+			return list[0].(map[string]any)["uuid"].(string)
+		}
+		if time.Now().After(until) {
+			t.Fatalf("the email was not filed: %v", list)
+		}
+	}
 }
 
 // remembered says text to f's agent (the provider's structured answer is what is extracted)

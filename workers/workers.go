@@ -21,6 +21,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/channels"
+	"github.com/agentplane/agentplane/shared/email"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -61,6 +62,8 @@ type Deps struct {
 	UserMemory *usermemory.Service
 	// Channels answer the messages taken from messaging platforms and send the answers.
 	Channels *channels.Service
+	// Email answers the mail agents receive and sends the answers.
+	Email *email.Service
 	// Stats keeps the agents' statistics as their chats' events arrive.
 	Stats *stats.Recorder
 }
@@ -210,6 +213,20 @@ func mux(d Deps) *asynq.ServeMux {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Channels.Deliver(ctx, t.ID, final(ctx))
+	})
+	m.HandleFunc(tasks.TypeEmailAnswer, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.EmailPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Email.Answer(ctx, t.ID, final(ctx))
+	})
+	m.HandleFunc(tasks.TypeEmailSend, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.EmailPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Email.Send(ctx, t.ID, final(ctx))
 	})
 	return m
 }

@@ -19,7 +19,7 @@ import (
 
 // devSetup prepares the dev stack for a newcomer: indexes and stream, the dev account, project
 // and key, and an admin token. It returns the banner to print once the address is known.
-func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr string), error) {
+func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr, smtpAddr string), error) {
 	if err := a.Migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr stri
 		_, _ = rand.Read(b)
 		a.Cfg.AdminToken = hex.EncodeToString(b)
 	}
-	return func(addr string) {
+	return func(addr, smtpAddr string) {
 		base := "http://" + browsable(addr)
 		key := setup.APIKey
 		keyNote := "(shown once; set AGENTPLANE_DEV_API_KEY to fix it)"
@@ -52,6 +52,7 @@ func devSetup(ctx context.Context, a *app.App, stdout io.Writer) (func(addr stri
 		fmt.Fprintf(&b, "  project id   %s\n", setup.Project.ID)
 		fmt.Fprintf(&b, "  admin token  %s\n", a.Cfg.AdminToken)
 		fmt.Fprintf(&b, "  MongoDB      %s (embedded unless AGENTPLANE_MONGO_URI is set)\n", a.Cfg.MongoURI)
+		fmt.Fprintf(&b, "  SMTP         %s (mail to agents at @%s; answers %s)\n", smtpAddr, a.Cfg.MailDomain, relayNote(a.Cfg.SMTPRelay))
 		fmt.Fprintf(&b, "  data         %s\n\n", a.Cfg.DataDir)
 		fmt.Fprintf(&b, "  try:\n    curl -s %s/v1/projects/%s -H 'Authorization: Bearer %s'\n\n", base, setup.Project.ID, key)
 		_, _ = io.WriteString(stdout, b.String())

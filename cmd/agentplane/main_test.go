@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/smtp"
 	"os"
 	"regexp"
 	"strconv"
@@ -356,4 +357,49 @@ func TestDevStoreAddressTaken(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("dev on a taken address it was given: %v, want address already in use", err)
 	}
+}
+
+var bannerSMTP = regexp.MustCompile(`SMTP\s+(\S+:\d+) \(mail to agents at @(\S+);`)
+
+// dev listens for mail on the loopback port its banner prints: a message to an agent's address
+// is taken over SMTP and kept in the agent's inbox, its answer unsent without a relay.
+func TestDevListensForMail(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"AGENTPLANE_DATA_DIR": dir, "AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_DEV_MONGO_ADDR": "127.0.0.1:0"}
+	p := start(t, env, "dev")
+	key := waitFor(t, p.stdout, bannerKey, p)[1]
+	base := waitFor(t, p.stdout, bannerBase, p)[1]
+	project := waitFor(t, p.stdout, bannerProject, p)[1]
+	smtpLine := waitFor(t, p.stdout, bannerSMTP, p)
+	if smtpLine[2] != "localhost" || !strings.HasPrefix(smtpLine[1], "127.0.0.1:") {
+		t.Fatalf("the banner's SMTP line %q", smtpLine[0])
+	}
+	c := apitest.Dial(t, base)
+	res := c.Do(apitest.Request{Method: "POST", Path: "/v1/bot/create", Key: key, Body: map[string]any{"project_id": project, "name": "Mailbox", "model": "gpt-4o-mini"}})
+	if res.Status != http.StatusOK {
+		t.Fatalf("create agent: %d %s", res.Status, res.Body)
+	}
+	bot := res.JSON(t)["bot"].(map[string]any)["id"].(string)
+	q := "?project_id=" + project + "&bot_id=" + bot
+	address := c.Do(apitest.Request{Method: "GET", Path: "/v1/bot/email/address" + q, Key: key}).JSON(t)["email_address"].(string)
+	msg := "From: alice@example.com\r\nTo: " + address + "\r\nSubject: Hello\r\nMessage-ID: <dev1@example.com>\r\n\r\nAre you there?\r\n"
+	if err := smtp.SendMail(smtpLine[1], nil, "alice@example.com", []string{address}, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		list := c.Do(apitest.Request{Method: "GET", Path: "/v1/bot/email/readall" + q, Key: key}).JSON(t)["emails"].([]any)
+		var in map[string]any
+		for _, e := range list {
+			if e := e.(map[string]any); e["direction"] == "inbound" {
+				in = e
+			}
+		}
+		if in != nil && in["status"] == "unsent" && in["message_id"] == "dev1@example.com" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mail was not kept and answered: %v", list)
+		}
+	}
+	p.stop(t)
 }

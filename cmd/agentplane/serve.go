@@ -47,7 +47,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 	d := app.New(cfg, log, conns)
 	defer closeApp(context.WithoutCancel(ctx), d)
 
-	var banner func(addr string)
+	var banner func(addr, smtpAddr string)
 	if role == "dev" {
 		if banner, err = devSetup(ctx, d, stdout); err != nil {
 			return err
@@ -85,8 +85,17 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 		}
+		var smtpAddr string
+		if addr := smtpListenAddr(cfg); addr != "" {
+			srv, sl, err := listenSMTP(d, addr)
+			if err != nil {
+				return err
+			}
+			smtpAddr = sl.Addr().String()
+			start(func() error { return serveSMTP(ctx, d, srv, sl) })
+		}
 		if banner != nil {
-			banner(ln.Addr().String())
+			banner(ln.Addr().String(), smtpAddr)
 		}
 		start(func() error { return serveHTTP(ctx, d, ln) })
 	}

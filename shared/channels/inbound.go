@@ -1,7 +1,6 @@
 package channels
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,7 +142,7 @@ func (s *Service) Answer(ctx context.Context, id string, final bool) error {
 		err = s.turn(ctx, c, bot, m, thread, sub)
 	}
 	var failure *apperr.Error
-	if errors.As(err, &failure) && !passing(failure) {
+	if errors.As(err, &failure) && !apperr.Passing(failure) {
 		return s.refuse(ctx, c, m, thread, failure)
 	}
 	if err != nil && final {
@@ -200,21 +199,11 @@ func (s *Service) turn(ctx context.Context, c Connection, bot agents.Bot, m Mess
 		}
 	}
 	if out.Reply != nil && out.Reply.Type != chats.KindHuman {
-		if err := s.queueSend(ctx, c, Send{ID: "reply-" + m.ID, ChatID: chatID, To: m.Reply, Text: textOf(*out.Reply)}); err != nil {
+		if err := s.queueSend(ctx, c, Send{ID: "reply-" + m.ID, ChatID: chatID, To: m.Reply, Text: out.Reply.WithLinks()}); err != nil {
 			return err
 		}
 	}
 	return s.repo.SetMessage(ctx, m.ID, MessageAnswered, chatID)
-}
-
-// passing says a turn's failure may pass if it is tried again (a dependency down or failing,
-// the model's provider among them), as against one of the message or the agent.
-func passing(e *apperr.Error) bool {
-	switch e.Kind {
-	case apperr.Unavailable, apperr.Internal, apperr.BadGateway, apperr.GatewayTimeout:
-		return true
-	}
-	return false
 }
 
 // refuse tells the platform's user why their message was not answered (the agent's rate limit,
@@ -243,7 +232,7 @@ func (s *Service) decide(ctx context.Context, c Connection, bot agents.Bot, m Me
 		approve := m.Decision.Approve
 		_, err = s.svc.Runs.Decide(ctx, c.ProjectID, bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve})
 	}
-	if err != nil && !passing(apperr.As(err)) {
+	if err != nil && !apperr.Passing(apperr.As(err)) {
 		// A decided run, another's, or one gone: the click changes nothing.
 		return s.repo.SetMessage(ctx, m.ID, MessageDropped, thread.ChatID)
 	}
@@ -327,28 +316,10 @@ func (s *Service) Settle(ctx context.Context, e agentruns.Execution) error {
 			// The platform's approval message says what the run waits for.
 			send.Approval = &Approval{ExecutionID: e.ID, Tool: reply.Tool.Name}
 		} else {
-			send.Text = textOf(reply)
+			send.Text = reply.WithLinks()
 		}
 	}
 	return s.queueSend(ctx, c, send)
-}
-
-// textOf is a reply as a channel shows it: its text, then the sources it cites as links.
-func textOf(r chats.Reply) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(r.Reply))
-	seen := map[string]bool{}
-	for _, ref := range r.Sources {
-		if ref.URL == "" || seen[ref.URL] || !(strings.HasPrefix(ref.URL, "http://") || strings.HasPrefix(ref.URL, "https://")) {
-			continue
-		}
-		if len(seen) == 0 {
-			b.WriteString("\n\nSources:")
-		}
-		seen[ref.URL] = true
-		fmt.Fprintf(&b, "\n- [%s](%s)", strings.NewReplacer("[", "(", "]", ")").Replace(cmp.Or(strings.TrimSpace(ref.Title), ref.URL)), ref.URL)
-	}
-	return b.String()
 }
 
 // runPrefix begins the ids of the runs that answer channels' messages, followed by the

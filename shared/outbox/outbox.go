@@ -252,6 +252,10 @@ const (
 	ChannelMessageReceived = "channel.message.received"
 	ChannelMessageSent     = "channel.message.sent"
 	ChannelFailed          = "channel.failed"
+	// An agent's inbox's: an email received, an answer sent, an answer that could not be.
+	EmailReceived = "email.received"
+	EmailReplied  = "email.replied"
+	EmailFailed   = "email.failed"
 	// A chat's handoff to a person: asked for, assigned to an operator, taken over, handed back
 	// to the agent, closed.
 	HandoffRequested = "handoff.requested"
@@ -272,5 +276,6 @@ var Types = []string{
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,
 	HeartbeatCompleted, HeartbeatFailed, HeartbeatPaused, HeartbeatDisabled,
 	ChannelMessageReceived, ChannelMessageSent, ChannelFailed,
+	EmailReceived, EmailReplied, EmailFailed,
 	HandoffRequested, HandoffAssigned, HandoffTaken, HandoffReleased, HandoffClosed,
 }

@@ -1,5 +1,6 @@
 // Package retention forgets what the deployment keeps only for a while: heartbeat firings, tool
-// calls, and channels' messages taken and answers sent, older than the retention, and anonymous
+// calls, channels' messages taken and answers sent, and agents' emails received and sent, older
+// than the retention, and anonymous
 // subscribers who never started a chat and were last seen before it. Subscribers with chats,
 // and everything else, stay.
 package retention
@@ -21,6 +22,8 @@ type Repo interface {
 	// platform retries a message that late); DeleteChannelSends the answers kept for sending.
 	DeleteChannelMessages(ctx context.Context, before time.Time, limit int) (int, error)
 	DeleteChannelSends(ctx context.Context, before time.Time, limit int) (int, error)
+	// DeleteEmails deletes agents' emails, received and sent (their threads' chats stay).
+	DeleteEmails(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // DefaultBatch is how many records one delete removes at most.
@@ -45,7 +48,7 @@ func New(repo Repo, keep time.Duration, batch int, log *slog.Logger) *Service {
 
 // Counts are the records a sweep deleted, by kind.
 type Counts struct {
-	Firings, ToolCalls, Subscribers, ChannelMessages, ChannelSends int
+	Firings, ToolCalls, Subscribers, ChannelMessages, ChannelSends, Emails int
 }
 
 // Sweep deletes the records older than the retention at now, a batch at a time, up to a bound
@@ -66,6 +69,7 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Counts, error) {
 		{"idle subscribers", s.repo.DeleteIdleSubscribers, &c.Subscribers},
 		{"channel messages", s.repo.DeleteChannelMessages, &c.ChannelMessages},
 		{"channel sends", s.repo.DeleteChannelSends, &c.ChannelSends},
+		{"emails", s.repo.DeleteEmails, &c.Emails},
 	} {
 		for range maxBatches {
 			n, err := kind.delete(ctx, before, s.batch)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/email"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/retention"
@@ -38,7 +39,7 @@ func fixture(t *testing.T, old int) *mongo.Database {
 	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	beats, calls, subs, chans := store.NewHeartbeats(db), store.NewTools(db), store.NewSubscribers(db), store.NewChannels(db)
+	beats, calls, subs, chans, mails := store.NewHeartbeats(db), store.NewTools(db), store.NewSubscribers(db), store.NewChannels(db), store.NewEmails(db)
 	add := func(id string, at time.Time) {
 		if _, err := beats.InsertFiring(ctx, heartbeats.Firing{ID: id, HeartbeatID: "h", ProjectID: "p", BotID: "b", ScheduledAt: at, Status: heartbeats.FiringSucceeded}); err != nil {
 			t.Fatal(err)
@@ -53,6 +54,9 @@ func fixture(t *testing.T, old int) *mongo.Database {
 			t.Fatal(err)
 		}
 		if _, err := chans.QueueSend(ctx, channels.Send{ID: id, ConnectionID: "c", Status: channels.SendSent, CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := mails.Take(ctx, email.Email{ID: id, ProjectID: "p", BotID: "b", Direction: email.DirectionIn, Status: email.StatusAnswered, CreatedAt: at}, outbox.Event{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +118,7 @@ func TestSweepDeletesWhatIsPastTheRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (retention.Counts{Firings: 25, ToolCalls: 25, Subscribers: 25, ChannelMessages: 25, ChannelSends: 25}); got != want {
+	if want := (retention.Counts{Firings: 25, ToolCalls: 25, Subscribers: 25, ChannelMessages: 25, ChannelSends: 25, Emails: 25}); got != want {
 		t.Fatalf("deleted %+v, want %+v", got, want)
 	}
 	recent := names("recent-%d", 0, 3)
@@ -123,6 +127,7 @@ func TestSweepDeletesWhatIsPastTheRetention(t *testing.T) {
 		"tool_calls":        recent,
 		"channel_messages":  recent,
 		"channel_sends":     recent,
+		"emails":            recent,
 		"subscribers":       append([]string{"chatted"}, append(recent, "signed-in")...),
 	} {
 		if left := ids(t, db, coll); !slices.Equal(left, want) {
@@ -149,6 +154,7 @@ func TestDeleteIsBoundedByItsBatch(t *testing.T) {
 		{"tool_calls", repo.DeleteToolCalls, nil},
 		{"channel_messages", repo.DeleteChannelMessages, nil},
 		{"channel_sends", repo.DeleteChannelSends, nil},
+		{"emails", repo.DeleteEmails, nil},
 		{"subscribers", repo.DeleteIdleSubscribers, []string{"chatted", "signed-in"}},
 	} {
 		n, err := kind.delete(context.Background(), before, 10)

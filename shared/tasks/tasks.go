@@ -34,6 +34,10 @@ const (
 	TypeChannelAnswer = "channel:answer"
 	// TypeChannelSend sends an answer through a channel's platform.
 	TypeChannelSend = "channel:send"
+	// TypeEmailAnswer answers an email an agent received.
+	TypeEmailAnswer = "email:answer"
+	// TypeEmailSend sends an answer to an email through the relay.
+	TypeEmailSend = "email:send"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -174,6 +178,21 @@ func NewChannelAnswerTask(id string) Task {
 // NewChannelSendTask sends the channel's answer id.
 func NewChannelSendTask(id string) Task {
 	return Task{Type: TypeChannelSend, ID: id, Payload: ChannelPayload{ID: id}}
+}
+
+// EmailPayload names the email to answer or the answer to send.
+type EmailPayload struct {
+	ID string `json:"id"`
+}
+
+// NewEmailAnswerTask answers the email id.
+func NewEmailAnswerTask(id string) Task {
+	return Task{Type: TypeEmailAnswer, ID: id, Payload: EmailPayload{ID: id}}
+}
+
+// NewEmailSendTask sends the answer id.
+func NewEmailSendTask(id string) Task {
+	return Task{Type: TypeEmailSend, ID: id, Payload: EmailPayload{ID: id}}
 }
 
 // RetryIn reports how long a task whose handler failed with err should wait before it is tried

@@ -30,6 +30,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/channels/telegram"
 	"github.com/agentplane/agentplane/shared/adapters/channels/whatsapp"
 	"github.com/agentplane/agentplane/shared/adapters/dnstxt"
+	"github.com/agentplane/agentplane/shared/adapters/mail"
 	"github.com/agentplane/agentplane/shared/adapters/mcpclient"
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/adapters/openapiclient"
@@ -44,6 +45,7 @@ import (
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/email"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -214,6 +216,8 @@ type Domain struct {
 	Stats *stats.Service
 	// Channels are agents' connections to messaging platforms.
 	Channels *channels.Service
+	// Email is agents' inboxes: the mail they receive over SMTP and their answers.
+	Email *email.Service
 	// Inbox is the chats handed to the team's people.
 	Inbox *inbox.Service
 }
@@ -285,7 +289,18 @@ func (a *App) Domain() (Domain, error) {
 	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
 		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit(),
 			Counted: a.Metrics.Channel})
-	d.Inbox = inbox.NewService(store.NewHandoffs(db), ev, inbox.Services{Chats: d.Chats, Deliver: d.Channels.ToChat,
+	relay, err := a.relay()
+	if err != nil {
+		return Domain{}, err
+	}
+	d.Email = email.NewService(store.NewEmails(db), a.Cfg.MailDomain, relay, ev, a.Queue(),
+		email.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit(), NewPart: mail.NewText})
+	// A person's reply in the inbox goes where the end user is: a channel's conversation, an
+	// email thread.
+	deliver := func(ctx context.Context, projectID, botID, chatID, text, key string) error {
+		return errors.Join(d.Channels.ToChat(ctx, projectID, botID, chatID, text, key), d.Email.ToChat(ctx, projectID, botID, chatID, text, key))
+	}
+	d.Inbox = inbox.NewService(store.NewHandoffs(db), ev, inbox.Services{Chats: d.Chats, Deliver: deliver,
 		Operators: func(ctx context.Context, accountID, projectID, operatorID string) error {
 			op, err := d.Operators.Get(ctx, accountID, operatorID)
 			if err == nil && !slices.Contains(op.ProjectIDs, projectID) {
@@ -380,6 +395,8 @@ func (a *App) API() (api.Deps, error) {
 		// Agents' channels, their webhook URLs under the public URL.
 		Channels:  d.Channels,
 		PublicURL: a.Cfg.PublicURL,
+		// Agents' email inboxes.
+		Email: d.Email,
 		// The inbox of chats handed to people, and its live stream.
 		Inbox: d.Inbox,
 		Watch: events.Watch(a.Conns.NATS),
@@ -421,7 +438,7 @@ func (a *App) Worker() (workers.Deps, error) {
 	runs := agentruns.NewRunner(store.NewExecutions(a.Conns.DB, a.Log.With("component", "runs")), d.Chats, d.Agents, d.Toolbox, events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.Cfg.RunLease, a.Metrics.RunCycle)
 	runs.OnStop(func(ctx context.Context, e agentruns.Execution) error {
-		return errors.Join(d.Heartbeats.Settle(ctx, e), d.Channels.Settle(ctx, e))
+		return errors.Join(d.Heartbeats.Settle(ctx, e), d.Channels.Settle(ctx, e), d.Email.Settle(ctx, e))
 	})
 	return workers.Deps{
 		Logger:          a.Log,
@@ -445,6 +462,8 @@ func (a *App) Worker() (workers.Deps, error) {
 		UserMemory: d.UserMemory,
 		// Channels: their messages answered, the answers sent.
 		Channels: d.Channels,
+		// Email: the mail agents receive answered, the answers sent.
+		Email: d.Email,
 		// Statistics: the chat events are folded into the agents' hours here.
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
@@ -458,6 +477,29 @@ func (a *App) agentLimit() func(context.Context, agents.Bot, string) error {
 		_, _, err := limits.Allow(ctx, bot, key)
 		return err
 	}
+}
+
+// SMTP is the SMTP listener of agents' inboxes, taking mail for the configured mail domain
+// into the domain's inboxes.
+func (a *App) SMTP() (*mail.Server, error) {
+	d, err := a.Domain()
+	if err != nil {
+		return nil, err
+	}
+	return mail.NewServer(mail.Config{Domain: a.Cfg.MailDomain, Logger: a.Log.With("component", "smtp")}, d.Email)
+}
+
+// relay is the SMTP relay agents' email answers go out through: nil without one configured
+// (answers are kept unsent).
+func (a *App) relay() (email.Sender, error) {
+	if a.Cfg.SMTPRelay == "" {
+		return nil, nil
+	}
+	r, err := mail.NewRelay(a.Cfg.SMTPRelay)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTPLANE_SMTP_RELAY: %w", err)
+	}
+	return r, nil
 }
 
 // platforms are the messaging platforms channels reach, through the SSRF guard.

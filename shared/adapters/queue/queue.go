@@ -30,6 +30,9 @@ var options = map[string][]asynq.Option{
 	// and outages: many retries, each one call of the platform's.
 	tasks.TypeChannelAnswer: {asynq.MaxRetry(10), asynq.Timeout(5 * time.Minute)},
 	tasks.TypeChannelSend:   {asynq.MaxRetry(20), asynq.Timeout(2 * time.Minute)},
+	// email:answer is a chat turn; email:send waits out the relay's outages: many retries.
+	tasks.TypeEmailAnswer: {asynq.MaxRetry(10), asynq.Timeout(5 * time.Minute)},
+	tasks.TypeEmailSend:   {asynq.MaxRetry(20), asynq.Timeout(2 * time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

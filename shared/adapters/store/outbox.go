@@ -40,6 +40,8 @@ var outboxCollections = map[string]string{
 	"channel_send":    channelSendsColl,
 	// inbox.Resource
 	"handoff": handoffsColl,
+	// email.Resource
+	"email": emailsColl,
 }
 
 // Outbox finds and removes the events that ride in documents.

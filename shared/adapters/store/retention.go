@@ -39,6 +39,10 @@ func (r Retention) DeleteChannelMessages(ctx context.Context, before time.Time, 
 	return deleteOldest(ctx, r.db.Collection(channelMessagesColl), nil, "received_at", before, limit)
 }
 
+func (r Retention) DeleteEmails(ctx context.Context, before time.Time, limit int) (int, error) {
+	return deleteOldest(ctx, r.db.Collection(emailsColl), nil, "created_at", before, limit)
+}
+
 func (r Retention) DeleteChannelSends(ctx context.Context, before time.Time, limit int) (int, error) {
 	return deleteOldest(ctx, r.db.Collection(channelSendsColl), nil, "created_at", before, limit)
 }

@@ -209,6 +209,22 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "created_at", Value: 1}}, Options: options.Index().SetName("age")},
 			outboxIndex(),
 		},
+		// One address is one agent's, across accounts.
+		emailSettingsColl: {
+			{Keys: bson.D{{Key: "address", Value: 1}}, Options: options.Index().SetUnique(true).SetName("address_unique")},
+		},
+		// An agent's inbox, newest first; its threads by Message-ID and by sender and subject;
+		// a chat's latest email; the answers to a sender in the last hour; the retention's oldest.
+		emailsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "direction", Value: 1}, {Key: "status", Value: 1}}, Options: options.Index().SetName("bot_status")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "message_id", Value: 1}}, Options: options.Index().SetName("message")},
+			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "thread_key", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("thread")},
+			{Keys: bson.D{{Key: "chat_id", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("chat")},
+			{Keys: bson.D{{Key: "bot_id", Value: 1}, {Key: "to_address", Value: 1}, {Key: "created_at", Value: -1}}, Options: options.Index().SetName("recipient")},
+			{Keys: bson.D{{Key: "created_at", Value: 1}}, Options: options.Index().SetName("age")},
+			outboxIndex(),
+		},
 		handoffsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "status", Value: 1}, {Key: "requested_at", Value: 1}}, Options: options.Index().SetName("inbox")},
 			outboxIndex(),

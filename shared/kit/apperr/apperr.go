@@ -143,6 +143,16 @@ func As(err error) *Error {
 // IsNotFound reports whether err is a NotFound error.
 func IsNotFound(err error) bool { return As(err).Kind == NotFound }
 
+// Passing reports whether e may pass if what failed is tried again (a dependency down or
+// failing, a model's provider among them), as against a failure of the request itself.
+func Passing(e *Error) bool {
+	switch e.Kind {
+	case Unavailable, Internal, BadGateway, GatewayTimeout:
+		return true
+	}
+	return false
+}
+
 // Problems collects field problems and returns them as one Invalid error.
 type Problems []Detail
 

@@ -33,6 +33,9 @@ var Vars = []Var{
 	{"AGENTPLANE_NATS_URL", "`nats://127.0.0.1:4222` (`dev`: in-process server)", "NATS URL (JetStream domain events, run progress)."},
 	{"AGENTPLANE_PUBLIC_DOMAIN", "unset", "A domain whose subdomains are agents' pages: `https://<subdomain>.<domain>/` serves the page of the agent with that subdomain (point a wildcard DNS record and certificate at the API). An agent's own `domain`, once verified, is served at its root whether or not this is set."},
 	{"AGENTPLANE_PUBLIC_URL", "unset (the URL each request came to)", "The API's public URL as the internet reaches it (`https://api.example.com`): channels' webhook URLs (`/hooks/{type}/{id}`), which messaging platforms call, are given under it."},
+	{"AGENTPLANE_MAIL_DOMAIN", "`localhost`", "The mail domain of agents' inboxes: each agent answers mail to `<address>@<domain>` (its `address` in `/v1/bot/email/settings`, by default its subdomain). Point the domain's MX at the relay in front of the SMTP listener."},
+	{"AGENTPLANE_SMTP_ADDR", "unset (listener off; `dev`: a free loopback port, printed in its banner)", "Listen address of the SMTP listener of agents' inboxes (`:2525`). It takes mail only for agents' addresses at `AGENTPLANE_MAIL_DOMAIN`, asks for no authentication and offers no TLS: put it behind the deployment's inbound relay (which checks SPF/DKIM and adds `Authentication-Results`), never on the open internet."},
+	{"AGENTPLANE_SMTP_RELAY", "unset (answers kept unsent)", "The relay agents' email answers go out through: `smtp://user:password@host:port` (STARTTLS when offered; 587 by default) or `smtps://...` (TLS; 465). Without it, answers are kept with status `unsent`."},
 	{"AGENTPLANE_PUBLIC_HOSTS", "unset", "Comma-separated host names of this deployment (its API's, e.g. `api.example.com`): no agent may take them, or names under them, as its own `domain`, nor, when they are under `AGENTPLANE_PUBLIC_DOMAIN`, their label as its `subdomain`."},
 	{"AGENTPLANE_DNS_RESOLVER", "unset (the system's resolver)", "`host:port` of the DNS server that agents' domain verification records (TXT) are looked up with."},
 	{"AGENTPLANE_ADMIN_TOKEN", "unset (admin routes off; `dev` generates one)", "Bearer token for `/v1/admin/*` and the queue dashboard at `/admin/queues/`."},
@@ -66,7 +69,7 @@ var Vars = []Var{
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
 	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
-	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
+	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls, agents' emails (received and sent; their threads' chats stay) and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (e.g. `http://otel-collector:4318`); when set, every role sends its spans to its `/v1/traces`."},
@@ -91,6 +94,12 @@ type Config struct {
 	PublicDomain string
 	// PublicURL is the API's public URL ("": the one each request came to).
 	PublicURL string
+	// MailDomain is the domain of agents' email addresses.
+	MailDomain string
+	// SMTPAddr is the listen address of the SMTP listener ("": off, but in dev).
+	SMTPAddr string
+	// SMTPRelay is the URL of the relay answers go out through ("": none, answers kept unsent).
+	SMTPRelay string
 	// PublicHosts are the deployment's own host names, which no agent may take.
 	PublicHosts []string
 	// DNSResolver is the host:port of the DNS server domain verification asks ("" for the
@@ -167,6 +176,9 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		PublicDomain:    strings.Trim(strings.ToLower(get("AGENTPLANE_PUBLIC_DOMAIN", "")), "."),
 		DNSResolver:     get("AGENTPLANE_DNS_RESOLVER", ""),
 		PublicURL:       strings.TrimRight(get("AGENTPLANE_PUBLIC_URL", ""), "/"),
+		MailDomain:      strings.Trim(strings.ToLower(get("AGENTPLANE_MAIL_DOMAIN", "localhost")), "."),
+		SMTPAddr:        get("AGENTPLANE_SMTP_ADDR", ""),
+		SMTPRelay:       get("AGENTPLANE_SMTP_RELAY", ""),
 		DevAPIKey:       get("AGENTPLANE_DEV_API_KEY", ""),
 		LogLevel:        get("AGENTPLANE_LOG_LEVEL", "info"),
 		Queue:           get("AGENTPLANE_QUEUE", "agentplane"),
@@ -186,6 +198,15 @@ func Load(role string, getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return c, fmt.Errorf("AGENTPLANE_PUBLIC_URL: want an http or https URL such as https://api.example.com, got %q", c.PublicURL)
+	}
+	if c.SMTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.SMTPAddr); err != nil {
+			return c, fmt.Errorf("AGENTPLANE_SMTP_ADDR: want host:port such as :2525, got %q", c.SMTPAddr)
+		}
+	}
+	if u, err := url.Parse(c.SMTPRelay); c.SMTPRelay != "" && (err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "") {
+		// The URL is not repeated: it may hold a password.
+		return c, fmt.Errorf("AGENTPLANE_SMTP_RELAY: want smtp://user:password@host:port or smtps://..., got a value of another form")
 	}
 	if c.DNSResolver != "" {
 		if _, _, err := net.SplitHostPort(c.DNSResolver); err != nil {

@@ -355,15 +355,13 @@ func TestInboxRoundRobin(t *testing.T) {
 	expect(t, a.inbox(t, b.key, "assign", chat["chat_id"].(string), nil), http.StatusConflict, "no_operator_available")
 }
 
-// The inbox's live stream tells an operator of each handoff of its project as it happens.
-func TestInboxStream(t *testing.T) {
-	t.Parallel()
-	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
-	fake.Set(providertest.Behavior{Reply: "x"})
-	_, token := a.operator(t, "Ida")
+// openStream opens the event stream at url with token, for at most 30 s; it closes when the test
+// ends.
+func openStream(t *testing.T, url, token string) *http.Response {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/v1/bot/inbox/stream?project_id="+a.b.project.ID, nil)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +370,17 @@ func TestInboxStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	t.Cleanup(func() { _ = res.Body.Close() })
+	return res
+}
+
+// The inbox's live stream tells an operator of each handoff of its project as it happens.
+func TestInboxStream(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard", "human_handoff": true})
+	fake.Set(providertest.Behavior{Reply: "x"})
+	_, token := a.operator(t, "Ida")
+	res := openStream(t, a.b.client.URL+"/v1/bot/inbox/stream?project_id="+a.b.project.ID, token)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("the stream answered %d", res.StatusCode)
 	}
@@ -430,16 +438,7 @@ func TestPublicStream(t *testing.T) {
 	}
 	stream := func(token, query string) *http.Response {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		t.Cleanup(cancel)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.b.client.URL+"/public/v1/stream?"+query, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = res.Body.Close() })
-		return res
+		return openStream(t, a.b.client.URL+"/public/v1/stream?"+query, token)
 	}
 	for _, tt := range []struct {
 		name, token, query, code string

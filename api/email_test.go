@@ -528,4 +528,32 @@ func TestEmailAgentRun(t *testing.T) {
 	if r1 := a.inbound(t, "r1@example.com"); r1["status"] != "answered" || r1["chat_id"] == "" {
 		t.Fatalf("the email %v", r1)
 	}
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "The deal for Acme is created."}}})
+	if err := a.send(t, "hal@example.com", a.address, map[string]string{"Subject": "Deal", "Message-ID": "<r2@example.com>"}, "Create a deal for Acme."); err != nil {
+		t.Fatal(err)
+	}
+	var waiting map[string]any
+	waitFor(t, "the email whose run waits for approval", func() (bool, any) {
+		for _, e := range a.emails(t) {
+			if e["message_id"] == "r2@example.com" {
+				waiting = e
+				return strings.Contains(fmt.Sprint(e["note"]), "waits for the approval"), e
+			}
+		}
+		return false, nil
+	})
+	if waiting["status"] != "pending" {
+		t.Fatalf("the email whose run waits: %v", waiting)
+	}
+	_, done := a.executeTool(t, map[string]any{"executionId": "em-" + waiting["uuid"].(string), "approve": true})
+	if done == nil || done["isComplete"] != true {
+		t.Fatalf("the approval: %v", done)
+	}
+	if m := a.relay.Wait(t, 2); !strings.Contains(m.Text, "The deal for Acme is created.") || m.Header.Get("In-Reply-To") != "<r2@example.com>" {
+		t.Fatalf("the answer once approved, as sent: %q %v", m.Text, m.Header)
+	}
+	if r2 := a.inbound(t, "r2@example.com"); r2["status"] != "answered" {
+		t.Fatalf("the email once approved: %v", r2)
+	}
 }

@@ -572,7 +572,9 @@ func (s *Service) ToChat(ctx context.Context, projectID, botID, chatID, text, ke
 }
 
 // Settle answers the email an agent run answered once the run stops: its reply is sent (or
-// kept as a draft); a failed run fails the email, and one that waits for an approval files it.
+// kept as a draft); a failed run fails the email. A run that waits for the approval of a tool
+// call leaves the email pending with a note saying so: the run stops again once decided, and
+// its answer goes out then.
 // Runs of other origins are not an inbox's.
 func (s *Service) Settle(ctx context.Context, run agentruns.Execution) error {
 	if run.Origin != Origin || !strings.HasPrefix(run.ID, runPrefix) {
@@ -597,7 +599,8 @@ func (s *Service) Settle(ctx context.Context, run agentruns.Execution) error {
 		return err
 	}
 	if reply.RequiresApprove {
-		return s.file(ctx, e, "the agent's run waits for the approval of a tool call; answer it with email/reply")
+		e.Note, e.UpdatedAt = bounded("the agent's run "+run.ID+" waits for the approval of a tool call (POST /v1/bot/chat/execute-tool); its answer goes out once the run goes on"), s.now()
+		return s.repo.Set(ctx, e, outbox.Event{})
 	}
 	st, err := s.repo.Settings(ctx, e.BotID)
 	var bot agents.Bot
@@ -607,5 +610,6 @@ func (s *Service) Settle(ctx context.Context, run agentruns.Execution) error {
 	if err != nil {
 		return ignoreGone(err)
 	}
+	e.Note = ""
 	return s.answer(ctx, st, bot, e, reply.WithLinks())
 }

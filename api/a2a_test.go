@@ -58,7 +58,7 @@ type a2aFailure struct {
 
 // The official A2A JavaScript SDK, unchanged, talks to an agent: the card fetched from the
 // agent's URL with the account's key (the client then calls the URL the card gives), a message answered and one more in its context, the task
-// read back, a cancel refused, an unknown task not found, a message streamed with its status
+// read back, a cancel refused, a stream resubscribed to, an unknown task not found, a message streamed with its status
 // updates in order ending completed, and a task waiting for a tool's approval resumed with
 // approve to completed.
 func TestA2ANodeClient(t *testing.T) {
@@ -66,6 +66,7 @@ func TestA2ANodeClient(t *testing.T) {
 	dir := a2aNodeClient(t)
 	b, a, fake := agentSetup(t, nil)
 	env := map[string]string{"AGENT_URL": b.client.URL + "/a2a/agents/" + a.botID, "KEY": b.key}
+	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six, Monday to Saturday."})
 
 	fake.Set(providertest.Behavior{Reply: "We open at nine."})
 	var sent struct {
@@ -79,7 +80,7 @@ func TestA2ANodeClient(t *testing.T) {
 		Cancel, Missing  a2aFailure
 	}
 	runNode(t, dir, "send", env, &sent)
-	if sent.Card.Name == "" || !sent.Card.Streaming || len(sent.Card.Skills) == 0 || sent.Card.Skills[0] != "Chat" ||
+	if sent.Card.Name == "" || !sent.Card.Streaming || len(sent.Card.Skills) != 2 || sent.Card.Skills[0] != "Chat" || sent.Card.Skills[1] != "Opening hours" ||
 		len(sent.Card.URLs) != 1 || !strings.HasPrefix(sent.Card.URLs[0], b.client.URL+"/a2a/agents/") {
 		t.Fatalf("the card: %+v", sent.Card)
 	}
@@ -102,11 +103,14 @@ func TestA2ANodeClient(t *testing.T) {
 		t.Fatalf("tasks/get of no task: %+v", m)
 	}
 
-	var streamed struct{ Events []string }
+	var streamed struct{ Events, Resubscribed []string }
 	runNode(t, dir, "stream", env, &streamed)
 	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING:", "artifact:We open at nine.", "status:TASK_STATE_COMPLETED:We open at nine."}
 	if strings.Join(streamed.Events, "|") != strings.Join(want, "|") {
 		t.Fatalf("a message streamed: %q, want %q", streamed.Events, want)
+	}
+	if strings.Join(streamed.Resubscribed, "|") != "task:TASK_STATE_COMPLETED" {
+		t.Fatalf("tasks/resubscribe to the completed task: %q", streamed.Resubscribed)
 	}
 
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})

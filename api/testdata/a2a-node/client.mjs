@@ -54,18 +54,26 @@ const phases = {
     return { card: { name: card.name, streaming: card.capabilities?.streaming, skills: (card.skills ?? []).map((s) => s.name),
       urls: (card.supportedInterfaces ?? []).map((i) => i.url) }, first, next, got, cancel, missing };
   },
-  // A message streamed: the kinds and states of its events in order.
+  // A message streamed: the kinds and states of its events in order; then the task, over,
+  // resubscribed to.
   async stream() {
     const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
-    const events = [];
-    for await (const ev of client.sendMessageStream(message("Stream me the hours."))) {
-      const p = ev.payload;
-      if (p?.$case === "task") events.push(`task:${state(p.value.status?.state)}`);
-      else if (p?.$case === "statusUpdate") events.push(`status:${state(p.value.status?.state)}:${text(p.value.status?.message)}`);
-      else if (p?.$case === "artifactUpdate") events.push(`artifact:${(p.value.artifact?.parts ?? []).map((x) => x.content?.value).join("")}`);
-      else events.push(String(p?.$case));
-    }
-    return { events };
+    const read = async (stream) => {
+      const events = [];
+      for await (const ev of stream) {
+        const p = ev.payload;
+        if (p?.$case === "task") events.push(`task:${state(p.value.status?.state)}`);
+        else if (p?.$case === "statusUpdate") events.push(`status:${state(p.value.status?.state)}:${text(p.value.status?.message)}`);
+        else if (p?.$case === "artifactUpdate") events.push(`artifact:${(p.value.artifact?.parts ?? []).map((x) => x.content?.value).join("")}`);
+        else events.push(String(p?.$case));
+        taskId ||= p?.value?.id ?? p?.value?.taskId;
+      }
+      return events;
+    };
+    let taskId = "";
+    const events = await read(client.sendMessageStream(message("Stream me the hours.")));
+    const resubscribed = await read(client.resubscribeTask({ id: taskId, tenant: "" }));
+    return { events, resubscribed };
   },
   // A task that needs approval to run a tool, resumed with approve to completed.
   async approve() {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +116,9 @@ func TestA2ANodeClient(t *testing.T) {
 
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
 	var approved struct {
-		Paused, Resumed a2aTask
-		Again           a2aFailure
+		Paused, Resumed, Second a2aTask
+		Again                   a2aFailure
+		Streamed                []string
 	}
 	runNode(t, dir, "approve", env, &approved)
 	if p := approved.Paused; p.State != "TASK_STATE_INPUT_REQUIRED" || !strings.Contains(p.Status, "waits for approval to run create_deal") ||
@@ -128,6 +130,14 @@ func TestA2ANodeClient(t *testing.T) {
 	}
 	if g := approved.Again; !g.Failed || g.Name != "JsonRpcRequestMalformedError" {
 		t.Fatalf("a decision on a task that waits for none: %+v", g)
+	}
+	if approved.Second.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the second task waiting for approval: %+v", approved.Second)
+	}
+	st := approved.Streamed
+	if len(st) < 3 || slices.Contains(st, "task:TASK_STATE_INPUT_REQUIRED") || !slices.Contains(st, "status:TASK_STATE_WORKING:") ||
+		st[len(st)-2] != "artifactUpdate" || st[len(st)-1] != "status:TASK_STATE_COMPLETED:Added Acme." {
+		t.Fatalf("a task resumed by a streamed approve: %q", st)
 	}
 }
 

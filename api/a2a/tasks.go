@@ -66,7 +66,7 @@ func (t *tasks) OnSendMessageStream(ctx context.Context, params *a2a.MessageSend
 		if err != nil || !yield(task, nil) {
 			return
 		}
-		t.stream(ctx, e, 0, params.Message.TaskID != "", yield)
+		t.stream(ctx, e, len(e.Log), params.Message.TaskID != "", yield)
 	}
 }
 
@@ -195,10 +195,10 @@ func (t *tasks) decide(ctx context.Context, msg *a2a.Message) (agentruns.Executi
 			a2a.ErrInvalidParams)
 	}
 	a := callerOf(ctx)
-	if e, err = t.door.Runs.Decide(ctx, a.bot.ProjectID, a.bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve}); err != nil {
+	if _, err = t.door.Runs.Decide(ctx, a.bot.ProjectID, a.bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve}); err != nil {
 		return e, t.rpcError(err, a2a.ErrTaskNotFound)
 	}
-	return e, nil
+	return t.run(ctx, msg.TaskID) // as decided: queued again
 }
 
 // decisionOf reads a decision from a message: a data part's approve, or a text of approve or

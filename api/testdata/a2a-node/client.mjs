@@ -75,13 +75,22 @@ const phases = {
     const resubscribed = await read(client.resubscribeTask({ id: taskId, tenant: "" }));
     return { events, resubscribed };
   },
-  // A task that needs approval to run a tool, resumed with approve to completed.
+  // A task that needs approval to run a tool, resumed with approve to completed; another one
+  // resumed by a streamed approve.
   async approve() {
     const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
     const paused = summary(taskOf(await client.sendMessage(message("Add a deal for Acme."))));
     const resumed = summary(taskOf(await client.sendMessage(message("approve", { taskId: paused.id, contextId: paused.contextId }))));
     const again = await failure(() => client.sendMessage(message("approve", { taskId: paused.id })));
-    return { paused, resumed, again };
+    const second = summary(taskOf(await client.sendMessage(message("Add another deal for Acme."))));
+    const streamed = [];
+    for await (const ev of client.sendMessageStream(message("approve", { taskId: second.id }))) {
+      const p = ev.payload;
+      if (p?.$case === "task") streamed.push(`task:${state(p.value.status?.state)}`);
+      else if (p?.$case === "statusUpdate") streamed.push(`status:${state(p.value.status?.state)}:${text(p.value.status?.message)}`);
+      else streamed.push(String(p?.$case));
+    }
+    return { paused, resumed, again, second, streamed };
   },
 };
 

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/api/a2a"
 	"github.com/agentplane/agentplane/api/hooks"
 	"github.com/agentplane/agentplane/api/inboxpage"
 	"github.com/agentplane/agentplane/api/mcp"
@@ -23,6 +24,9 @@ func (s *server) routes(r *gin.Engine) {
 
 	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
+
+	r.POST(a2a.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.a2a.Agent)
+	r.GET(a2a.AgentsPath+"/:bot_id"+a2a.CardPath, s.authenticate, s.rateLimited, s.accountBudget, s.a2a.Card)
 
 	r.GET(hooks.Path, s.hooks.Receive)
 	r.POST(hooks.Path, s.hooks.Receive)

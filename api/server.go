@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentplane/agentplane/api/a2a"
 	"github.com/agentplane/agentplane/api/hooks"
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/api/mcp"
@@ -162,6 +163,7 @@ type server struct {
 	// the messaging platforms'.
 	openAI *openai.Door
 	mcp    *mcp.Door
+	a2a    *a2a.Door
 	public *public.Door
 	hooks  *hooks.Door
 }
@@ -220,6 +222,9 @@ func NewServer(d Deps) http.Handler {
 		return err
 	}
 	s.mcp = mcp.New(mcp.Door{Log: d.Logger, Tenancy: d.Tenancy, Chats: d.Chats, Runs: d.Runs, Memory: d.Memory, Tools: d.Tools, RunWait: d.RunWait,
+		Bot:        func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
+		AgentAllow: agentAllow})
+	s.a2a = a2a.New(a2a.Door{Log: d.Logger, Chats: d.Chats, Runs: d.Runs, Tools: d.Tools, Sources: d.Sources, RunWait: d.RunWait, PublicURL: s.publicURL,
 		Bot:        func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
 		AgentAllow: agentAllow})
 	s.openAI = &openai.Door{Tenancy: d.Tenancy, Agents: d.Agents, Turns: s.turns, Decoder: s.decoder, Heartbeat: d.Heartbeat,

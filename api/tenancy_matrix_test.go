@@ -22,7 +22,8 @@ import (
 	"github.com/agentplane/agentplane/shared/email"
 )
 
-// The tenancy matrix: every route under /v1 (but the admin ones and the OpenAPI document) is
+// The tenancy matrix: every route under /v1 (but the admin ones and the OpenAPI document) and
+// under /a2a is
 // called with another account's key, with another account's project, with another project's
 // agent and with another project's resource, and must answer exactly as it does for ids that do
 // not exist (404; 200 for ids that only filter a list, 422 for the pipeline of a new deal), with
@@ -82,6 +83,9 @@ const (
 	botScope
 	// operatorScope routes name one of the account's operators.
 	operatorScope
+	// agentScope routes name one of the account's agents in the path, and no project (the
+	// agent's own is taken): the A2A door's.
+	agentScope
 )
 
 // where is where a request carries its project and agent.
@@ -148,6 +152,7 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
 	path = strings.ReplaceAll(path, ":memory_id", url.PathEscape(f.memory))
+	path = strings.ReplaceAll(path, ":bot_id", url.PathEscape(f.bot))
 	q := url.Values{}
 	var body map[string]any
 	if r.body != nil {
@@ -212,7 +217,7 @@ func qs(kv ...string) string {
 	return v.Encode()
 }
 
-// tenancyMatrix is the table: one row (or more) for every route under /v1.
+// tenancyMatrix is the table: one row (or more) for every route under /v1, and the A2A door's.
 func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 	const filters, refused = http.StatusOK, http.StatusUnprocessableEntity
 	q := func(kv func(f matrixFixture) []string) func(f matrixFixture) string {
@@ -484,6 +489,12 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			body: func(f matrixFixture) map[string]any {
 				return map[string]any{"input": "And what else?", "reasoning": map[string]any{"effort": "low"}, "previous_response_id": "resp_" + f.chat + "_0123456789ab"}
 			}},
+		{method: "GET", path: "/a2a/agents/:bot_id/.well-known/agent-card.json", scope: agentScope},
+		{method: "POST", path: "/a2a/agents/:bot_id", scope: agentScope,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{"message": map[string]any{
+					"kind": "message", "messageId": "matrix", "role": "user", "parts": []any{map[string]any{"kind": "text", "text": "And what else?"}}}}}
+			}},
 		{method: "POST", path: "/v1/bot/chat", scope: botScope, in: inBody, resource: true,
 			body: func(f matrixFixture) map[string]any {
 				return map[string]any{"chat_id": f.chat, "message": "And what else?", "reasoning_mode": "standard"}
@@ -534,7 +545,7 @@ func matrixWorkflow(name, hookURL string) map[string]any {
 		"actions": []map[string]any{{"type": "webhook", "params": map[string]any{"url": hookURL + "/matrix"}}}}
 }
 
-// Every route under /v1 the server registers (but the admin ones and the OpenAPI document) has
+// Every route under /v1 and /a2a the server registers (but the admin ones and the OpenAPI document) has
 // a row of the matrix, and every row is a registered route: a new route without one fails here.
 func TestTenancyMatrixCoversEveryRoute(t *testing.T) {
 	t.Parallel()
@@ -545,7 +556,7 @@ func TestTenancyMatrixCoversEveryRoute(t *testing.T) {
 	}
 	registered := map[string]bool{}
 	for _, r := range engine.Routes() {
-		if !strings.HasPrefix(r.Path, "/v1/") || strings.HasPrefix(r.Path, "/v1/admin/") || r.Path == "/v1/openapi.json" {
+		if !(strings.HasPrefix(r.Path, "/v1/") || strings.HasPrefix(r.Path, "/a2a/")) || strings.HasPrefix(r.Path, "/v1/admin/") || r.Path == "/v1/openapi.json" {
 			continue
 		}
 		registered[r.Method+" "+r.Path] = true
@@ -786,6 +797,13 @@ func variations(r matrixRow, a, b *matrixTenant) []variation {
 	switch r.scope {
 	case accountScope:
 		return []variation{{name: "other-key", f: &otherKey, victim: a, status: http.StatusOK}}
+	case agentScope:
+		noAgentForB := otherKey
+		noAgentForB.bot = missingForB.bot
+		return []variation{
+			{name: "other-key", f: &otherKey, like: &noAgentForB, victim: a, status: http.StatusNotFound, code: "bot_not_found"},
+			{name: "other-agent", f: &otherAgent, like: &noAgent, victim: b, status: http.StatusNotFound, code: "bot_not_found"},
+		}
 	case keyScope, operatorScope:
 		code := "key_not_found"
 		if r.scope == operatorScope {

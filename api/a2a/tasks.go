@@ -1,0 +1,368 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+
+	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+)
+
+// tasks answers the A2A methods for the agent a request reaches: a task is one of its runs, read
+// from the store, so any replica answers for any task.
+type tasks struct {
+	door *Door
+}
+
+var _ a2asrv.RequestHandler = (*tasks)(nil)
+
+// answerArtifact names the artifact that holds the agent's answer.
+const answerArtifact a2a.ArtifactID = "answer"
+
+// errStopped ends a follow whose client went away.
+var errStopped = errors.New("a2a: the client stopped reading")
+
+// OnSendMessage starts a turn (or decides the tool call a task waits for) and waits, within the
+// run wait, for the run to answer or to ask for input; a non-blocking send answers at once.
+func (t *tasks) OnSendMessage(ctx context.Context, params *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	e, answer, err := t.start(ctx, params)
+	if err != nil || answer != nil {
+		return answer, err
+	}
+	if params.Config == nil || params.Config.Blocking == nil || *params.Config.Blocking {
+		wait, cancel := context.WithTimeout(ctx, t.door.RunWait)
+		defer cancel()
+		e, err = t.door.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil)
+		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
+			return nil, t.rpcError(err, a2a.ErrInvalidParams)
+		}
+	}
+	return t.task(ctx, e)
+}
+
+// OnSendMessageStream starts a turn (or decides the tool call a task waits for) and streams the
+// task: the task as it starts, working while the run reasons, the answer as an artifact and the
+// final status (completed, input-required or failed).
+func (t *tasks) OnSendMessageStream(ctx context.Context, params *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		e, answer, err := t.start(ctx, params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if answer != nil {
+			yield(answer.(a2a.Event), nil)
+			return
+		}
+		task, err := t.task(ctx, e)
+		if err != nil || !yield(task, nil) {
+			return
+		}
+		t.stream(ctx, e, len(e.Log), params.Message.TaskID != "", yield)
+	}
+}
+
+// OnResubscribeToTask streams a task from where it stands: the task, then, while it is not
+// waiting or over, its progress as message/stream gives it.
+func (t *tasks) OnResubscribeToTask(ctx context.Context, params *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		e, err := t.run(ctx, params.ID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		task, err := t.task(ctx, e)
+		if err != nil || !yield(task, nil) || task.Status.State.Terminal() || task.Status.State == a2a.TaskStateInputRequired {
+			return
+		}
+		t.stream(ctx, e, len(e.Log), false, yield)
+	}
+}
+
+// OnGetTask reads a task: its status, the answer's artifact when done, and the message that
+// started it.
+func (t *tasks) OnGetTask(ctx context.Context, query *a2a.TaskQueryParams) (*a2a.Task, error) {
+	e, err := t.run(ctx, query.ID)
+	if err != nil {
+		return nil, err
+	}
+	return t.task(ctx, e)
+}
+
+// OnCancelTask refuses: an agent run is not stopped once started. A task waiting for input is
+// ended by rejecting its tool call.
+func (t *tasks) OnCancelTask(ctx context.Context, params *a2a.TaskIDParams) (*a2a.Task, error) {
+	e, err := t.run(ctx, params.ID)
+	if err != nil {
+		return nil, err
+	}
+	task, err := t.task(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if task.Status.State.Terminal() {
+		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, task.Status.State)
+	}
+	return nil, fmt.Errorf("%w: an agent run is not stopped once started; a task waiting for input ends when its tool call is rejected (send reject)",
+		a2a.ErrTaskNotCancelable)
+}
+
+// OnGetTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) OnGetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// OnListTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) OnListTaskPushConfig(context.Context, *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// OnSetTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) OnSetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+// OnDeleteTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) OnDeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigParams) error {
+	return a2a.ErrPushNotificationNotSupported
+}
+
+// OnGetExtendedAgentCard refuses: the card at the well-known path is already the one for the
+// account's keys.
+func (t *tasks) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrAuthenticatedExtendedCardNotConfigured
+}
+
+// start carries out what a message asks: without a taskId, a turn of the agent in the chat its
+// contextId names (a new chat without one), always as an agent run; with a taskId, the decision
+// on the tool call that task waits for. A turn answered without a run (a chat a person of the
+// team has taken over) is answered as a message.
+func (t *tasks) start(ctx context.Context, params *a2a.MessageSendParams) (agentruns.Execution, a2a.SendMessageResult, error) {
+	if params == nil || params.Message == nil {
+		return agentruns.Execution{}, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+	}
+	msg, a := params.Message, callerOf(ctx)
+	if msg.TaskID != "" {
+		e, err := t.decide(ctx, msg)
+		return e, nil, err
+	}
+	text := textOf(msg)
+	if text == "" {
+		return agentruns.Execution{}, nil, fmt.Errorf("%w: the message has no text part: say what to ask the agent", a2a.ErrInvalidParams)
+	}
+	if err := t.door.AgentAllow(ctx, a.bot, a.keyID); err != nil {
+		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)
+	}
+	in := chats.Input{Message: &text, ChatID: msg.ContextID, ReasoningMode: "agent"}
+	out, err := t.door.Chats.Chat(ctx, a.bot.ProjectID, a.bot, chats.Asker{AccountID: a.accountID, ForEndUsers: true}, in, nil)
+	if err != nil {
+		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)
+	}
+	if out.RunID == "" {
+		answer := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: out.Reply.ChatID,
+			Parts: a2a.ContentParts{a2a.TextPart{Text: out.Reply.Reply}}}
+		return agentruns.Execution{}, answer, nil
+	}
+	e, err := t.door.Runs.Get(ctx, a.bot.ProjectID, a.bot.ID, out.RunID)
+	return e, nil, t.rpcError(err, a2a.ErrInvalidParams)
+}
+
+// decide records the decision a message brings on the tool call its task waits for: its text
+// approve or reject, or a data part {"approve": true|false}.
+func (t *tasks) decide(ctx context.Context, msg *a2a.Message) (agentruns.Execution, error) {
+	e, err := t.run(ctx, msg.TaskID)
+	if err != nil {
+		return e, err
+	}
+	if msg.ContextID != "" && msg.ContextID != e.ChatID {
+		return e, fmt.Errorf("%w: the task %s is of the context %s, not %s", a2a.ErrInvalidParams, e.ID, e.ChatID, msg.ContextID)
+	}
+	if e.Status != agentruns.StatusApproval {
+		return e, fmt.Errorf("%w: the task %s does not wait for input (its run is %s): start a new task, with its contextId to go on with the conversation",
+			a2a.ErrInvalidParams, e.ID, e.Status)
+	}
+	approve, ok := decisionOf(msg)
+	if !ok {
+		return e, fmt.Errorf("%w: the task waits for a decision on its tool call: answer approve or reject (or a data part {\"approve\": true})",
+			a2a.ErrInvalidParams)
+	}
+	a := callerOf(ctx)
+	if _, err = t.door.Runs.Decide(ctx, a.bot.ProjectID, a.bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve}); err != nil {
+		return e, t.rpcError(err, a2a.ErrTaskNotFound)
+	}
+	return t.run(ctx, msg.TaskID) // as decided: queued again
+}
+
+// decisionOf reads a decision from a message: a data part's approve, or a text of approve or
+// reject (yes or no).
+func decisionOf(msg *a2a.Message) (approve, ok bool) {
+	for _, p := range msg.Parts {
+		if d, isData := p.(a2a.DataPart); isData {
+			if v, isBool := d.Data["approve"].(bool); isBool {
+				return v, true
+			}
+		}
+	}
+	switch strings.ToLower(strings.Trim(textOf(msg), " .!\n\t")) {
+	case "approve", "approved", "yes":
+		return true, true
+	case "reject", "rejected", "no":
+		return false, true
+	}
+	return false, false
+}
+
+// textOf is the text of a message's text parts.
+func textOf(msg *a2a.Message) string {
+	var texts []string
+	for _, p := range msg.Parts {
+		if tp, ok := p.(a2a.TextPart); ok {
+			texts = append(texts, tp.Text)
+		}
+	}
+	return strings.TrimSpace(strings.Join(texts, "\n"))
+}
+
+// run reads the task id of the caller's agent: another agent's run, or none, is not found.
+func (t *tasks) run(ctx context.Context, id a2a.TaskID) (agentruns.Execution, error) {
+	if strings.TrimSpace(string(id)) == "" {
+		return agentruns.Execution{}, fmt.Errorf("%w: the task id is required", a2a.ErrInvalidParams)
+	}
+	a := callerOf(ctx)
+	e, err := t.door.Runs.Get(ctx, a.bot.ProjectID, a.bot.ID, string(id))
+	return e, t.rpcError(err, a2a.ErrTaskNotFound)
+}
+
+// stream follows the run e from its entry after, yielding working as it reasons, then the
+// answer's artifact and the final status. resumed says a decision set the run going again: it
+// is working from the start.
+func (t *tasks) stream(ctx context.Context, e agentruns.Execution, after int, resumed bool, yield func(a2a.Event, error) bool) {
+	working := false
+	work := func() error {
+		working = true
+		if !yield(a2a.NewStatusUpdateEvent(infoOf(e), a2a.TaskStateWorking, nil), nil) {
+			return errStopped
+		}
+		return nil
+	}
+	if resumed {
+		if work() != nil {
+			return
+		}
+	}
+	emit := func(en agentruns.Entry) error {
+		if en.Event == agentruns.EventCycle || en.Event == agentruns.EventStep {
+			return work()
+		}
+		return nil
+	}
+	delta := func(string) error {
+		if working {
+			return nil
+		}
+		return work()
+	}
+	e, err := t.door.Runs.Follow(ctx, e, after, emit, delta)
+	if err != nil {
+		if !errors.Is(err, errStopped) && ctx.Err() == nil {
+			yield(nil, t.rpcError(err, a2a.ErrTaskNotFound))
+		}
+		return
+	}
+	task, err := t.task(ctx, e)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	for _, art := range task.Artifacts {
+		if !yield(&a2a.TaskArtifactUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Artifact: art, LastChunk: true}, nil) {
+			return
+		}
+	}
+	yield(&a2a.TaskStatusUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Status: task.Status, Final: true}, nil)
+}
+
+// task is the A2A task of the run e: its state, with the agent's answer as the status message
+// and an artifact when it is done, the tool call it waits for when it asks for input, the
+// failure when it failed.
+func (t *tasks) task(ctx context.Context, e agentruns.Execution) (*a2a.Task, error) {
+	info := infoOf(e)
+	task := &a2a.Task{ID: info.TaskID, ContextID: info.ContextID,
+		History: []*a2a.Message{{ID: e.ID + ":user", Role: a2a.MessageRoleUser, TaskID: info.TaskID, ContextID: info.ContextID,
+			Parts: a2a.ContentParts{a2a.TextPart{Text: e.Request.Message}}}}}
+	at := e.UpdatedAt
+	task.Status.Timestamp = &at
+	say := func(text string) *a2a.Message {
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, info, a2a.TextPart{Text: text})
+	}
+	switch e.Status {
+	case agentruns.StatusQueued:
+		task.Status.State = a2a.TaskStateSubmitted
+	case agentruns.StatusRunning:
+		task.Status.State = a2a.TaskStateWorking
+	case agentruns.StatusFailed:
+		_, err := t.door.Runs.Reply(ctx, e)
+		task.Status.State, task.Status.Message = a2a.TaskStateFailed, say(apperr.As(err).Message)
+	case agentruns.StatusApproval, agentruns.StatusDone:
+		reply, err := t.door.Runs.Reply(ctx, e)
+		if err != nil {
+			return nil, t.rpcError(err, a2a.ErrTaskNotFound)
+		}
+		switch {
+		case reply.IsComplete:
+			task.Status.State, task.Status.Message = a2a.TaskStateCompleted, say(reply.Reply)
+			task.Artifacts = []*a2a.Artifact{{ID: answerArtifact, Name: "answer", Parts: a2a.ContentParts{a2a.TextPart{Text: reply.Reply}}}}
+		case reply.RequiresApprove && reply.Tool != nil:
+			args, _ := json.Marshal(reply.Tool.Parameters)
+			task.Status.State = a2a.TaskStateInputRequired
+			task.Status.Message = say(fmt.Sprintf("The agent waits for approval to run %s with %s. Answer approve or reject in a message with this taskId.",
+				reply.Tool.Name, args))
+			task.Status.Message.Parts = append(task.Status.Message.Parts, a2a.DataPart{Data: map[string]any{
+				"tool": reply.Tool.Name, "server_label": reply.Tool.ServerLabel, "parameters": reply.Tool.Parameters}})
+		default:
+			task.Status.State = a2a.TaskStateWorking
+		}
+	default:
+		task.Status.State = a2a.TaskStateUnknown
+	}
+	return task, nil
+}
+
+// runInfo is the task and context of a run.
+type runInfo a2a.TaskInfo
+
+// TaskInfo is the task and context of the run.
+func (r runInfo) TaskInfo() a2a.TaskInfo { return a2a.TaskInfo(r) }
+
+// infoOf is the task and context of the run e.
+func infoOf(e agentruns.Execution) runInfo {
+	return runInfo{TaskID: a2a.TaskID(e.ID), ContextID: e.ChatID}
+}
+
+// rpcError is err as the JSON-RPC error the SDK answers: not found as notFound, bad input as
+// invalid params, an internal error without what it wraps, and anything else (a rate limit, a
+// model provider or a store down) as a server error with its code and message.
+func (t *tasks) rpcError(err error, notFound error) error {
+	if err == nil {
+		return nil
+	}
+	e := apperr.As(err)
+	switch e.Kind {
+	case apperr.NotFound:
+		return fmt.Errorf("%w: %s", notFound, e.Message)
+	case apperr.Invalid, apperr.Malformed, apperr.Conflict, apperr.TooLarge:
+		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, e.Message)
+	case apperr.Internal:
+		t.door.Log.Error("a2a: internal error", "error", err)
+		return a2a.ErrInternalError
+	}
+	return fmt.Errorf("%w: %s: %s", a2a.ErrServerError, e.Code, e.Message)
+}

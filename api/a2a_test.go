@@ -1,0 +1,208 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
+)
+
+// a2aNodeVersion is the release of the official A2A JavaScript SDK the test installs from the
+// npm registry: a v1.0 client that speaks to v0.3 agents through its compatibility layer.
+const a2aNodeVersion = "1.3.0"
+
+// a2aNodeClient installs the A2A JavaScript SDK into a directory of the test's, with the script
+// that drives it (testdata/a2a-node/client.mjs). Without Node the test is skipped, except in CI.
+func a2aNodeClient(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs the A2A Node client's test, and node is not on the PATH")
+		}
+		t.Skip("node is not installed: the A2A JavaScript SDK is not tried")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "@a2a-js/sdk@"+a2aNodeVersion)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @a2a-js/sdk@%s: %v\n%s", a2aNodeVersion, err, out)
+	}
+	script, err := os.ReadFile(filepath.Join("testdata", "a2a-node", "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type a2aTask struct {
+	ID, ContextID, State, Status string
+	Artifacts                    []string
+}
+
+type a2aFailure struct {
+	Failed        bool
+	Name, Message string
+}
+
+// The official A2A JavaScript SDK, unchanged, talks to an agent: the card fetched from the
+// agent's URL with the account's key (the client then calls the URL the card gives), a message answered and one more in its context, the task
+// read back, a cancel refused, a stream resubscribed to, an unknown task not found, a message streamed with its status
+// updates in order ending completed, and a task waiting for a tool's approval resumed with
+// approve to completed.
+func TestA2ANodeClient(t *testing.T) {
+	t.Parallel()
+	dir := a2aNodeClient(t)
+	b, a, fake := agentSetup(t, nil)
+	env := map[string]string{"AGENT_URL": b.client.URL + "/a2a/agents/" + a.botID, "KEY": b.key}
+	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six, Monday to Saturday."})
+
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	var sent struct {
+		Card struct {
+			Name      string
+			Streaming bool
+			Skills    []string
+			URLs      []string
+		}
+		First, Next, Got a2aTask
+		Cancel, Missing  a2aFailure
+	}
+	runNode(t, dir, "send", env, &sent)
+	if sent.Card.Name == "" || !sent.Card.Streaming || len(sent.Card.Skills) != 2 || sent.Card.Skills[0] != "Chat" || sent.Card.Skills[1] != "Opening hours" ||
+		len(sent.Card.URLs) != 1 || !strings.HasPrefix(sent.Card.URLs[0], b.client.URL+"/a2a/agents/") {
+		t.Fatalf("the card: %+v", sent.Card)
+	}
+	if f := sent.First; f.State != "TASK_STATE_COMPLETED" || f.Status != "We open at nine." || len(f.Artifacts) != 1 || f.Artifacts[0] != "We open at nine." || f.ContextID == "" {
+		t.Fatalf("a message answered: %+v", f)
+	}
+	if n := sent.Next; n.State != "TASK_STATE_COMPLETED" || n.ContextID != sent.First.ContextID || n.ID == sent.First.ID {
+		t.Fatalf("a message in the same context: %+v (first %+v)", n, sent.First)
+	}
+	if got := conversation(t, a, sent.First.ContextID); len(got) != 4 || got[2] != "user: And on Saturdays?" {
+		t.Fatalf("the contextId did not go on with the chat: %q", got)
+	}
+	if g := sent.Got; g.ID != sent.First.ID || g.State != "TASK_STATE_COMPLETED" || g.Status != "We open at nine." {
+		t.Fatalf("tasks/get: %+v", g)
+	}
+	if c := sent.Cancel; !c.Failed || c.Name != "JsonRpcTaskNotCancelableError" {
+		t.Fatalf("tasks/cancel of a completed task: %+v", c)
+	}
+	if m := sent.Missing; !m.Failed || m.Name != "JsonRpcTaskNotFoundError" {
+		t.Fatalf("tasks/get of no task: %+v", m)
+	}
+
+	var streamed struct{ Events, Resubscribed []string }
+	runNode(t, dir, "stream", env, &streamed)
+	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING:", "artifact:We open at nine.", "status:TASK_STATE_COMPLETED:We open at nine."}
+	if strings.Join(streamed.Events, "|") != strings.Join(want, "|") {
+		t.Fatalf("a message streamed: %q, want %q", streamed.Events, want)
+	}
+	if strings.Join(streamed.Resubscribed, "|") != "task:TASK_STATE_COMPLETED" {
+		t.Fatalf("tasks/resubscribe to the completed task: %q", streamed.Resubscribed)
+	}
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
+	var approved struct {
+		Paused, Resumed, Second a2aTask
+		Again                   a2aFailure
+		Streamed                []string
+	}
+	runNode(t, dir, "approve", env, &approved)
+	if p := approved.Paused; p.State != "TASK_STATE_INPUT_REQUIRED" || !strings.Contains(p.Status, "waits for approval to run create_deal") ||
+		!strings.Contains(p.Status, "Acme") {
+		t.Fatalf("a task waiting for approval: %+v", p)
+	}
+	if r := approved.Resumed; r.ID != approved.Paused.ID || r.State != "TASK_STATE_COMPLETED" || r.Status != "Added Acme." {
+		t.Fatalf("the task resumed with approve: %+v", r)
+	}
+	if g := approved.Again; !g.Failed || g.Name != "JsonRpcRequestMalformedError" {
+		t.Fatalf("a decision on a task that waits for none: %+v", g)
+	}
+	if approved.Second.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the second task waiting for approval: %+v", approved.Second)
+	}
+	st := approved.Streamed
+	if len(st) < 3 || slices.Contains(st, "task:TASK_STATE_INPUT_REQUIRED") || !slices.Contains(st, "status:TASK_STATE_WORKING:") ||
+		st[len(st)-2] != "artifactUpdate" || st[len(st)-1] != "status:TASK_STATE_COMPLETED:Added Acme." {
+		t.Fatalf("a task resumed by a streamed approve: %q", st)
+	}
+}
+
+// a2aCall posts one JSON-RPC request to the agent's A2A endpoint.
+func a2aCall(t *testing.T, b *bundle, bot, key string, header map[string]string) *apitest.Response {
+	t.Helper()
+	body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
+		"message": map[string]any{"kind": "message", "messageId": "m1", "role": "user", "parts": []any{map[string]any{"kind": "text", "text": "Hi"}}}}}
+	return b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/a2a/agents/" + bot, Key: key, Header: header, Body: body})
+}
+
+// The A2A door refuses: no key 401, another account's agent and no agent 404 (the card too),
+// and a call beyond the hop limit with a JSON-RPC error that says so, while a call within it
+// is answered.
+func TestA2ARefusals(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, nil)
+	fake.Set(providertest.Behavior{Reply: "Hello."})
+	otherKey, _ := b.newTenant(t)
+	for _, tt := range []struct {
+		name, key, bot string
+		status         int
+		code           string
+	}{
+		{"NoKey", "", a.botID, http.StatusUnauthorized, "missing_api_key"},
+		{"AnotherAccount", otherKey, a.botID, http.StatusNotFound, "bot_not_found"},
+		{"NoSuchAgent", b.key, "no-such-bot", http.StatusNotFound, "bot_not_found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, a2aCall(t, b, tt.bot, tt.key, nil), tt.status, tt.code)
+			expect(t, b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/a2a/agents/" + tt.bot + "/.well-known/agent-card.json", Key: tt.key}),
+				tt.status, tt.code)
+		})
+	}
+	t.Run("DecisionOnATaskThatWaitsForNone", func(t *testing.T) {
+		var done struct{ Result struct{ ID string } }
+		if res := a2aCall(t, b, a.botID, b.key, nil); json.Unmarshal(res.Body, &done) != nil || done.Result.ID == "" {
+			t.Fatalf("a message: %s", res.Body)
+		}
+		body := map[string]any{"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": map[string]any{"message": map[string]any{
+			"kind": "message", "messageId": "m2", "role": "user", "taskId": done.Result.ID, "parts": []any{map[string]any{"kind": "text", "text": "approve"}}}}}
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/a2a/agents/" + a.botID, Key: b.key, Body: body})
+		if !strings.Contains(string(res.Body), `"code":-32602`) || !strings.Contains(string(res.Body), "does not wait for input") {
+			t.Fatalf("a decision on a completed task: %s", res.Body)
+		}
+	})
+	t.Run("HopLimit", func(t *testing.T) {
+		for hop, refused := range map[string]bool{"4": false, "5": true, "zero": true} {
+			res := a2aCall(t, b, a.botID, b.key, map[string]string{"X-A2A-Hop": hop})
+			var rpc struct {
+				Result *struct{ Status struct{ State string } }
+				Error  *struct {
+					Code int
+					Data struct{ Error string }
+				}
+			}
+			if res.Status != http.StatusOK || json.Unmarshal(res.Body, &rpc) != nil {
+				t.Fatalf("hop %s: %d %s", hop, res.Status, res.Body)
+			}
+			switch {
+			case refused && (rpc.Error == nil || rpc.Error.Code != -32600 || !strings.Contains(rpc.Error.Data.Error, "X-A2A-Hop")):
+				t.Errorf("hop %s was not refused as an invalid request naming the header: %s", hop, res.Body)
+			case !refused && (rpc.Result == nil || rpc.Result.Status.State != "completed"):
+				t.Errorf("hop %s was not answered: %s", hop, res.Body)
+			}
+		}
+	})
+}

@@ -1,16 +1,11 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -19,33 +14,6 @@ import (
 // a2aNodeVersion is the release of the official A2A JavaScript SDK the test installs from the
 // npm registry: a v1.0 client that speaks to v0.3 agents through its compatibility layer.
 const a2aNodeVersion = "1.3.0"
-
-// a2aNodeClient installs the A2A JavaScript SDK into a directory of the test's, with the script
-// that drives it (testdata/a2a-node/client.mjs). Without Node the test is skipped, except in CI.
-func a2aNodeClient(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI runs the A2A Node client's test, and node is not on the PATH")
-		}
-		t.Skip("node is not installed: the A2A JavaScript SDK is not tried")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	install := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "@a2a-js/sdk@"+a2aNodeVersion)
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @a2a-js/sdk@%s: %v\n%s", a2aNodeVersion, err, out)
-	}
-	script, err := os.ReadFile(filepath.Join("testdata", "a2a-node", "client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 type a2aTask struct {
 	ID, ContextID, State, Status string
@@ -64,7 +32,7 @@ type a2aFailure struct {
 // approve to completed.
 func TestA2ANodeClient(t *testing.T) {
 	t.Parallel()
-	dir := a2aNodeClient(t)
+	dir := nodeClient(t, "@a2a-js/sdk", a2aNodeVersion, "a2a-node")
 	b, a, fake := agentSetup(t, nil)
 	env := map[string]string{"AGENT_URL": b.client.URL + "/a2a/agents/" + a.botID, "KEY": b.key}
 	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six, Monday to Saturday."})

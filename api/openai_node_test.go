@@ -18,29 +18,29 @@ import (
 // registry: the newest that runs on Node 20 (7.x wants Node 22).
 const openAINodeVersion = "6.30.1"
 
-// nodeClient installs OpenAI's Node client into a directory of the test's, with the script that
-// drives it (testdata/openai-node/client.mjs). Without Node the test is skipped, except in CI,
-// which has it.
-func nodeClient(t *testing.T) string {
+// nodeClient installs the npm package pkg at version into a directory of the test's, with the
+// script that drives it (testdata/<script>/client.mjs). Without Node the test is skipped, except
+// in CI, which has it.
+func nodeClient(t *testing.T, pkg, version, script string) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("CI runs the Node client's test, and node is not on the PATH")
+			t.Fatalf("CI runs the tests of %s in Node, and node is not on the PATH", pkg)
 		}
-		t.Skip("node is not installed: OpenAI's Node client is not tried")
+		t.Skipf("node is not installed: %s is not tried", pkg)
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "openai@"+openAINodeVersion)
+	install := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", pkg+"@"+version)
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install openai@%s: %v\n%s", openAINodeVersion, err, out)
+		t.Fatalf("npm install %s@%s: %v\n%s", pkg, version, err, out)
 	}
-	script, err := os.ReadFile(filepath.Join("testdata", "openai-node", "client.mjs"))
+	source, err := os.ReadFile(filepath.Join("testdata", script, "client.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), source, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -80,7 +80,7 @@ type nodeFailure struct {
 // limit 429).
 func TestOpenAINodeClient(t *testing.T) {
 	t.Parallel()
-	dir := nodeClient(t)
+	dir := nodeClient(t, "openai", openAINodeVersion, "openai-node")
 	b, a, fake := agentSetup(t, nil)
 	limited := b.chatBot(t, map[string]any{"ratelimit_requests": 1, "ratelimit_seconds": 3600})
 	env := map[string]string{"BASE_URL": b.client.URL + "/v1", "KEY": b.key, "MODEL": "agent:" + a.botID, "LIMITED_MODEL": "agent:" + limited.botID}

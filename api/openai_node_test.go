@@ -18,10 +18,10 @@ import (
 // registry: the newest that runs on Node 20 (7.x wants Node 22).
 const openAINodeVersion = "6.30.1"
 
-// nodeClient installs the npm package pkg at version into a directory of the test's, with the
-// script that drives it (testdata/<script>/client.mjs). Without Node the test is skipped, except
-// in CI, which has it.
-func nodeClient(t *testing.T, pkg, version, script string) string {
+// nodeClient installs the npm package pkg at version (and the packages more names, each
+// name@version) into a directory of the test's, with the scripts that drive it (the files of
+// testdata/<script>). Without Node the test is skipped, except in CI, which has it.
+func nodeClient(t *testing.T, pkg, version, script string, more ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -32,16 +32,22 @@ func nodeClient(t *testing.T, pkg, version, script string) string {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", pkg+"@"+version)
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s@%s: %v\n%s", pkg, version, err, out)
+	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", pkg + "@" + version}, more...)
+	if out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s@%s %s: %v\n%s", pkg, version, strings.Join(more, " "), err, out)
 	}
-	source, err := os.ReadFile(filepath.Join("testdata", script, "client.mjs"))
+	files, err := os.ReadDir(filepath.Join("testdata", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), source, 0o600); err != nil {
-		t.Fatal(err)
+	for _, f := range files {
+		source, err := os.ReadFile(filepath.Join("testdata", script, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), source, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

@@ -33,13 +33,12 @@ const AgentsPath = "/a2a/agents"
 // CardPath is the agent card's path under the agent's URL.
 const CardPath = a2asrv.WellKnownAgentCardPath
 
-// HopHeader counts the agent-to-agent calls a request is at the end of: 1 (or absent) for a
-// call made by a client, n+1 for a call an agent makes while answering a call at hop n.
-const HopHeader = "X-A2A-Hop"
+// HopHeader counts the agent-to-agent calls a request is at the end of (tools.HopHeader).
+const HopHeader = tools.HopHeader
 
 // MaxHops is the longest chain of agent-to-agent calls an agent answers: a call at a hop beyond
 // it is refused, so that agents calling each other in a loop stop.
-const MaxHops = 4
+const MaxHops = tools.MaxHops
 
 // ProtocolVersion is the A2A protocol version the door speaks (that of a2a-go v0.3.3).
 const ProtocolVersion = "0.3.0"

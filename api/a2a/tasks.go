@@ -161,7 +161,8 @@ func (t *tasks) start(ctx context.Context, params *a2a.MessageSendParams) (agent
 	if err := t.door.AgentAllow(ctx, a.bot, a.keyID); err != nil {
 		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)
 	}
-	in := chats.Input{Message: &text, ChatID: msg.ContextID, ReasoningMode: "agent"}
+	// The run carries the hop it answers, so that the remote agents it calls are a hop further.
+	in := chats.Input{Message: &text, ChatID: msg.ContextID, ReasoningMode: "agent", Hop: a.hop}
 	out, err := t.door.Chats.Chat(ctx, a.bot.ProjectID, a.bot, chats.Asker{AccountID: a.accountID, ForEndUsers: true}, in, nil)
 	if err != nil {
 		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)

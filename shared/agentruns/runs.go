@@ -125,6 +125,8 @@ type Request struct {
 	NoMemory       bool     `bson:"no_memory"`
 	ProviderHost   string   `bson:"provider_host"`
 	ChatMode       string   `bson:"chat_mode"`
+	// Hop is the A2A call the run answers (chats.Input.Hop), 0 for none.
+	Hop int `bson:"hop,omitempty"`
 }
 
 // Usage sums the token counts of a run's model calls.

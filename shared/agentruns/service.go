@@ -69,7 +69,7 @@ func (s *Service) Tools(ctx context.Context, projectID, botID string) ([]llm.Too
 
 func requestOf(in chats.Input) Request {
 	r := Request{Message: strings.TrimSpace(*in.Message), Model: in.Model, Instruction: in.Instruction, SourceIDs: in.SourceIDs,
-		Tags: in.Tags, ProviderHost: in.ProviderHost, ChatMode: in.ChatMode, NoMemory: in.Memory != nil && !*in.Memory}
+		Tags: in.Tags, ProviderHost: in.ProviderHost, ChatMode: in.ChatMode, NoMemory: in.Memory != nil && !*in.Memory, Hop: in.Hop}
 	r.Top, r.HasTop = int(in.Top.Value), in.Top.Set
 	r.MaxReplyTokens, r.HasMaxTokens = int(in.MaxReplyTokens.Value), in.MaxReplyTokens.Set
 	return r

@@ -220,7 +220,7 @@ func (tb *Toolbox) For(ctx context.Context, projectID, botID string) (*Toolbox, 
 // failures and the server's silence are what the model observes.
 func (tb *Toolbox) invoke(o tools.Offer) func(context.Context, Scope, json.RawMessage, string) (Result, error) {
 	return func(ctx context.Context, sc Scope, args json.RawMessage, _ string) (Result, error) {
-		out, err := tb.external.Invoke(ctx, sc.ProjectID, sc.BotID, o, sc.ExecutionID, args)
+		out, err := tb.external.Invoke(tools.WithHop(ctx, sc.Request.Hop), sc.ProjectID, sc.BotID, o, sc.ExecutionID, args)
 		switch {
 		case errors.Is(err, tools.ErrCall):
 			return Result{}, fmt.Errorf("%w: %s", errRefused, strings.TrimPrefix(err.Error(), tools.ErrCall.Error()+": "))

@@ -52,6 +52,9 @@ type Input struct {
 	// person did (kept with the run).
 	RunID  string `json:"-"`
 	Origin string `json:"-"`
+	// Hop is the A2A call the turn answers (tools.HopHeader): 0 when no agent asked. Its run's
+	// calls of remote agents go a hop further.
+	Hop int `json:"-"`
 	// Channel names where the user wrote (a channel's type, web for the agent's page and widget); "" is the API.
 	Channel string `json:"-"`
 }

@@ -41,12 +41,16 @@ func NewService(repo Repo, connectors map[string]Connector, box secrets.Box, log
 
 // Create adds a tool to the agent with the operations read from its server: a server that
 // cannot be reached leaves the tool in StatusError with the reason, to be fixed and refreshed;
-// an OpenAPI document that is not one is refused with its problems.
+// an OpenAPI document that is not one is refused with its problems, and so is a remote A2A
+// agent whose card cannot be read (unreachable, at an address the outbound policy refuses).
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Tool, error) {
 	t := Tool{ID: ids.New(), ProjectID: projectID, BotID: botID, Status: StatusNew, Operations: []Operation{}, Disabled: []string{},
 		Settings: Settings{Approval: ApprovalAuto, TimeoutSeconds: DefaultTimeout, MaxResultBytes: DefaultResultBytes}}
 	if err := s.apply(&t, in); err != nil {
 		return Tool{}, err
+	}
+	if t.Type == TypeA2A {
+		t.Settings.TimeoutSeconds = DefaultA2ATimeout
 	}
 	n, err := s.repo.Count(ctx, projectID, botID)
 	if err != nil {
@@ -55,7 +59,7 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 	if n >= MaxPerAgent {
 		return Tool{}, apperr.New(apperr.Conflict, "tool_limit", fmt.Sprintf("An agent has at most %d tools; delete one first.", MaxPerAgent))
 	}
-	if t, err = s.read(ctx, t); refused(err) {
+	if t, err = s.read(ctx, t); refused(err) || (err != nil && t.Type == TypeA2A) {
 		return Tool{}, err
 	}
 	t.CreatedAt, t.UpdatedAt = s.now(), s.now()
@@ -177,14 +181,15 @@ func (k kept) elsewhere(old, t Tool) error {
 }
 
 // origins are the origins (scheme://host:port) t's calls, and its credentials, go to: its URL,
-// else (an OpenAPI tool's) the servers its document names; none for a tool that names a hosted
-// server, whose own credentials it uses.
+// else (an OpenAPI tool's) the servers its document names, and besides (a remote A2A agent's)
+// the endpoint its card names; none for a tool that names a hosted server, whose own
+// credentials it uses.
 func origins(t Tool) []string {
 	if t.Config.MCPServerID != "" {
 		return nil
 	}
 	urls := []string{t.Config.URL}
-	if t.Config.URL == "" {
+	if t.Config.URL == "" || t.Type == TypeA2A {
 		for _, o := range t.Operations {
 			if o.Binding != nil {
 				urls = append(urls, o.Binding.Server)
@@ -232,11 +237,11 @@ func (s *Service) apply(t *Tool, in Input) error {
 	}
 	typ := strings.ToLower(strings.TrimSpace(in.Type))
 	switch typ {
-	case TypeMCP, TypeOpenAPI, TypeHTTP:
+	case TypeMCP, TypeOpenAPI, TypeHTTP, TypeA2A:
 	case "":
-		p.Add("type", "is required: %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP)
+		p.Add("type", "is required: %s, %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP, TypeA2A)
 	default:
-		p.Add("type", "must be %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP)
+		p.Add("type", "must be %s, %s, %s or %s", TypeMCP, TypeOpenAPI, TypeHTTP, TypeA2A)
 	}
 	c := in.Config
 	serverID, rawURL := strings.TrimSpace(c.MCPServerID), strings.TrimSpace(c.URL)

@@ -1,5 +1,5 @@
-// Package tools is an agent's own tools: the MCP servers (and, later, the OpenAPI services) of
-// its users' systems that agent runs may call, beside the platform's built-in tools. A tool is
+// Package tools is an agent's own tools: the MCP servers, OpenAPI services and remote A2A agents
+// of its users' systems that agent runs may call, beside the platform's built-in tools. A tool is
 // configured per agent, with credentials sealed at rest; its operations are read from the
 // server (refresh) and offered to the model under the tool's name, each call recorded.
 package tools
@@ -25,6 +25,8 @@ const (
 	TypeMCP     = "mcp"
 	TypeOpenAPI = "openapi"
 	TypeHTTP    = "http"
+	// TypeA2A is a remote agent speaking A2A, read from its agent card (Config.URL).
+	TypeA2A = "a2a"
 )
 
 // Transports of an MCP server.
@@ -60,12 +62,14 @@ const (
 
 // Limits.
 const (
-	MaxPerAgent        = 20
-	MaxNameLength      = 40
-	MaxDescription     = 2000
-	MaxHeaders         = 20
-	MaxOperations      = 100
-	DefaultTimeout     = 30
+	MaxPerAgent    = 20
+	MaxNameLength  = 40
+	MaxDescription = 2000
+	MaxHeaders     = 20
+	MaxOperations  = 100
+	DefaultTimeout = 30
+	// DefaultA2ATimeout bounds a call of a remote agent, which answers after its own run.
+	DefaultA2ATimeout  = 60
 	MaxTimeout         = 120
 	DefaultResultBytes = 20000
 	MinResultBytes     = 1000
@@ -166,6 +170,9 @@ type Binding struct {
 	Params []Param `bson:"params"`
 	// Body says the arguments' "body" is sent as the JSON request body.
 	Body bool `bson:"body"`
+	// Streaming says a remote A2A agent (whose JSON-RPC endpoint is Server) streams its tasks,
+	// as its card said when it was read.
+	Streaming bool `bson:"streaming,omitempty"`
 }
 
 // Param is a parameter of an HTTP operation: in path, query or header.
@@ -264,7 +271,7 @@ func OutputOf(text string, isError bool, max int) Output {
 	return out
 }
 
-// Connector talks to a type of tool's servers (MCP, OpenAPI): lists their operations and calls
+// Connector talks to a type of tool's servers (MCP, OpenAPI, A2A): lists their operations and calls
 // them. Its errors are apperr BadGateway (unreachable, not speaking the protocol),
 // GatewayTimeout or Invalid (a config or document it cannot use, with the problems). List may
 // return the document it read (an OpenAPI tool's, fetched from its SpecURL).

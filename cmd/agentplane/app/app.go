@@ -24,6 +24,7 @@ import (
 	"github.com/agentplane/agentplane/api"
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/jobs"
+	"github.com/agentplane/agentplane/shared/adapters/a2apeer"
 	"github.com/agentplane/agentplane/shared/adapters/cache"
 	"github.com/agentplane/agentplane/shared/adapters/channels/discord"
 	"github.com/agentplane/agentplane/shared/adapters/channels/slack"
@@ -263,7 +264,8 @@ func (a *App) Domain() (Domain, error) {
 	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,
 		MaxBytes: 16 << 20}).HTTPClient()
 	openapi := openapiclient.New(guarded)
-	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi}
+	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi,
+		tools.TypeA2A: a2apeer.New(guarded)}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools,
 		Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {

@@ -61,7 +61,7 @@ func a2aTool(name, url, token string) map[string]any {
 // acts: the auto policy asks), one that does not, sent without waiting and its task read until
 // it completes, and one that never answers, given up at its time limit while the run goes on;
 // each call carries the tool's sealed credentials and the hop header, and each answer comes back
-// as the tool's result.
+// as the tool's result, cut to the tool's bound.
 func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
 	t.Parallel()
 	peer := startA2APeer(t)
@@ -78,12 +78,13 @@ func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
 	// The agent's base URL names its card at the well-known path.
 	plain := a.create(t, a2aTool("Plain", peer+"/plain", a2aPeerToken))
 	silent := a.create(t, a2aTool("Silent", peer+"/silent/", a2aPeerToken))
-	a.do(t, http.MethodPut, "/"+plain["id"].(string)+"/configure", map[string]any{"settings": map[string]any{"approval": "never"}}, http.StatusOK, "")
+	a.do(t, http.MethodPut, "/"+plain["id"].(string)+"/configure", map[string]any{"settings": map[string]any{"approval": "never", "max_result_bytes": 1000}},
+		http.StatusOK, "")
 	a.do(t, http.MethodPut, "/"+silent["id"].(string)+"/configure", map[string]any{"settings": map[string]any{"approval": "never", "timeout_seconds": 1}},
 		http.StatusOK, "")
 
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{
-		call("plain__send_message", `{"message":"What time is it?"}`),
+		call("plain__send_message", `{"message":"What time is it? `+strings.Repeat("tick ", 300)+`"}`),
 		call("silent__send_message", `{"message":"Anyone there?"}`),
 		call("remote__send_message", `{"message":"Hello there"}`),
 		{Reply: "The remote agents answered."},
@@ -105,11 +106,14 @@ func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
 		success bool
 		says    []string
 	}{
-		{"Plain", true, []string{"remote says: What time is it? (hop 1)", " completed; context_id "}},
+		{"Plain", true, []string{"remote says: What time is it? tick tick", "[truncated: the tool answered 1"}},
 		{"Silent", false, []string{"did not answer within 1s"}},
 		{"Remote", true, []string{"[artifact answer]\nremote says: Hello there (hop 1)", " completed; context_id "}},
 	} {
 		obs, _ := cs[i]["observation"].(string)
+		if len(obs) > 1200 {
+			t.Errorf("cycle %d (%s) observed %d bytes, more than its tool's bound", i+1, want.label, len(obs))
+		}
 		if cs[i]["server_label"] != want.label || cs[i]["operation"] != "send_message" || cs[i]["actionSuccess"] != want.success {
 			t.Errorf("cycle %d: %v", i+1, cs[i])
 		}

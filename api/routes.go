@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/api/a2a"
@@ -20,6 +22,9 @@ func (s *server) routes(r *gin.Engine) {
 	admin.POST("/accounts", handle(s.createAccount))
 	if s.queues != nil {
 		r.Any(QueuesPath+"/*path", s.requireAdmin, gin.WrapH(s.queues))
+	}
+	if s.adminToken != "" {
+		r.Match([]string{http.MethodGet, http.MethodPost}, ProfilesPath+"/*name", s.requireAdmin, s.profiles)
 	}
 
 	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)

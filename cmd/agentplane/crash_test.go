@@ -58,7 +58,7 @@ func spawnServing(t *testing.T, env map[string]string, role string) (*exec.Cmd, 
 }
 
 // spawnLogged is spawn, with the process's log.
-func spawnLogged(t *testing.T, env map[string]string, args string) (*exec.Cmd, *output) {
+func spawnLogged(t testing.TB, env map[string]string, args string) (*exec.Cmd, *output) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "AGENTPLANE_TEST_ARGS="+args)

@@ -2,7 +2,8 @@
 // detector: `make test` runs `go test -race ./...` through it, so the tests' store (FerretDB on
 // SQLite, most of the tests' CPU) runs at its normal speed while the tests' own code is checked
 // for races. The command finds the store through AGENTPLANE_MONGO_URI and its data directory
-// through AGENTPLANE_TEST_STORE_DIR (testenv reads both); the store stops when the command ends,
+// through AGENTPLANE_TEST_STORE_DIR (testenv reads both), its process id through
+// AGENTPLANE_TEST_STORE_PID (benchmarks count its CPU); the store stops when the command ends,
 // whose exit code teststore exits with.
 //
 //	teststore go test -race ./...
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -53,7 +55,9 @@ func run(args []string, env ...string) int {
 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(append(os.Environ(), env...), "AGENTPLANE_MONGO_URI="+store.URI, devstack.TestStoreDirEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), env...), "AGENTPLANE_MONGO_URI="+store.URI, devstack.TestStoreDirEnv+"="+dir,
+		// The store's process, whose CPU benchmarks measure apart from the service's.
+		"AGENTPLANE_TEST_STORE_PID="+strconv.Itoa(os.Getpid()))
 	// An interrupt reaches the command (the terminal sends it to both); a termination is passed
 	// on. Either way the store stops after the command has.
 	signals := make(chan os.Signal, 1)

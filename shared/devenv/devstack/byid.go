@@ -183,6 +183,37 @@ func byID(req []byte) (byIDWrite, bool) {
 	return w, true
 }
 
+// oneDocument returns the string _id of the one document an update or findAndModify req can
+// change: one statement, not multi, whose filter names an _id of its own (upserts included: the
+// document they insert has that _id); false for any other.
+func oneDocument(req []byte) (string, bool) {
+	sections, ok := parseSections(req)
+	if !ok {
+		return "", false
+	}
+	body := sections[0].docs[0]
+	first, err := body.IndexErr(0)
+	if err != nil {
+		return "", false
+	}
+	statement, key := body, "query"
+	if first.Key() == "update" {
+		statements, _ := updateStatements(sections)
+		if len(statements) != 1 {
+			return "", false
+		}
+		statement, key = statements[0], "q"
+		if multi, _ := statement.Lookup("multi").BooleanOK(); multi {
+			return "", false
+		}
+	}
+	filter, ok := statement.Lookup(key).DocumentOK()
+	if !ok {
+		return "", false
+	}
+	return filter.Lookup("_id").StringValueOK()
+}
+
 // updateStatements are an update command's statements and the section holding them (-1: none).
 func updateStatements(sections []section) ([]bson.Raw, int) {
 	if arr, ok := sections[0].docs[0].Lookup("updates").ArrayOK(); ok {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -412,6 +413,131 @@ func TestCommand(t *testing.T) {
 				t.Fatalf("command %q on %q, want %q on %q", cmd, coll, tc.wantCmd, tc.wantC)
 			}
 		})
+	}
+}
+
+// oneDocument names the document an update or findAndModify can change only when it is one,
+// named by a string _id; the proxy runs any other alone in its collection.
+func TestOneDocument(t *testing.T) {
+	byID := bson.D{{Key: "_id", Value: "d1"}, {Key: "rev", Value: 3}}
+	statement := func(q bson.D, more ...bson.E) bson.D {
+		return append(bson.D{{Key: "q", Value: q}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}, more...)
+	}
+	for _, c := range []struct {
+		name string
+		body bson.D
+		want string // "": none
+	}{
+		{"update by _id", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(bson.D{{Key: "_id", Value: "d1"}})}}}, "d1"},
+		{"update by _id and more", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(byID)}}}, "d1"},
+		{"upsert by _id", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(byID, bson.E{Key: "upsert", Value: true})}}}, "d1"},
+		{"findAndModify by _id", bson.D{{Key: "findAndModify", Value: "deals"}, {Key: "query", Value: byID}, {Key: "update", Value: bson.D{}}}, "d1"},
+		{"multi", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(byID, bson.E{Key: "multi", Value: true})}}}, ""},
+		{"two statements", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(byID), statement(bson.D{{Key: "_id", Value: "d2"}})}}}, ""},
+		{"no _id", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(bson.D{{Key: "project_id", Value: "p"}})}}}, ""},
+		{"an _id operator", bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{statement(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"d1", "d2"}}}}})}}}, ""},
+		{"an _id that is not a string", bson.D{{Key: "findAndModify", Value: "deals"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}}}, ""},
+		{"findAndModify of no _id", bson.D{{Key: "findAndModify", Value: "deals"}, {Key: "query", Value: bson.D{{Key: "status", Value: "won"}}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id, ok := oneDocument(request(t, c.body))
+			if got := map[bool]string{true: id}[ok]; got != c.want {
+				t.Fatalf("one document %q (%v), want %q", id, ok, c.want)
+			}
+		})
+	}
+}
+
+// Updates of different documents of one collection do not wait for each other: while an update
+// of one document holds its turn, an update of another completes, and the held document's own
+// update completes once the turn is given back.
+func TestUpdatesOfOtherDocumentsRunTogether(t *testing.T) {
+	ctx := context.Background()
+	m := startStore(t)
+	coll := connect(t, m.URI).Database("crm").Collection("deals")
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: 0}}, bson.D{{Key: "_id", Value: "b"}, {Key: "n", Value: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+	held := request(t, bson.D{{Key: "update", Value: "deals"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: "a"}}}, {Key: "u", Value: inc}}}}})
+	// Given back at the end too, so that a failure leaves no connection waiting for the turn.
+	release := sync.OnceFunc(m.proxy.lock("crm.deals", held))
+	defer release()
+
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: bson.D{{Key: "$gte", Value: 0}}}}, inc)
+		waiting <- err
+	}()
+	// Bounded so that a wait for the held turn fails the test instead of hanging it.
+	other, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, filter := range []bson.D{{{Key: "_id", Value: "b"}}, {{Key: "_id", Value: "b"}, {Key: "n", Value: 1}}} {
+		if res, err := coll.UpdateOne(other, filter, inc); err != nil || res.ModifiedCount != 1 {
+			t.Fatalf("update of b while a is held: %+v %v", res, err)
+		}
+	}
+	if err := coll.FindOneAndUpdate(other, bson.D{{Key: "_id", Value: "b"}}, inc).Err(); err != nil {
+		t.Fatalf("findAndModify of b while a is held: %v", err)
+	}
+	release()
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]int{"a": 1, "b": 3} {
+		var got struct{ N int }
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil || got.N != want {
+			t.Fatalf("%s: n %d, want %d (%v)", id, got.N, want, err)
+		}
+	}
+}
+
+// 32 connections updating two documents of one collection at once, each by its _id ($inc, a
+// conditional $inc, findAndModify) and both together (an update of many documents, which runs
+// alone in the collection), lose no update.
+func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
+	ctx := context.Background()
+	client := embedded(t)
+	coll := client.Database("atomic").Collection("counters")
+	if _, err := coll.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "c0"}, {Key: "kind", Value: "counter"}, {Key: "n", Value: 0}},
+		bson.D{{Key: "_id", Value: "c1"}, {Key: "kind", Value: "counter"}, {Key: "n", Value: 0}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 32, 8
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			id := fmt.Sprintf("c%d", w%2)
+			for i := range each {
+				var err error
+				switch i % 4 {
+				case 0:
+					_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, inc)
+				case 1:
+					_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "kind", Value: "counter"}}, inc)
+				case 2:
+					err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, inc).Err()
+				case 3:
+					_, err = coll.UpdateMany(ctx, bson.D{{Key: "kind", Value: "counter"}}, inc)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Each document: 3/4 of its writers' updates by _id, and every writer's updates of both.
+	want := writers/2*each*3/4 + writers*each/4
+	for _, id := range []string{"c0", "c1"} {
+		var got struct{ N int }
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil || got.N != want {
+			t.Fatalf("%s: n %d after %d updates (%v): updates were lost", id, got.N, want, err)
+		}
 	}
 }
 

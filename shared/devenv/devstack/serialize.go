@@ -12,16 +12,19 @@ import (
 )
 
 // serializer is a MongoDB wire-protocol proxy in front of FerretDB that runs the commands which
-// read a document and write it back (update, findAndModify) one at a time per collection, across
+// read a document and write it back (update, findAndModify) one at a time per document, across
 // every connection. FerretDB 1.24 runs them as a query followed by an unconditional write by _id, so
 // two at once on one document lose one of the changes ($inc, $push, a compare-and-set on a
 // revision), where MongoDB applies each atomically. The store's code relies on MongoDB's
-// guarantee; through the proxy the embedded store gives it too.
+// guarantee; through the proxy the embedded store gives it too. A command that names its one
+// document by a string _id waits only for the others of that document (and for the commands
+// below); any other (a filter of no _id, many documents) may touch any document of its
+// collection, so it runs alone in its collection.
 type serializer struct {
 	ln      net.Listener
 	backend string
 
-	locks sync.Map // "database.collection" -> *sync.Mutex: one update at a time per collection
+	locks sync.Map // "database.collection" -> *collectionLock
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -96,9 +99,7 @@ func (s *serializer) serve(client net.Conn) {
 
 func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 	if cmd, coll := command(req); serialized[cmd] {
-		l, _ := s.locks.LoadOrStore(coll, &sync.Mutex{})
-		l.(*sync.Mutex).Lock()
-		defer l.(*sync.Mutex).Unlock()
+		defer s.lock(coll, req)()
 		if w, ok := byID(req); ok {
 			matched, err := w.check(server)
 			if err != nil {
@@ -136,6 +137,60 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 	}
 	_, err = client.Write(res)
 	return err
+}
+
+// lock waits for the turn of the update or findAndModify req of the collection coll, and returns
+// what ends it.
+func (s *serializer) lock(coll string, req []byte) (unlock func()) {
+	l, _ := s.locks.LoadOrStore(coll, &collectionLock{docs: map[string]*documentLock{}})
+	if id, ok := oneDocument(req); ok {
+		return l.(*collectionLock).document(id)
+	}
+	return l.(*collectionLock).all()
+}
+
+// collectionLock orders the updates of one collection: one of a single document by its _id holds
+// the read side of rw and the lock of its document, so that those of different documents run
+// together; any other holds the write side, alone.
+type collectionLock struct {
+	rw   sync.RWMutex
+	mu   sync.Mutex // guards docs
+	docs map[string]*documentLock
+}
+
+// documentLock is the lock of one document, kept while a command holds it or waits for it.
+type documentLock struct {
+	sync.Mutex
+	users int
+}
+
+// document takes the turn of an update of the document of _id id, and returns what ends it.
+func (c *collectionLock) document(id string) func() {
+	c.rw.RLock()
+	c.mu.Lock()
+	d := c.docs[id]
+	if d == nil {
+		d = &documentLock{}
+		c.docs[id] = d
+	}
+	d.users++
+	c.mu.Unlock()
+	d.Lock()
+	return func() {
+		d.Unlock()
+		c.mu.Lock()
+		if d.users--; d.users == 0 {
+			delete(c.docs, id)
+		}
+		c.mu.Unlock()
+		c.rw.RUnlock()
+	}
+}
+
+// all takes the turn of an update that may touch any document of the collection.
+func (c *collectionLock) all() func() {
+	c.rw.Lock()
+	return c.rw.Unlock
 }
 
 // close stops accepting, closes every connection and waits for the relays to end.

@@ -125,6 +125,9 @@ type Request struct {
 	NoMemory       bool     `bson:"no_memory"`
 	ProviderHost   string   `bson:"provider_host"`
 	ChatMode       string   `bson:"chat_mode"`
+	// Version is the agent's version the turn began with (0 before versions were: the
+	// published one).
+	Version int `bson:"version,omitempty"`
 }
 
 // Usage sums the token counts of a run's model calls.

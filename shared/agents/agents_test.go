@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agents"
@@ -21,6 +23,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 func service(t *testing.T) *agents.Service {
 	t.Helper()
+	s, _ := serviceOf(t)
+	return s
+}
+
+// serviceOf is service and its database.
+func serviceOf(t *testing.T) (*agents.Service, *mongo.Database) {
+	t.Helper()
 	db := testenv.Mongo(t)
 	if err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
@@ -34,7 +43,7 @@ func service(t *testing.T) *agents.Service {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return agents.NewService(store.NewAgents(db), store.NewVersions(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{})
+	return agents.NewService(store.NewAgents(db), store.NewVersions(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{}), db
 }
 
 func ptr[T any](v T) *T { return &v }

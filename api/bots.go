@@ -19,7 +19,7 @@ func (s *server) createBot(c *gin.Context) (any, error) {
 	if err := s.project(c, &req.scope); err != nil {
 		return nil, err
 	}
-	b, err := s.agents.Create(c, req.ProjectID, req.Create)
+	b, err := s.agents.Create(c, req.ProjectID, changedBy(c), req.Create)
 	return gin.H{"bot": b.Public()}, err
 }
 
@@ -53,7 +53,7 @@ func (s *server) updateBot(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.agents.Update(c, req.ProjectID, id, req.Patch)
+	b, err := s.agents.Update(c, req.ProjectID, id, changedBy(c), req.Patch)
 	return gin.H{"bot": b.Public()}, err
 }
 

@@ -21,6 +21,9 @@ import (
 type chatRequest struct {
 	scope
 	chats.Input
+	// Version is the agent's version to answer with (the account's own test of a draft):
+	// "draft", "published" (the default) or a number.
+	Version agents.VersionName `json:"version"`
 }
 
 // chat answers a message: as JSON, or as an event stream when the body says stream.
@@ -33,6 +36,9 @@ func (s *server) chat(c *gin.Context) {
 	bot, err := s.bot(c, &req.scope)
 	if err == nil {
 		err = s.agentLimit(c, bot)
+	}
+	if err == nil && req.Version != "" {
+		bot, err = s.botAt(c, bot, req.Version)
 	}
 	if err != nil {
 		httpx.Fail(c, err)

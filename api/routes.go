@@ -71,6 +71,11 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/delete", handle(s.deleteBot))
 	v1.POST("/bot/reset", handle(s.resetBot))
 	v1.POST("/bot/domain/verify", handle(s.verifyBotDomain))
+	v1.GET("/bot/version/readall", handle(s.listVersions))
+	v1.GET("/bot/version/read", handle(s.readVersion))
+	v1.GET("/bot/version/diff", handle(s.diffVersions))
+	v1.POST("/bot/version/publish", handle(s.publishVersion))
+	v1.POST("/bot/version/rollback", handle(s.rollbackVersion))
 
 	v1.PUT("/bot/calendar/settings", handle(s.updateCalendar))
 	v1.GET("/bot/calendar/settings", handle(s.readCalendar))

@@ -243,6 +243,13 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/delete", scope: botScope, in: inQuery, last: 9},
 		{method: "POST", path: "/v1/bot/reset", scope: botScope, in: inBody, last: 3},
 		{method: "POST", path: "/v1/bot/domain/verify", scope: botScope, in: inBody, last: 1},
+		{method: "GET", path: "/v1/bot/version/readall", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/version/read", scope: botScope, in: inQuery, query: q(func(matrixFixture) []string { return []string{"version", "1"} })},
+		{method: "GET", path: "/v1/bot/version/diff", scope: botScope, in: inQuery,
+			query: q(func(matrixFixture) []string { return []string{"from", "1", "to", "2"} })},
+		{method: "POST", path: "/v1/bot/version/publish", scope: botScope, in: inBody},
+		{method: "POST", path: "/v1/bot/version/rollback", scope: botScope, in: inBody, last: 1,
+			body: func(matrixFixture) map[string]any { return map[string]any{"version": 1} }},
 
 		{method: "PUT", path: "/v1/bot/calendar/settings", scope: botScope, in: inQuery,
 			body: func(matrixFixture) map[string]any { return map[string]any{"is_enabled": true} }},
@@ -622,7 +629,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	bot := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/create", Key: key,
 		Body: map[string]any{"project_id": project, "name": "Bot " + tag, "model": "gpt-4o-mini"}})["bot"].(map[string]any)
 	f.bot = bot["id"].(string)
-	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: key, Body: scoped(map[string]any{"heartbeat": 1})})
+	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: key, Body: scoped(map[string]any{"heartbeat": 1, "instruction": "Matrix of " + tag})})
 	f.channel = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/channel/create", Key: key, Body: scoped(map[string]any{
 		"type": "telegram", "name": "Channel of " + tag, "api_base_url": m.telegram.URL,
 		"credentials": map[string]any{"bot_token": m.telegram.Token}})})["channel"].(map[string]any)["id"].(string)

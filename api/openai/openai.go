@@ -402,10 +402,13 @@ type extension struct {
 	MessageID   string       `json:"message_id,omitempty"`
 	ExecutionID string       `json:"execution_id,omitempty"`
 	Sources     []memory.Ref `json:"sources"`
+	// Version is the agent's version that wrote the answer (absent while a run works on it).
+	Version int `json:"version,omitempty"`
 }
 
 func extensionOf(r chats.Reply) *extension {
-	return &extension{ChatID: r.ChatID, MessageID: r.Agent.UUID, ExecutionID: r.ExecutionID, Sources: append([]memory.Ref{}, r.Sources...)}
+	return &extension{ChatID: r.ChatID, MessageID: r.Agent.UUID, ExecutionID: r.ExecutionID, Sources: append([]memory.Ref{}, r.Sources...),
+		Version: r.Agent.Version}
 }
 
 type completionUsage struct {

@@ -26,6 +26,8 @@ import (
 // Bots reads agents.
 type Bots interface {
 	Get(ctx context.Context, projectID, idOrUUID string) (agents.Bot, error)
+	// At is the agent with the behaviour of its version n.
+	At(ctx context.Context, b agents.Bot, n int) (agents.Bot, error)
 }
 
 // Runner runs executions in workers.
@@ -136,6 +138,11 @@ func (h *holder) run(ctx context.Context) error {
 	var err error
 	if h.bot, err = h.bots.Get(ctx, h.e.ProjectID, h.e.BotID); err != nil {
 		return err
+	}
+	if v := h.e.Request.Version; v > 0 {
+		if h.bot, err = h.bots.At(ctx, h.bot, v); err != nil {
+			return err
+		}
 	}
 	if h.set, err = h.tools.For(ctx, h.e.ProjectID, h.e.BotID); err != nil {
 		return err

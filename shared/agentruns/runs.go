@@ -127,6 +127,9 @@ type Request struct {
 	ChatMode       string   `bson:"chat_mode"`
 	// Hop is the A2A call the run answers (chats.Input.Hop), 0 for none.
 	Hop int `bson:"hop,omitempty"`
+	// Version is the agent's version the turn began with (0 before versions were: the
+	// published one).
+	Version int `bson:"version,omitempty"`
 }
 
 // Usage sums the token counts of a run's model calls.

@@ -68,14 +68,14 @@ func newEngine(t *testing.T, autoApprove bool) engine {
 		t.Fatal(err)
 	}
 	e := engine{d: d, runner: w.Runs, fake: fake, project: "p-" + testenv.NewName()}
-	if e.bot, err = d.Agents.Create(ctx, e.project, agents.Create{Name: "Runner", Model: "gpt-4o-mini"}); err != nil {
+	if e.bot, err = d.Agents.Create(ctx, e.project, "test", agents.Create{Name: "Runner", Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
 	patch := agents.Patch{ProviderKey: ptr("sk-engine")}
 	if autoApprove {
 		patch.AutoApproveTools = flex.OptFlag{OptInt: flex.OptInt{Set: true, Value: 1}}
 	}
-	if e.bot, err = d.Agents.Update(ctx, e.project, e.bot.ID, patch); err != nil {
+	if e.bot, err = d.Agents.Update(ctx, e.project, e.bot.ID, "test", patch); err != nil {
 		t.Fatal(err)
 	}
 	return e

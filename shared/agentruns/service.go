@@ -46,6 +46,7 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 	id := cmp.Or(t.Input.RunID, ids.New())
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
 	req := requestOf(t.Input)
+	req.Version = t.Bot.Serving()
 	if plan.Request != "" {
 		req.Message = plan.Request
 	}

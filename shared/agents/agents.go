@@ -71,6 +71,19 @@ type Bot struct {
 	// VerifiedDomain is Domain once verified: the agent's page is served there. Unique among
 	// agents, absent otherwise.
 	VerifiedDomain string `json:"-" bson:"verified_domain,omitempty"`
+	// Versioning keeps each change of the agent's behaviour (Config) a draft until it is
+	// published; without it (the default) every change is published at once.
+	Versioning bool `json:"versioning" bson:"versioning"`
+	// Version is the number of the agent's newest version (its draft), PublishedVersion the one
+	// whose behaviour its fields hold, what end users get; 0 for an agent stored before versions
+	// were (version 1, made when it is first changed or its versions read).
+	Version          int `json:"version" bson:"version"`
+	PublishedVersion int `json:"published_version" bson:"published_version"`
+	// Latest is the newest version whole, written with the agent: the store of versions gets it
+	// after, and a version the agent names but the store lacks is taken from here.
+	Latest *Version `json:"-" bson:"latest_version,omitempty"`
+	// serving is the version whose behaviour the value carries when Draft made it.
+	serving int
 }
 
 // Public is the bot as users and events see it: the provider key masked to its last four
@@ -89,6 +102,7 @@ func (b Bot) Public() Bot {
 	if b.AllowedOrigins == nil {
 		b.AllowedOrigins = []string{}
 	}
+	b.Version, b.PublishedVersion = max(b.Version, 1), max(b.PublishedVersion, 1)
 	return b
 }
 
@@ -143,6 +157,11 @@ func (b Bot) clone() Bot {
 	if b.DomainVerification != nil {
 		v := *b.DomainVerification
 		c.DomainVerification = &v
+	}
+	c.HandoffPhrases = slices.Clone(b.HandoffPhrases)
+	if b.Latest != nil {
+		v := b.Latest.clone()
+		c.Latest = &v
 	}
 	return c
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/agentplane/agentplane/events"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agents"
@@ -21,6 +23,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 func service(t *testing.T) *agents.Service {
 	t.Helper()
+	s, _ := serviceOf(t)
+	return s
+}
+
+// serviceOf is service and its database.
+func serviceOf(t *testing.T) (*agents.Service, *mongo.Database) {
+	t.Helper()
 	db := testenv.Mongo(t)
 	if err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
@@ -34,7 +43,7 @@ func service(t *testing.T) *agents.Service {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return agents.NewService(store.NewAgents(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{})
+	return agents.NewService(store.NewAgents(db), store.NewVersions(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{}), db
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -63,7 +72,7 @@ func wantInvalid(t *testing.T, err error, field string) {
 func TestCreate(t *testing.T) {
 	s := service(t)
 	ctx := context.Background()
-	b, err := s.Create(ctx, "p-1", agents.Create{Name: "  Support Bot!  ", Model: "gpt-4o-mini"})
+	b, err := s.Create(ctx, "p-1", "key-1", agents.Create{Name: "  Support Bot!  ", Model: "gpt-4o-mini"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +80,7 @@ func TestCreate(t *testing.T) {
 		b.MaxReplyTokens != "1024" || b.Memory != 1 || !strings.HasPrefix(b.Subdomain, "support-bot-") || len(b.ID) != 24 || b.UUID == "" {
 		t.Fatalf("created %+v", b)
 	}
-	inactive, err := s.Create(ctx, "p-1", agents.Create{Name: "Quiet", Model: "m", Status: flag(0)})
+	inactive, err := s.Create(ctx, "p-1", "key-1", agents.Create{Name: "Quiet", Model: "m", Status: flag(0)})
 	if err != nil || inactive.Active() {
 		t.Fatalf("created inactive %+v (%v)", inactive, err)
 	}
@@ -86,7 +95,7 @@ func TestCreate(t *testing.T) {
 		{"Status", agents.Create{Name: "A", Model: "m", Status: flag(2)}, "status"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Create(ctx, "p-1", tt.in)
+			_, err := s.Create(ctx, "p-1", "key-1", tt.in)
 			wantInvalid(t, err, tt.field)
 		})
 	}
@@ -100,11 +109,11 @@ func TestCreate(t *testing.T) {
 func TestUpdate(t *testing.T) {
 	s := service(t)
 	ctx := context.Background()
-	b, err := s.Create(ctx, "p-1", agents.Create{Name: "Bot", Model: "m", Instruction: "Be brief."})
+	b, err := s.Create(ctx, "p-1", "key-1", agents.Create{Name: "Bot", Model: "m", Instruction: "Be brief."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Update(ctx, "p-1", b.UUID, agents.Patch{Top: num(8), RatelimitMessage: ptr(" Slow down. ")})
+	got, err := s.Update(ctx, "p-1", b.UUID, "key-1", agents.Patch{Top: num(8), RatelimitMessage: ptr(" Slow down. ")})
 	if err != nil || got.Top != 8 || got.RatelimitMessage != "Slow down." || got.Instruction != "Be brief." || got.Name != "Bot" {
 		t.Fatalf("updated %+v (%v)", got, err)
 	}
@@ -124,7 +133,7 @@ func TestUpdate(t *testing.T) {
 		{"OneWrongOfTwo", agents.Patch{Instruction: ptr("Changed."), RatelimitSeconds: num(-1)}, "ratelimit_seconds"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Update(ctx, "p-1", b.ID, tt.patch)
+			_, err := s.Update(ctx, "p-1", b.ID, "key-1", tt.patch)
 			wantInvalid(t, err, tt.field)
 		})
 	}
@@ -138,7 +147,7 @@ func TestUpdate(t *testing.T) {
 func TestFindAndDelete(t *testing.T) {
 	s := service(t)
 	ctx := context.Background()
-	b, err := s.Create(ctx, "p-1", agents.Create{Name: "Bot", Model: "m"})
+	b, err := s.Create(ctx, "p-1", "key-1", agents.Create{Name: "Bot", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +162,7 @@ func TestFindAndDelete(t *testing.T) {
 			t.Fatalf("Find(%s) = %+v (%v)", id, found, err)
 		}
 	}
-	if _, err := s.Update(ctx, "p-2", b.ID, agents.Patch{Name: ptr("Taken")}); apperr.As(err).Kind != apperr.NotFound {
+	if _, err := s.Update(ctx, "p-2", b.ID, "key-1", agents.Patch{Name: ptr("Taken")}); apperr.As(err).Kind != apperr.NotFound {
 		t.Fatalf("changed from another project: %v", err)
 	}
 	if err := s.Delete(ctx, "p-2", b.ID); apperr.As(err).Kind != apperr.NotFound {

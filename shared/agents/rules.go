@@ -45,6 +45,7 @@ type Create struct {
 	Model       string       `json:"model"`
 	Instruction string       `json:"instruction"`
 	Status      flex.OptFlag `json:"status"`
+	Versioning  bool         `json:"versioning"`
 }
 
 // Patch is an update: every field present (not absent, not null) replaces the stored one.
@@ -79,6 +80,7 @@ type Patch struct {
 	Branding               json.RawMessage    `json:"branding"`
 	Integrations           *[]freeform.Object `json:"integrations"`
 	AllowedOrigins         *[]string          `json:"allowed_origins"`
+	Versioning             *bool              `json:"versioning"`
 }
 
 // apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
@@ -113,6 +115,9 @@ func (p Patch) apply(b *Bot) error {
 	}
 	if p.HandoffClassify != nil {
 		b.HandoffClassify = *p.HandoffClassify
+	}
+	if p.Versioning != nil {
+		b.Versioning = *p.Versioning
 	}
 	if p.HandoffMessage != nil {
 		b.HandoffMessage = strings.TrimSpace(*p.HandoffMessage)

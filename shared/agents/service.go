@@ -22,20 +22,22 @@ const Resource = "bot"
 
 // Service holds the agent rules; persistence is its Repo's, events go through the dispatcher.
 type Service struct {
-	repo   Repo
-	events *outbox.Dispatcher
-	hosts  Hosts
-	now    func() time.Time
-	writes keylock.Locks // agent updates of this process, one at a time per agent
+	repo     Repo
+	versions VersionRepo
+	events   *outbox.Dispatcher
+	hosts    Hosts
+	now      func() time.Time
+	writes   keylock.Locks // agent updates of this process, one at a time per agent
 }
 
-// NewService returns the agent service; agents' domains and subdomains are checked against hosts.
-func NewService(repo Repo, events *outbox.Dispatcher, hosts Hosts) *Service {
-	return &Service{repo: repo, events: events, hosts: hosts, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// NewService returns the agent service, its versions kept in versions; agents' domains and
+// subdomains are checked against hosts.
+func NewService(repo Repo, versions VersionRepo, events *outbox.Dispatcher, hosts Hosts) *Service {
+	return &Service{repo: repo, versions: versions, events: events, hosts: hosts, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
-// Create creates an agent in projectID. Status defaults to active.
-func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, error) {
+// Create creates an agent in projectID, its version 1 made by by. Status defaults to active.
+func (s *Service) Create(ctx context.Context, projectID, by string, c Create) (Bot, error) {
 	now := s.now()
 	name := strings.TrimSpace(c.Name)
 	b := Bot{
@@ -56,6 +58,7 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 		CreatedAt:      now,
 		Branding:       defaultBranding(name),
 		Integrations:   []freeform.Object{},
+		Versioning:     c.Versioning,
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)
@@ -63,11 +66,15 @@ func (s *Service) Create(ctx context.Context, projectID string, c Create) (Bot, 
 	if err := validate(b, s.hosts); err != nil {
 		return Bot{}, err
 	}
+	first := b.latest()
+	first.By = by
+	b.Latest, b.Version, b.PublishedVersion = &first, 1, 1
 	ev := botEvents.New(ctx, outbox.BotCreated, projectID, b.ID, b.Public())
 	if err := s.repo.Insert(ctx, b, ev); err != nil {
 		return Bot{}, err
 	}
 	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: b.ID}, ev)
+	s.keep(ctx, first)
 	return b, nil
 }
 
@@ -115,11 +122,15 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 	return s.repo.List(ctx, projectID, page)
 }
 
-// Update applies p to the agent idOrUUID and returns the result. When another request changed
-// the agent first, p is applied again to what it left. A domain another agent serves is a
-// Conflict (domain_taken), as is a subdomain another agent has (subdomain_taken).
-func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patch) (Bot, error) {
+// Update applies p to the agent idOrUUID, a change by by, and returns the result. When another
+// request changed the agent first, p is applied again to what it left. A change of the agent's
+// behaviour (Config) is a new version: published at once, or, for a versioned agent, its draft
+// (p applies to the draft's behaviour, and the agent keeps the published one). A domain another
+// agent serves is a Conflict (domain_taken), as is a subdomain another agent has
+// (subdomain_taken).
+func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p Patch) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
+		cur.latest().Config.applyTo(next)
 		if err := p.apply(next); err != nil {
 			return err
 		}
@@ -135,6 +146,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrUUID string, p Patc
 				return err
 			}
 		}
+		versioned(*cur, next, by, s.now(), false)
 		return nil
 	})
 }
@@ -161,6 +173,7 @@ func (s *Service) change(ctx context.Context, projectID, idOrUUID string, edit f
 			return Bot{}, err
 		}
 		s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.ID}, ev)
+		s.keep(ctx, cur.latest(), next.latest())
 		return next, nil
 	})
 }

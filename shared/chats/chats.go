@@ -75,6 +75,9 @@ type Message struct {
 	// FirstTokenMS is how long a streamed answer took to its first token, from the user's
 	// message (0: not streamed); the statistics read it, the message record does not show it.
 	FirstTokenMS int64 `json:"-" bson:"first_token_ms,omitempty"`
+	// Version is the number of the agent's version that wrote the message (an agent's message;
+	// 0 for others, and for those written before versions were).
+	Version int `json:"version,omitempty" bson:"version,omitempty"`
 }
 
 // Tool is a tool call waiting for approval, as a reply shows it (2.7).

@@ -344,7 +344,8 @@ func (s *Service) AgentMessage(t Turn, content, model string, took time.Duration
 		Complexity: t.User.Complexity, ReasoningType: pref.ReasoningType, EstimatedTimeMS: strconv.FormatInt(took.Milliseconds(), 10),
 		EstimatedCost: estimatedCost(model, u.PromptTokens, u.CompletionTokens), Channel: cmp.Or(t.User.Channel, "api"), CreditUsed: "1",
 		Tokens: u.CompletionTokens, Reasoning: map[string]any{}, Preference: pref, Sources: cited,
-		User: User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}, CreatedAt: done, UpdatedAt: done}
+		User: User{UUID: bot.UUID, Name: bot.Name, Avatar: bot.Avatar, AvatarLink: bot.AvatarLink}, CreatedAt: done, UpdatedAt: done,
+		Version: bot.Serving()}
 }
 
 // UsageOf is the usage record (2.5) of a reply of reasoning type rt whose agent message is the

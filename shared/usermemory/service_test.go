@@ -52,7 +52,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bot, err := d.Agents.Create(ctx, "p-"+testenv.NewName(), agents.Create{Name: "Concierge", Model: "gpt-4o-mini"})
+	bot, err := d.Agents.Create(ctx, "p-"+testenv.NewName(), "test", agents.Create{Name: "Concierge", Model: "gpt-4o-mini"})
 	if err != nil {
 		t.Fatal(err)
 	}

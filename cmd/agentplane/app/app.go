@@ -248,7 +248,7 @@ func (a *App) Domain() (Domain, error) {
 	mem := memory.New(cache.MemoryVersions(store.NewMemory(db), a.notices, size, ttl), a.embedder(), a.Cfg.MemoryCacheBytes, a.Log)
 	d := Domain{
 		Tenancy: tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
-		Agents: agents.NewService(cache.Agents(agents.SealKeys(store.NewAgents(db), box), a.notices, size, ttl), ev,
+		Agents: agents.NewService(cache.Agents(agents.SealKeys(store.NewAgents(db), box), a.notices, size, ttl), store.NewVersions(db), ev,
 			agents.Hosts{PublicDomain: a.Cfg.PublicDomain, Own: a.Cfg.PublicHosts, TXT: dnstxt.New(a.Cfg.DNSResolver)}),
 		CRM:       crm.NewService(cache.CRM(store.NewCRM(db), a.notices, size, ttl), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),

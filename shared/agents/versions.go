@@ -1,0 +1,333 @@
+package agents
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+)
+
+// Config is an agent's behaviour: the fields a version holds, the one list of what changes how
+// the agent answers. Every change of one of them makes a new version; the other fields of an
+// agent (its name, page, branding, rate limits, status, provider key) change in place.
+type Config struct {
+	Instruction            string   `json:"instruction" bson:"instruction"`
+	Model                  string   `json:"model" bson:"model"`
+	ReasoningType          string   `json:"reasoning_type" bson:"reasoning_type"`
+	MaxReplyTokens         string   `json:"max_reply_tokens" bson:"max_reply_tokens"`
+	Top                    int      `json:"top" bson:"top"`
+	Memory                 int      `json:"memory" bson:"memory"`
+	NoAnswerReply          string   `json:"no_answer_reply" bson:"no_answer_reply"`
+	AutoApproveTools       int      `json:"auto_approve_tools" bson:"auto_approve_tools"`
+	VisitorApprovals       bool     `json:"visitor_approvals" bson:"visitor_approvals"`
+	HumanHandoff           bool     `json:"human_handoff" bson:"human_handoff"`
+	HandoffMessage         string   `json:"handoff_message" bson:"handoff_message"`
+	HandoffPhrases         []string `json:"handoff_phrases" bson:"handoff_phrases"`
+	HandoffOnLowConfidence bool     `json:"handoff_on_low_confidence" bson:"handoff_on_low_confidence"`
+	HandoffClassify        bool     `json:"handoff_classify" bson:"handoff_classify"`
+}
+
+// configFields are Config's fields by their JSON name, in order.
+var configFields = func() []string {
+	t := reflect.TypeFor[Config]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = jsonName(t.Field(i))
+	}
+	return names
+}()
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// ConfigOf is the agent's behaviour as its fields hold it.
+func ConfigOf(b Bot) Config {
+	return Config{Instruction: b.Instruction, Model: b.Model, ReasoningType: b.ReasoningType, MaxReplyTokens: b.MaxReplyTokens,
+		Top: b.Top, Memory: b.Memory, NoAnswerReply: b.NoAnswerReply, AutoApproveTools: b.AutoApproveTools,
+		VisitorApprovals: b.VisitorApprovals, HumanHandoff: b.HumanHandoff, HandoffMessage: b.HandoffMessage,
+		HandoffPhrases: slices.Clone(b.HandoffPhrases), HandoffOnLowConfidence: b.HandoffOnLowConfidence, HandoffClassify: b.HandoffClassify}
+}
+
+// applyTo sets the agent's behaviour fields to c.
+func (c Config) applyTo(b *Bot) {
+	b.Instruction, b.Model, b.ReasoningType, b.MaxReplyTokens = c.Instruction, c.Model, c.ReasoningType, c.MaxReplyTokens
+	b.Top, b.Memory, b.NoAnswerReply, b.AutoApproveTools = c.Top, c.Memory, c.NoAnswerReply, c.AutoApproveTools
+	b.VisitorApprovals, b.HumanHandoff, b.HandoffMessage = c.VisitorApprovals, c.HumanHandoff, c.HandoffMessage
+	b.HandoffPhrases = slices.Clone(c.HandoffPhrases)
+	b.HandoffOnLowConfidence, b.HandoffClassify = c.HandoffOnLowConfidence, c.HandoffClassify
+}
+
+// Change is a field that differs between two versions: its JSON name, its value in the older
+// and in the newer.
+type Change struct {
+	Field string `json:"field" bson:"field"`
+	Old   any    `json:"old" bson:"old"`
+	New   any    `json:"new" bson:"new"`
+}
+
+// Diff lists the fields whose values differ from old to new, in Config's order; none when
+// they are the same. An absent list and an empty one are the same.
+func Diff(old, new Config) []Change {
+	changes := []Change{}
+	ov, nv := reflect.ValueOf(old), reflect.ValueOf(new)
+	for i, field := range configFields {
+		o, n := ov.Field(i).Interface(), nv.Field(i).Interface()
+		if os, ok := o.([]string); ok {
+			if ns := n.([]string); slices.Equal(os, ns) {
+				continue
+			}
+			o, n = orNone(os), orNone(n.([]string))
+		} else if o == n {
+			continue
+		}
+		changes = append(changes, Change{Field: field, Old: o, New: n})
+	}
+	return changes
+}
+
+func orNone(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Version is an immutable, numbered configuration of an agent: Number 1 is the agent as
+// created. Changes are the fields it changed from the version before it, By the key (or
+// account) that made it.
+type Version struct {
+	BotID     string    `json:"-" bson:"bot_id"`
+	ProjectID string    `json:"-" bson:"project_id"`
+	Number    int       `json:"version" bson:"version"`
+	Config    Config    `json:"config" bson:"config"`
+	Changes   []Change  `json:"changes" bson:"changes"`
+	By        string    `json:"by" bson:"by"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+	// RollbackOf is the version a rollback restored (0 for other changes).
+	RollbackOf int `json:"rollback_of,omitempty" bson:"rollback_of,omitempty"`
+}
+
+// clone is v sharing no slice with it.
+func (v Version) clone() Version {
+	v.Config = v.Config.clone()
+	v.Changes = slices.Clone(v.Changes)
+	return v
+}
+
+// clone is c sharing no slice with it.
+func (c Config) clone() Config {
+	c.HandoffPhrases = slices.Clone(c.HandoffPhrases)
+	return c
+}
+
+// VersionRepo persists versions. They are named by agent id and number; Keep is idempotent.
+type VersionRepo interface {
+	// Keep stores each of vs that is not stored yet; one stored already is left as it is.
+	Keep(ctx context.Context, vs ...Version) error
+	// Version returns the agent's version n: NotFound when there is none.
+	Version(ctx context.Context, botID string, n int) (Version, error)
+	// Versions returns one page of the agent's versions, newest first, and how many there are.
+	Versions(ctx context.Context, botID string, page paging.Page) ([]Version, int, error)
+}
+
+// latest is the agent's newest version: the one it carries, or, for an agent stored before
+// versions were, version 1 made of its fields as they are (the agent as created, as far as
+// anyone can tell).
+func (b Bot) latest() Version {
+	if b.Latest != nil {
+		return b.Latest.clone()
+	}
+	return Version{BotID: b.ID, ProjectID: b.ProjectID, Number: 1, Config: ConfigOf(b), Changes: []Change{}, CreatedAt: b.CreatedAt}
+}
+
+// Serving is the number of the version whose behaviour b carries: the published one, or the
+// one At gave it.
+func (b Bot) Serving() int {
+	switch {
+	case b.serving > 0:
+		return b.serving
+	case b.PublishedVersion > 0:
+		return b.PublishedVersion
+	}
+	return 1
+}
+
+// versioned sets next's version fields after a change: a new version when its behaviour differs
+// from cur's newest (or when force says so), published at once unless the agent is versioned
+// (then next keeps cur's published behaviour, and the new version is its draft).
+func versioned(cur Bot, next *Bot, by string, at time.Time, force bool) {
+	latest := cur.latest()
+	cfg := ConfigOf(*next)
+	if changes := Diff(latest.Config, cfg); len(changes) > 0 || force {
+		latest = Version{BotID: cur.ID, ProjectID: cur.ProjectID, Number: latest.Number + 1, Config: cfg, Changes: changes, By: by, CreatedAt: at}
+	}
+	next.Latest, next.Version = &latest, latest.Number
+	if next.Versioning {
+		ConfigOf(cur).applyTo(next)
+		next.PublishedVersion = max(cur.PublishedVersion, 1)
+		return
+	}
+	next.PublishedVersion = latest.Number
+}
+
+// stored is the agent's version n: its newest from the agent itself, others from the store.
+func (s *Service) stored(ctx context.Context, b Bot, n int) (Version, error) {
+	if latest := b.latest(); n == latest.Number {
+		return latest, nil
+	}
+	if n < 1 || n > b.latest().Number {
+		return Version{}, versionNotFound()
+	}
+	return s.versions.Version(ctx, b.ID, n)
+}
+
+// keep stores vs in the store of versions. A version is durable once its agent is written (it
+// rides in the agent as Latest), so a failure here is not the change's: the next change of the
+// agent keeps the version it replaces, and Versions keeps the newest when the store lacks it.
+func (s *Service) keep(ctx context.Context, vs ...Version) {
+	if len(vs) == 2 && vs[0].Number == vs[1].Number {
+		vs = vs[1:]
+	}
+	_ = s.versions.Keep(ctx, vs...)
+}
+
+func versionNotFound() error { return apperr.NotFoundf("version") }
+
+// Versions returns one page of the agent's versions, newest first, and how many there are.
+func (s *Service) Versions(ctx context.Context, b Bot, page paging.Page) ([]Version, int, error) {
+	list, total, err := s.versions.Versions(ctx, b.ID, page)
+	if err != nil || total >= b.latest().Number {
+		return list, total, err
+	}
+	if err := s.versions.Keep(ctx, b.latest()); err != nil {
+		return nil, 0, err
+	}
+	return s.versions.Versions(ctx, b.ID, page)
+}
+
+// Version returns the agent's version n.
+func (s *Service) Version(ctx context.Context, b Bot, n int) (Version, error) {
+	return s.stored(ctx, b, n)
+}
+
+// VersionDiff is what changed from one version of an agent to another.
+type VersionDiff struct {
+	From    int      `json:"from"`
+	To      int      `json:"to"`
+	Changes []Change `json:"changes"`
+}
+
+// Diff returns the fields that differ from the agent's version from to its version to.
+func (s *Service) Diff(ctx context.Context, b Bot, from, to int) (VersionDiff, error) {
+	older, err := s.stored(ctx, b, from)
+	if err != nil {
+		return VersionDiff{}, err
+	}
+	newer, err := s.stored(ctx, b, to)
+	if err != nil {
+		return VersionDiff{}, err
+	}
+	return VersionDiff{From: from, To: to, Changes: Diff(older.Config, newer.Config)}, nil
+}
+
+// Publish makes the agent's version n (its draft, the newest, when n is 0) the one end users
+// get. An agent without versioning publishes every change at once, so only its newest version
+// can be published (Conflict versioning_off: roll back instead).
+func (s *Service) Publish(ctx context.Context, projectID, idOrUUID string, n int) (Bot, error) {
+	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
+		latest := cur.latest()
+		n := cmp.Or(n, latest.Number)
+		v, err := s.stored(ctx, *cur, n)
+		if err != nil {
+			return err
+		}
+		if !cur.Versioning && n != latest.Number {
+			return apperr.New(apperr.Conflict, "versioning_off", fmt.Sprintf(
+				"the agent publishes every change at once; set versioning to publish an earlier version, or roll back to version %d", n))
+		}
+		v.Config.applyTo(next)
+		next.Latest, next.Version, next.PublishedVersion = &latest, latest.Number, n
+		return nil
+	})
+}
+
+// Rollback makes a new version of the agent, by by, with exactly the behaviour of its earlier
+// version n, and publishes it.
+func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, n int) (Bot, error) {
+	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
+		latest := cur.latest()
+		if n >= latest.Number {
+			return apperr.Invalidf("version", "must be an earlier version than the newest, %d", latest.Number)
+		}
+		v, err := s.stored(ctx, *cur, n)
+		if err != nil {
+			return err
+		}
+		rb := Version{BotID: cur.ID, ProjectID: cur.ProjectID, Number: latest.Number + 1, Config: v.Config.clone(),
+			Changes: Diff(latest.Config, v.Config), By: by, CreatedAt: s.now(), RollbackOf: n}
+		v.Config.applyTo(next)
+		next.Latest, next.Version, next.PublishedVersion = &rb, rb.Number, rb.Number
+		return nil
+	})
+}
+
+// VersionName names a version of an agent in a request: its number, "draft" (the newest) or
+// "published"; "" is the published one. JSON gives it as a string or a number.
+type VersionName string
+
+// UnmarshalJSON takes a string or an integer.
+func (v *VersionName) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*v = VersionName(strconv.Itoa(n))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: "non-string", Type: reflect.TypeFor[string]()}
+	}
+	*v = VersionName(s)
+	return nil
+}
+
+// Number is the number of the agent's version name names: Invalid for a name that is none.
+func (b Bot) Number(name VersionName) (int, error) {
+	switch s := strings.ToLower(strings.TrimSpace(string(name))); s {
+	case "", "published":
+		return max(b.PublishedVersion, 1), nil
+	case "draft":
+		return b.latest().Number, nil
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, apperr.Invalidf("version", "must be a version number, draft or published")
+		}
+		return n, nil
+	}
+}
+
+// At is the agent with the behaviour of its version n, which it then serves (Serving): the agent
+// itself for the version it serves. NotFound for a version it does not have.
+func (s *Service) At(ctx context.Context, b Bot, n int) (Bot, error) {
+	if n == b.Serving() {
+		return b, nil
+	}
+	v, err := s.stored(ctx, b, n)
+	if err != nil {
+		return Bot{}, err
+	}
+	at := b.clone()
+	v.Config.applyTo(&at)
+	at.serving = n
+	return at, nil
+}

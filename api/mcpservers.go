@@ -70,7 +70,7 @@ func (s *server) createMCPServer(from string) httpx.Handler {
 			}
 			req.Spec, req.Collection = freeform.Value{}, freeform.Value{}
 		}
-		srv, err := s.tools.CreateServer(c, req.ProjectID, req.ServerInput)
+		srv, err := s.tools.CreateServer(c.Request.Context(), req.ProjectID, req.ServerInput)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +97,7 @@ func (s *server) validateOpenAPI(c *gin.Context) (any, error) {
 	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
-	ops, err := s.tools.ValidateSpec(c, req.Spec)
+	ops, err := s.tools.ValidateSpec(c.Request.Context(), req.Spec)
 	return gin.H{"valid": err == nil, "operations": ops}, err
 }
 
@@ -112,7 +112,7 @@ func (s *server) validatePostman(c *gin.Context) (any, error) {
 	if err := s.decoder.Decode(c, &req); err != nil {
 		return nil, err
 	}
-	ops, err := s.tools.ValidatePostman(c, req.Collection)
+	ops, err := s.tools.ValidatePostman(c.Request.Context(), req.Collection)
 	return gin.H{"valid": err == nil, "operations": ops}, err
 }
 
@@ -124,7 +124,7 @@ func (s *server) updateMCPServer(c *gin.Context) (any, error) {
 	if err := s.project(c, &req.scope); err != nil {
 		return nil, err
 	}
-	srv, err := s.tools.UpdateServer(c, req.ProjectID, c.Param("id"), req.ServerInput)
+	srv, err := s.tools.UpdateServer(c.Request.Context(), req.ProjectID, c.Param("id"), req.ServerInput)
 	return gin.H{"server": srv}, err
 }
 
@@ -141,7 +141,7 @@ func (s *server) cloneMCPServer(c *gin.Context) (any, error) {
 	if err := s.project(c, &req.scope); err != nil {
 		return nil, err
 	}
-	srv, err := s.tools.CloneServer(c, req.ProjectID, c.Param("id"), req.Name)
+	srv, err := s.tools.CloneServer(c.Request.Context(), req.ProjectID, c.Param("id"), req.Name)
 	if err != nil {
 		return nil, err
 	}

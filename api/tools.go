@@ -16,13 +16,16 @@ type toolRequest struct {
 	tools.Input
 }
 
+// createTool and the other handlers that reach a tool's server hand the domain the request's
+// context, not gin's: a connector's SDK may read its context from goroutines that outlive the
+// handler, and gin hands its Context to the next request once the handler returns.
 func (s *server) createTool(c *gin.Context) (any, error) {
 	var req toolRequest
 	botID, err := s.bind(c, &req, &req.scope)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.tools.Create(c, req.ProjectID, botID, req.Input)
+	t, err := s.tools.Create(c.Request.Context(), req.ProjectID, botID, req.Input)
 	return gin.H{"tool": t}, err
 }
 
@@ -32,7 +35,7 @@ func (s *server) updateTool(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.tools.Update(c, req.ProjectID, botID, c.Param("tool_id"), req.Input)
+	t, err := s.tools.Update(c.Request.Context(), req.ProjectID, botID, c.Param("tool_id"), req.Input)
 	return gin.H{"tool": t}, err
 }
 
@@ -109,7 +112,7 @@ func (s *server) refreshTool(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.tools.Refresh(c, sc.ProjectID, botID, c.Param("tool_id"))
+	t, err := s.tools.Refresh(c.Request.Context(), sc.ProjectID, botID, c.Param("tool_id"))
 	return gin.H{"tool": t}, err
 }
 
@@ -135,7 +138,7 @@ func (s *server) testTool(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.tools.Test(c, sc.ProjectID, botID, c.Param("tool_id"))
+	res, err := s.tools.Test(c.Request.Context(), sc.ProjectID, botID, c.Param("tool_id"))
 	if err != nil {
 		return nil, err
 	}

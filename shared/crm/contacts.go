@@ -2,6 +2,7 @@ package crm
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,7 +29,7 @@ func (s *Service) CreateContact(ctx context.Context, projectID, botID string, in
 	if err := p.Err(); err != nil {
 		return Contact{}, err
 	}
-	return s.contactFor(ctx, projectID, botID, Contact{}, &in)
+	return s.contactFor(ctx, projectID, botID, Contact{}, &in, "")
 }
 
 // UpdateContact applies in to a contact of the project.
@@ -48,7 +49,11 @@ func (s *Service) UpdateContact(ctx context.Context, projectID, botID, id string
 			*dst, changed = *src, true
 		}
 	}
-	if changed {
+	more, err := s.applyExtras(ctx, &c, &in, false, "")
+	if err != nil {
+		return Contact{}, err
+	}
+	if changed || more {
 		c.UpdatedAt = s.now().Format(time.RFC3339Nano)
 		if err := s.saveContact(ctx, botID, c); err != nil {
 			return Contact{}, err
@@ -73,6 +78,27 @@ func (s *Service) DeleteContact(ctx context.Context, projectID, botID, id string
 	}
 	ev := contactEvents.New(ctx, outbox.ContactDeleted, projectID, botID, c)
 	return s.deleted(ctx, ev, func() (outbox.Ref, error) { return s.repo.DeleteContact(ctx, c, ev) })
+}
+
+// applyExtras sets the status and the custom fields' values in carries on c (a new contact when
+// creating), reporting a change.
+func (s *Service) applyExtras(ctx context.Context, c *Contact, in *ContactInput, creating bool, prefix string) (bool, error) {
+	st, found, err := statusOf(c.ProjectID, in, prefix)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	if found && (st.Key != c.Status || st.Label != c.StatusLabel) {
+		c.Status, c.StatusLabel, changed = st.Key, st.Label, true
+	}
+	fields, err := s.withFields(ctx, c.ProjectID, EntityContact, c.Fields, in.Fields, creating, prefix)
+	if err != nil {
+		return false, err
+	}
+	if !reflect.DeepEqual(fields, c.Fields) {
+		c.Fields, changed = fields, true
+	}
+	return changed, nil
 }
 
 // SearchContacts lists the project's contacts whose name, email, phone or company contains

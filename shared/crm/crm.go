@@ -23,18 +23,20 @@ var Statuses = []string{StatusOpen, StatusWon, StatusLost}
 
 // Deal is a stored deal; users see it as a View.
 type Deal struct {
-	UUID      string    `bson:"_id"`
-	ProjectID string    `bson:"project_id"`
-	BotID     string    `bson:"bot_id"`
-	Title     string    `bson:"title"`
-	Currency  string    `bson:"currency"`
-	Value     int64     `bson:"value"`
-	Status    string    `bson:"status"`
-	StageID   string    `bson:"stage_id"`
-	ContactID string    `bson:"contact_id"`
-	CreatedAt time.Time `bson:"created_at"`
-	UpdatedAt time.Time `bson:"updated_at"`
-	Rev       int64     `bson:"rev"`
+	UUID      string `bson:"_id"`
+	ProjectID string `bson:"project_id"`
+	BotID     string `bson:"bot_id"`
+	Title     string `bson:"title"`
+	Currency  string `bson:"currency"`
+	Value     int64  `bson:"value"`
+	Status    string `bson:"status"`
+	StageID   string `bson:"stage_id"`
+	ContactID string `bson:"contact_id"`
+	// Fields are the values of its custom fields.
+	Fields    freeform.Object `bson:"fields,omitempty"`
+	CreatedAt time.Time       `bson:"created_at"`
+	UpdatedAt time.Time       `bson:"updated_at"`
+	Rev       int64           `bson:"rev"`
 	// Ops are the idempotency keys of the latest updates made with one.
 	Ops []string `bson:"ops,omitempty"`
 }
@@ -47,6 +49,8 @@ type View struct {
 	Value    int64   `json:"value"`
 	Contact  Contact `json:"contact"`
 	Stage    Stage   `json:"stage"`
+	// Fields are the values of the deal's custom fields.
+	Fields freeform.Object `json:"fields"`
 }
 
 // EventData is the data of deal events: the deal, its status and, when the stage changed, the
@@ -147,4 +151,13 @@ type Repo interface {
 	InsertStage(ctx context.Context, s Stage, ev *outbox.Event) error
 	ReplaceStage(ctx context.Context, s Stage, ev outbox.Event) error
 	DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
+	// Fields lists the project's custom fields, oldest first.
+	Fields(ctx context.Context, projectID string) ([]Field, error)
+	Field(ctx context.Context, projectID, id string) (Field, error)
+	InsertField(ctx context.Context, f Field) error
+	ReplaceField(ctx context.Context, f Field) error
+	DeleteField(ctx context.Context, projectID, id string) error
+	// EachFields calls fn with the fields of each of the project's contacts (entity contact) or
+	// live deals (entity deal), read from a cursor.
+	EachFields(ctx context.Context, projectID, entity string, fn func(freeform.Object) error) error
 }

@@ -88,6 +88,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/crm/contacts", handle(s.createContact))
 	v1.GET("/bot/crm/contacts/search", handle(s.searchContacts))
 	v1.GET("/bot/crm/contacts/statuses", handle(s.listContactStatuses))
+	v1.GET("/bot/crm/contacts/export", s.exportContacts)
 	v1.GET("/bot/crm/contacts/:contact_id", handle(s.readContact))
 	v1.PUT("/bot/crm/contacts/:contact_id", handle(s.updateContact))
 	v1.DELETE("/bot/crm/contacts/:contact_id", handle(s.deleteContact))

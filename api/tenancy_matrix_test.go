@@ -288,6 +288,7 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true, last: 2},
 		{method: "GET", path: "/v1/bot/crm/contacts/statuses", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/contacts/export", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/crm/fields", scope: botScope, in: inQuery},
 		{method: "POST", path: "/v1/bot/crm/fields", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any {

@@ -59,6 +59,9 @@ type EventData struct {
 	View
 	Status        string `json:"status"`
 	PreviousStage *Stage `json:"previous_stage,omitempty"`
+	// ContactRemoved is the contact the deal was made with, when that contact was deleted (the
+	// deal stays, without a contact).
+	ContactRemoved *Contact `json:"contact_removed,omitempty"`
 }
 
 // Contact is a person deals are made with. Its timestamps are strings, as the interface has them.
@@ -107,6 +110,8 @@ type DealFilter struct {
 	ProjectID, BotID string
 	Status           string
 	StageIDs         []string
+	// ContactID narrows the list to the deals made with that contact.
+	ContactID string
 }
 
 // Repo persists the CRM. Methods return apperr NotFound, Conflict and Unavailable errors.
@@ -131,8 +136,6 @@ type Repo interface {
 	InsertNote(ctx context.Context, n Note) error
 	// Notes lists one page of a contact's notes, newest first.
 	Notes(ctx context.Context, projectID, contactID string, page paging.Page) ([]Note, int, error)
-	// DealsWith counts the live deals made with the contact.
-	DealsWith(ctx context.Context, projectID, contactID string) (int, error)
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
@@ -160,4 +163,7 @@ type Repo interface {
 	// EachFields calls fn with the fields of each of the project's contacts (entity contact) or
 	// live deals (entity deal), read from a cursor.
 	EachFields(ctx context.Context, projectID, entity string, fn func(freeform.Object) error) error
+	// EachContact calls fn with each of the project's contacts in id order, read from a cursor
+	// into one Contact that fn must not keep.
+	EachContact(ctx context.Context, projectID string, fn func(*Contact) error) error
 }

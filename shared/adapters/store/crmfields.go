@@ -74,3 +74,24 @@ func (r CRM) EachFields(ctx context.Context, projectID, entity string, fn func(f
 	}
 	return wrap(cur.Err(), crm.FieldResource)
 }
+
+// EachContact decodes the project's contacts, a batch at a time, into one reused Contact.
+func (r CRM) EachContact(ctx context.Context, projectID string, fn func(*crm.Contact) error) error {
+	cur, err := r.db.Collection(contactsColl).Find(ctx, bson.D{{Key: "project_id", Value: projectID}},
+		options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(500).SetProjection(bson.D{{Key: "_outbox", Value: 0}}))
+	if err != nil {
+		return wrap(err, "contact")
+	}
+	defer cur.Close(ctx)
+	var c crm.Contact
+	for cur.Next(ctx) {
+		c = crm.Contact{}
+		if err := cur.Decode(&c); err != nil {
+			return wrap(err, "contact")
+		}
+		if err := fn(&c); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), "contact")
+}

@@ -99,6 +99,30 @@ func TestBoostGPTClientSession(t *testing.T) {
 		t.Fatalf("deals %v", deals)
 	}
 
+	field := c.call("POST", "/v1/bot/crm/fields", map[string]any{"label": "Company Size", "field_type": "select", "options": []any{"1-10", "11-50"}})["field"].(map[string]any)
+	fieldID := field["uuid"].(string)
+	if renamed := c.call("PUT", "/v1/bot/crm/fields/"+fieldID, map[string]any{"label": "Headcount"}); renamed["field"].(map[string]any)["key"] != "company_size" {
+		t.Fatalf("field renamed %v", renamed)
+	}
+	if fields := c.call("GET", "/v1/bot/crm/fields", nil, "project_id", p, "bot_id", botID); fields["total"] != float64(1) {
+		t.Fatalf("fields %v", fields)
+	}
+	statuses := c.call("GET", "/v1/bot/crm/contacts/statuses", nil, "project_id", p, "bot_id", botID)["statuses"].([]any)
+	qualified := statuses[2].(map[string]any)
+	// The deal's status (won) is still in the body: the contact's own status replaces it.
+	contact := c.call("POST", "/v1/bot/crm/contacts", map[string]any{"email": "jane@example.com", "status": "customer",
+		"fields": map[string]any{"company_size": "11-50", "first_name": "Jane"}})["contact"].(map[string]any)
+	if contact["status"] != "customer" || contact["fields"].(map[string]any)["company_size"] != "11-50" {
+		t.Fatalf("contact %v", contact)
+	}
+	contactID := contact["uuid"].(string)
+	if updated := c.call("PUT", "/v1/bot/crm/contacts/"+contactID, map[string]any{"status_id": qualified["uuid"]})["contact"].(map[string]any); updated["status"] != "qualified" {
+		t.Fatalf("contact updated %v", updated)
+	}
+	if deleted := c.call("DELETE", "/v1/bot/crm/fields/"+fieldID, nil, "project_id", p, "bot_id", botID); deleted["stored_values"] != float64(1) {
+		t.Fatalf("field deleted %v", deleted)
+	}
+
 	wf := c.call("POST", "/v1/bot/workflow/create", map[string]any{"name": "Note wins", "trigger_type": "event", "trigger_event": "deal.won",
 		"conditions": nil, "actions": []any{map[string]any{"type": "send_message", "params": map[string]any{"message": "Won: {{data.title}}"}}}})["workflow"].(map[string]any)
 	wfID := wf["uuid"].(string)

@@ -321,6 +321,13 @@ func TestResourceLimits(t *testing.T) {
 			return deal(map[string]any{"contact": map[string]any{"company": chars(n)}})
 		}},
 		{"name", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"name": chars(n)} }},
+		{"fields", crm.MaxFieldsSize, http.MethodPost, contacts, func(n int) map[string]any {
+			return map[string]any{"name": "Ada", "fields": map[string]any{"k": strings.Repeat("a", n-len(`{"k":""}`))}}
+		}},
+		{"label", crm.MaxFieldLabelLength, http.MethodPost, "/v1/bot/crm/fields", func(n int) map[string]any {
+			u := unique()
+			return map[string]any{"label": u + chars(n-len(u))}
+		}},
 		{"email", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"email": email(n)} }},
 		{"phone", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"phone": chars(n)} }},
 		{"company", crm.MaxContactLength, http.MethodPost, contacts, func(n int) map[string]any { return map[string]any{"company": chars(n)} }},

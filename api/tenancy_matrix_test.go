@@ -41,6 +41,8 @@ type matrixFixture struct {
 	channel string
 	// email is an email the agent received.
 	email string
+	// field is a custom field of the project's contacts.
+	field string
 	// memory is a memory the agent keeps of its end user memoryUser.
 	memory, memoryUser string
 	// operator is an operator of the project, and operatorToken its token.
@@ -59,7 +61,7 @@ func missingFixture(key string) matrixFixture {
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
-		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email",
+		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator"}
 }
 
@@ -148,7 +150,7 @@ func (r matrixRow) label() string {
 func (r matrixRow) request(f matrixFixture) apitest.Request {
 	path := r.path
 	for param, v := range map[string]string{":project_id": f.project, ":key_id": f.keyID, ":deal_id": f.deal,
-		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
+		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":field_id": f.field, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
 	path = strings.ReplaceAll(path, ":memory_id", url.PathEscape(f.memory))
@@ -292,6 +294,16 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			body: func(matrixFixture) map[string]any { return map[string]any{"content": "Called back.", "type": "call"} }},
 		{method: "GET", path: "/v1/bot/crm/contacts/:contact_id/notes", scope: botScope, in: inQuery, resource: true},
 		{method: "DELETE", path: "/v1/bot/crm/contacts/:contact_id", scope: botScope, in: inQuery, resource: true, last: 2},
+		{method: "GET", path: "/v1/bot/crm/contacts/statuses", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/contacts/export", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/fields", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/crm/fields", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"label": "Another field", "field_type": "number"}
+			}},
+		{method: "PUT", path: "/v1/bot/crm/fields/:field_id", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"label": "Renamed field"} }},
+		{method: "DELETE", path: "/v1/bot/crm/fields/:field_id", scope: botScope, in: inQuery, resource: true, last: 2},
 
 		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
 		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},
@@ -651,6 +663,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	f.contactName = "Contact " + tag
 	f.contact = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/contacts", Key: key, Body: scoped(map[string]any{
 		"name": f.contactName, "email": tag + "@example.com"})})["contact"].(map[string]any)["uuid"].(string)
+	f.field = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/fields", Key: key, Body: scoped(map[string]any{
+		"label": "Field " + tag})})["field"].(map[string]any)["uuid"].(string)
 	pl := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/pipelines", Key: key, Body: scoped(map[string]any{
 		"name": "Pipeline " + tag, "stages": []any{map[string]any{"name": "Stage " + tag}}})})["pipeline"].(map[string]any)
 	f.pipeline = pl["uuid"].(string)
@@ -691,7 +705,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
-	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email)
+	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field)
 	return tn
 }
 

@@ -23,18 +23,20 @@ var Statuses = []string{StatusOpen, StatusWon, StatusLost}
 
 // Deal is a stored deal; users see it as a View.
 type Deal struct {
-	UUID      string    `bson:"_id"`
-	ProjectID string    `bson:"project_id"`
-	BotID     string    `bson:"bot_id"`
-	Title     string    `bson:"title"`
-	Currency  string    `bson:"currency"`
-	Value     int64     `bson:"value"`
-	Status    string    `bson:"status"`
-	StageID   string    `bson:"stage_id"`
-	ContactID string    `bson:"contact_id"`
-	CreatedAt time.Time `bson:"created_at"`
-	UpdatedAt time.Time `bson:"updated_at"`
-	Rev       int64     `bson:"rev"`
+	UUID      string `bson:"_id"`
+	ProjectID string `bson:"project_id"`
+	BotID     string `bson:"bot_id"`
+	Title     string `bson:"title"`
+	Currency  string `bson:"currency"`
+	Value     int64  `bson:"value"`
+	Status    string `bson:"status"`
+	StageID   string `bson:"stage_id"`
+	ContactID string `bson:"contact_id"`
+	// Fields are the values of its custom fields.
+	Fields    freeform.Object `bson:"fields,omitempty"`
+	CreatedAt time.Time       `bson:"created_at"`
+	UpdatedAt time.Time       `bson:"updated_at"`
+	Rev       int64           `bson:"rev"`
 	// Ops are the idempotency keys of the latest updates made with one.
 	Ops []string `bson:"ops,omitempty"`
 }
@@ -47,6 +49,8 @@ type View struct {
 	Value    int64   `json:"value"`
 	Contact  Contact `json:"contact"`
 	Stage    Stage   `json:"stage"`
+	// Fields are the values of the deal's custom fields.
+	Fields freeform.Object `json:"fields"`
 }
 
 // EventData is the data of deal events: the deal, its status and, when the stage changed, the
@@ -55,6 +59,9 @@ type EventData struct {
 	View
 	Status        string `json:"status"`
 	PreviousStage *Stage `json:"previous_stage,omitempty"`
+	// ContactRemoved is the contact the deal was made with, when that contact was deleted (the
+	// deal stays, without a contact).
+	ContactRemoved *Contact `json:"contact_removed,omitempty"`
 }
 
 // Contact is a person deals are made with. Its timestamps are strings, as the interface has them.
@@ -103,6 +110,8 @@ type DealFilter struct {
 	ProjectID, BotID string
 	Status           string
 	StageIDs         []string
+	// ContactID narrows the list to the deals made with that contact.
+	ContactID string
 }
 
 // Repo persists the CRM. Methods return apperr NotFound, Conflict and Unavailable errors.
@@ -127,8 +136,6 @@ type Repo interface {
 	InsertNote(ctx context.Context, n Note) error
 	// Notes lists one page of a contact's notes, newest first.
 	Notes(ctx context.Context, projectID, contactID string, page paging.Page) ([]Note, int, error)
-	// DealsWith counts the live deals made with the contact.
-	DealsWith(ctx context.Context, projectID, contactID string) (int, error)
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
@@ -147,4 +154,16 @@ type Repo interface {
 	InsertStage(ctx context.Context, s Stage, ev *outbox.Event) error
 	ReplaceStage(ctx context.Context, s Stage, ev outbox.Event) error
 	DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
+	// Fields lists the project's custom fields, oldest first.
+	Fields(ctx context.Context, projectID string) ([]Field, error)
+	Field(ctx context.Context, projectID, id string) (Field, error)
+	InsertField(ctx context.Context, f Field) error
+	ReplaceField(ctx context.Context, f Field) error
+	DeleteField(ctx context.Context, projectID, id string) error
+	// EachFields calls fn with the fields of each of the project's contacts (entity contact) or
+	// live deals (entity deal), read from a cursor.
+	EachFields(ctx context.Context, projectID, entity string, fn func(freeform.Object) error) error
+	// EachContact calls fn with each of the project's contacts in id order, read from a cursor
+	// into one Contact that fn must not keep.
+	EachContact(ctx context.Context, projectID string, fn func(*Contact) error) error
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 )
 
 // Bounds of deal and contact fields.
@@ -31,6 +32,8 @@ type DealInput struct {
 	// PipelineID places a new deal in that pipeline (the default one otherwise), or moves a
 	// deal to it.
 	PipelineID *string `json:"pipeline_id"`
+	// Fields are the values of the deal's custom fields (null removes one).
+	Fields freeform.Object `json:"fields"`
 }
 
 // ContactInput is the contact of a deal, by its fields.
@@ -39,6 +42,13 @@ type ContactInput struct {
 	Email   *string `json:"email"`
 	Phone   *string `json:"phone"`
 	Company *string `json:"company"`
+	// Status, StatusID and StatusKey name the contact's status (the first given of StatusID,
+	// StatusKey, Status); Status takes a key, a label or an id.
+	Status    *string `json:"status"`
+	StatusID  *string `json:"status_id"`
+	StatusKey *string `json:"status_key"`
+	// Fields are the values of the contact's custom fields (null removes one).
+	Fields freeform.Object `json:"fields"`
 }
 
 func trimmed(s *string) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/kit/paging"
@@ -94,12 +95,15 @@ func (s *Service) createDeal(ctx context.Context, projectID, botID string, in De
 	if err := place(&d, pipelineFor(stages, pid, in.Stage), in, true); err != nil {
 		return View{}, err
 	}
-	contact, err := s.contactFor(ctx, projectID, botID, Contact{}, in.Contact)
+	if d.Fields, err = s.withFields(ctx, projectID, EntityDeal, nil, in.Fields, true, ""); err != nil {
+		return View{}, err
+	}
+	contact, err := s.contactFor(ctx, projectID, botID, Contact{}, in.Contact, "contact.")
 	if err != nil {
 		return View{}, err
 	}
 	d.ContactID = contact.UUID
-	view := View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: contact, Stage: pipeline(stages).byID(d.StageID)}
+	view := View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: contact, Stage: pipeline(stages).byID(d.StageID), Fields: d.Fields}
 	ev := dealEvents.New(ctx, outbox.DealCreated, projectID, botID, EventData{View: view, Status: d.Status})
 	if err := s.repo.InsertDeal(ctx, d, ev); err != nil {
 		return View{}, err
@@ -139,8 +143,8 @@ func place(d *Deal, p pipeline, in DealInput, anew bool) error {
 
 // contactFor returns the deal's contact after applying in: the stored contact of the same email
 // in the project when there is one, else cur updated, else a new contact. Contact changes emit
-// contact.created or contact.updated for the agent botID.
-func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur Contact, in *ContactInput) (Contact, error) {
+// contact.created or contact.updated for the agent botID. Problems are named after prefix.
+func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur Contact, in *ContactInput, prefix string) (Contact, error) {
 	if in.empty() {
 		if cur.UUID == "" {
 			return Contact{Fields: map[string]any{}}, nil
@@ -149,23 +153,38 @@ func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur C
 	}
 	now := s.now().Format(time.RFC3339Nano)
 	email := trimmed(in.Email)
-	fresh := func(id string) Contact {
-		c := Contact{UUID: id, ProjectID: projectID, Email: email, Status: "lead", StatusLabel: "Lead", CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
+	fresh := func(id string) (Contact, error) {
+		lead := ContactStatuses(projectID)[0]
+		c := Contact{UUID: id, ProjectID: projectID, Email: email, Status: lead.Key, StatusLabel: lead.Label, CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
 		applyContact(&c, in)
-		return c
+		_, err := s.applyExtras(ctx, &c, in, true, prefix)
+		return c, err
 	}
 	switch {
 	case email != "" && email != cur.Email:
-		stored, created, err := s.insertContact(ctx, botID, fresh(uuid.NewSHA1(stageNamespace, []byte(projectID+"/contact/"+email)).String()))
+		c, err := fresh(uuid.NewSHA1(stageNamespace, []byte(projectID+"/contact/"+email)).String())
+		if err != nil {
+			return Contact{}, err
+		}
+		stored, created, err := s.insertContact(ctx, botID, c)
 		if err != nil || created {
 			return stored, err
 		}
 		cur = stored
 	case cur.UUID == "":
-		stored, _, err := s.insertContact(ctx, botID, fresh(ids.New()))
+		c, err := fresh(ids.New())
+		if err != nil {
+			return Contact{}, err
+		}
+		stored, _, err := s.insertContact(ctx, botID, c)
 		return stored, err
 	}
-	if applyContact(&cur, in) {
+	changed := applyContact(&cur, in)
+	more, err := s.applyExtras(ctx, &cur, in, false, prefix)
+	if err != nil {
+		return Contact{}, err
+	}
+	if changed || more {
 		cur.UpdatedAt = now
 		if err := s.saveContact(ctx, botID, cur); err != nil {
 			return Contact{}, err
@@ -254,11 +273,14 @@ func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID strin
 	if err := place(&next, pipelineFor(stages, pid, in.Stage), in, moved); err != nil {
 		return View{}, err
 	}
+	if next.Fields, err = s.withFields(ctx, projectID, EntityDeal, cur.Fields, in.Fields, false, ""); err != nil {
+		return View{}, err
+	}
 	contact, err := s.storedContact(ctx, projectID, cur.ContactID)
 	if err != nil {
 		return View{}, err
 	}
-	if contact, err = s.contactFor(ctx, projectID, botID, contact, in.Contact); err != nil {
+	if contact, err = s.contactFor(ctx, projectID, botID, contact, in.Contact, "contact."); err != nil {
 		return View{}, err
 	}
 	next.ContactID = contact.UUID
@@ -267,7 +289,7 @@ func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID strin
 	if key != "" {
 		next.Ops = append(slices.Clone(cur.Ops[max(len(cur.Ops)-maxOps+1, 0):]), key)
 	}
-	view := View{UUID: next.UUID, Title: next.Title, Currency: next.Currency, Value: next.Value, Contact: contact, Stage: pipeline(stages).byID(next.StageID)}
+	view := View{UUID: next.UUID, Title: next.Title, Currency: next.Currency, Value: next.Value, Contact: contact, Stage: pipeline(stages).byID(next.StageID), Fields: fieldsOf(next)}
 	data := EventData{View: view, Status: next.Status}
 	typ := outbox.DealUpdated
 	switch {
@@ -288,6 +310,14 @@ func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID strin
 	}
 	s.events.Dispatch(ctx, outbox.Ref{Resource: Resource, ID: next.UUID}, ev)
 	return view, nil
+}
+
+// fieldsOf is d's custom fields, an empty object when it has none.
+func fieldsOf(d Deal) freeform.Object {
+	if d.Fields == nil {
+		return freeform.Object{}
+	}
+	return d.Fields
 }
 
 func (s *Service) storedContact(ctx context.Context, projectID, id string) (Contact, error) {
@@ -369,7 +399,7 @@ func (s *Service) views(ctx context.Context, projectID string, deals []Deal) ([]
 			}
 			contacts[d.ContactID] = c
 		}
-		views = append(views, View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: c, Stage: pipeline(stages).byID(d.StageID)})
+		views = append(views, View{UUID: d.UUID, Title: d.Title, Currency: d.Currency, Value: d.Value, Contact: c, Stage: pipeline(stages).byID(d.StageID), Fields: fieldsOf(d)})
 	}
 	return views, nil
 }

@@ -138,11 +138,6 @@ func (r CRM) Notes(ctx context.Context, projectID, contactID string, page paging
 	return notes, total, wrap(err, "note")
 }
 
-func (r CRM) DealsWith(ctx context.Context, projectID, contactID string) (int, error) {
-	n, err := r.db.Collection(dealsColl).CountDocuments(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "contact_id", Value: contactID}, notDeleted})
-	return int(n), wrap(err, "contact")
-}
-
 func (r CRM) InsertDeal(ctx context.Context, d crm.Deal, ev outbox.Event) error {
 	return insertWithEvent(ctx, r.db.Collection(dealsColl), d, ev, "deal")
 }
@@ -161,6 +156,9 @@ func (r CRM) Deals(ctx context.Context, f crm.DealFilter, page paging.Page) ([]c
 	}
 	if f.Status != "" {
 		filter = append(filter, bson.E{Key: "status", Value: f.Status})
+	}
+	if f.ContactID != "" {
+		filter = append(filter, bson.E{Key: "contact_id", Value: f.ContactID})
 	}
 	if len(f.StageIDs) > 0 {
 		filter = append(filter, bson.E{Key: "stage_id", Value: bson.D{{Key: "$in", Value: f.StageIDs}}})

@@ -115,6 +115,10 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "sort_order", Value: 1}}, Options: options.Index().SetName("project")},
 			outboxIndex(),
 		},
+		crmFieldsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("project")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "entity", Value: 1}, {Key: "key", Value: 1}}, Options: options.Index().SetName("key").SetUnique(true)},
+		},
 		workflowsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "trigger_event", Value: 1}}, Options: options.Index().SetName("trigger")},

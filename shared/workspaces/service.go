@@ -88,6 +88,9 @@ func (s *Service) File(ctx context.Context, w Workspace, idOrUUID string) (File,
 	}
 	f, err := s.repo.File(ctx, w.ProjectID, w.ID, strings.TrimSpace(idOrUUID))
 	f.ContentType = TypeOf(f.Path).ContentType
+	if f.Versions == nil {
+		f.Versions = []Version{}
+	}
 	return f, err
 }
 

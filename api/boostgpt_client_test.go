@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -172,4 +174,64 @@ func TestBoostGPTClientSession(t *testing.T) {
 		t.Fatalf("bots %v", bots)
 	}
 	c.call("DELETE", "/v1/bot/delete", nil, "project_id", p, "bot_id", botID)
+}
+
+// BoostGPT's client's workspace calls, in a session with its one mutated body: each answered in
+// the shape it reads (an object with no error.status >= 400), and the stale fields it keeps
+// sending (a previous call's file_path, content, name) ignored where they do not belong.
+func TestBoostGPTClientWorkspaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := &boostClient{t: t, b: b, body: map[string]any{"project_id": b.project.ID}}
+	p := b.project.ID
+	botID := c.call("POST", "/v1/bot/create", map[string]any{"name": "Builder", "model": "gpt-4o-mini"})["bot"].(map[string]any)["uuid"].(string)
+
+	// fetchWorkspaces, createWorkspace
+	if list := c.call("GET", "/v1/bot/workspace/readall", nil, "project_id", p, "bot_id", botID); list["total"] != float64(0) {
+		t.Fatalf("workspaces %v", list)
+	}
+	ws := c.call("POST", "/v1/bot/workspace/create", map[string]any{"bot_id": botID, "name": "My Workspace"})["workspace"].(map[string]any)
+	wsID := ws["uuid"].(string)
+	if ws["name"] != "My Workspace" || ws["file_count"] != float64(0) {
+		t.Fatalf("workspace %v", ws)
+	}
+	// createFile, as the client's README writes it.
+	file := c.call("POST", "/v1/bot/workspace/file", map[string]any{"workspace_uuid": wsID, "file_path": "/src/app.js",
+		"content": `console.log("hello");`, "language": "javascript"})["file"].(map[string]any)
+	fileID := file["uuid"].(string)
+	if file["file_path"] != "src/app.js" || file["language"] != "javascript" || file["version"] != float64(1) {
+		t.Fatalf("file %v", file)
+	}
+	// fetchFiles, readFile
+	if files := c.call("GET", "/v1/bot/workspace/files", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID)["files"].([]any); len(files) != 1 ||
+		files[0].(map[string]any)["uuid"] != fileID {
+		t.Fatalf("files %v", files)
+	}
+	// updateFile: the body still carries the creation's file_path; file_uuid names the file.
+	c.call("PUT", "/v1/bot/workspace/file", map[string]any{"file_uuid": fileID, "content": "// updated content"})
+	read := c.call("GET", "/v1/bot/workspace/file", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID, "file_uuid", fileID)["file"].(map[string]any)
+	if read["content"] != "// updated content" || len(read["versions"].([]any)) != 1 {
+		t.Fatalf("read %v", read)
+	}
+	// renameFile, then a second file (the body still names the first's uuid and the update's
+	// content, which a creation takes as given).
+	if moved := c.call("PUT", "/v1/bot/workspace/file/rename", map[string]any{"old_path": "/src/app.js", "new_path": "/src/main.js"})["file"].(map[string]any); moved["file_path"] != "src/main.js" {
+		t.Fatalf("renamed %v", moved)
+	}
+	c.call("POST", "/v1/bot/workspace/file", map[string]any{"file_path": "index.html", "content": "<script src=src/main.js></script>"})
+
+	// downloadWorkspace: a zip. (The client parses every answer as JSON, so its call reports a
+	// parse error for any archive; the archive is checked here as a browser or curl takes it.)
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/workspace/download?project_id=" + p + "&bot_id=" + botID + "&workspace_uuid=" + wsID, Key: b.key})
+	z, err := zip.NewReader(bytes.NewReader(res.Body), int64(len(res.Body)))
+	if res.Status != http.StatusOK || err != nil || len(z.File) != 2 || z.File[0].Name != "index.html" || z.File[1].Name != "src/main.js" {
+		t.Fatalf("download: %d %v", res.Status, err)
+	}
+
+	// deleteFile, deleteWorkspace
+	c.call("DELETE", "/v1/bot/workspace/file", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID, "file_uuid", fileID)
+	c.call("DELETE", "/v1/bot/workspace/delete", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID)
+	if list := c.call("GET", "/v1/bot/workspace/readall", nil, "project_id", p, "bot_id", botID); list["total"] != float64(0) {
+		t.Fatalf("workspaces after the delete %v", list)
+	}
 }

@@ -159,6 +159,18 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/email/reply", handle(s.replyEmail))
 	v1.DELETE("/bot/email/delete", handle(s.deleteEmail))
 
+	v1.GET("/bot/workspace/readall", handle(s.listWorkspaces))
+	v1.POST("/bot/workspace/create", handle(s.createWorkspace))
+	v1.DELETE("/bot/workspace/delete", handle(s.deleteWorkspace))
+	v1.GET("/bot/workspace/files", handle(s.listWorkspaceFiles))
+	v1.GET("/bot/workspace/file", handle(s.readWorkspaceFile))
+	v1.POST("/bot/workspace/file", handle(s.createWorkspaceFile))
+	v1.PUT("/bot/workspace/file", handle(s.updateWorkspaceFile))
+	v1.DELETE("/bot/workspace/file", handle(s.deleteWorkspaceFile))
+	v1.PUT("/bot/workspace/file/rename", handle(s.renameWorkspaceFile))
+	v1.POST("/bot/workspace/file/restore", handle(s.restoreWorkspaceFile))
+	v1.GET("/bot/workspace/download", s.downloadWorkspace)
+
 	inbox := r.Group("/v1", s.inboxAuth, s.rateLimited, s.accountBudget)
 	inbox.GET("/bot/inbox", handle(s.listInbox))
 	inbox.GET("/bot/inbox/read", handle(s.readInbox))

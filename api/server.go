@@ -41,6 +41,7 @@ import (
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
+	"github.com/agentplane/agentplane/shared/workspaces"
 )
 
 // Check is one readiness check: a dependency's name and how to reach it.
@@ -113,6 +114,8 @@ type Deps struct {
 	Email *email.Service
 	// Inbox is the chats handed to the team's people.
 	Inbox *inbox.Service
+	// Workspaces are agents' file trees.
+	Workspaces *workspaces.Service
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
 	// are published (the inbox's live stream).
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
@@ -159,6 +162,8 @@ type server struct {
 	email     *email.Service
 	inbox     *inbox.Service
 	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
+	// workspaces are agents' file trees.
+	workspaces *workspaces.Service
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -195,6 +200,7 @@ func NewServer(d Deps) http.Handler {
 		workflowRuns: d.WorkflowRuns,
 		heartbeats:   d.Heartbeats,
 		operators:    d.Operators,
+		workspaces:   d.Workspaces,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

@@ -47,6 +47,8 @@ type matrixFixture struct {
 	memory, memoryUser string
 	// operator is an operator of the project, and operatorToken its token.
 	operator, operatorToken string
+	// workspace is a workspace of the agent; file is one of its files, at filePath, changed once.
+	workspace, file, filePath string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -62,7 +64,8 @@ func missingFixture(key string) matrixFixture {
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field",
-		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator"}
+		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
+		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -546,6 +549,45 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/chat/message/delete", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"message_id", f.message} })},
 
+		// Workspaces.
+		{method: "GET", path: "/v1/bot/workspace/readall", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/workspace/create", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"name": "Matrix workspace"} }},
+		{method: "DELETE", path: "/v1/bot/workspace/delete", scope: botScope, in: inQuery, resource: true, last: 3,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "GET", path: "/v1/bot/workspace/files", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "GET", path: "/v1/bot/workspace/download", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "GET", path: "/v1/bot/workspace/file", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace, "file_uuid", f.file} })},
+		{method: "GET", path: "/v1/bot/workspace/file", name: "version", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string {
+				return []string{"workspace_uuid", f.workspace, "file_uuid", f.file, "version", "1"}
+			})},
+		{method: "POST", path: "/v1/bot/workspace/file", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "file_path": "matrix-new.html", "content": "<p>new</p>"}
+			}},
+		{method: "PUT", path: "/v1/bot/workspace/file", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "file_uuid": f.file, "content": "<p>changed</p>"}
+			}},
+		{method: "PUT", path: "/v1/bot/workspace/file", name: "by path", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "file_path": f.filePath, "content": "<p>changed by path</p>"}
+			}},
+		{method: "PUT", path: "/v1/bot/workspace/file/rename", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "old_path": f.filePath, "new_path": "moved.html"}
+			}},
+		{method: "POST", path: "/v1/bot/workspace/file/restore", scope: botScope, in: inBody, resource: true, last: 2,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "file_uuid": f.file, "version": 1}
+			}},
+		{method: "DELETE", path: "/v1/bot/workspace/file", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace, "file_uuid", f.file} })},
+
 		{method: "GET", path: "/v1/bot/stats/summary", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/votes", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/performance", scope: botScope, in: inQuery, query: statsWindow},
@@ -694,6 +736,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		}
 		waitABit()
 	}
+	f.workspace, f.file, f.filePath = m.workspace(t, f, tag)
 	f.memory, f.memoryUser = m.remembered(t, f, "My name is Matrix.")
 	f.email = m.mailed(t, f, tag)
 	var keys struct{ Keys []struct{ ID string } }
@@ -706,7 +749,26 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		tn.markers = append(tn.markers, k.ID)
 	}
 	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field)
+	tn.markers = append(tn.markers, f.workspace, f.file)
 	return tn
+}
+
+// workspace creates a workspace of f's agent with a file changed once, and returns their uuids
+// and the file's path.
+func (m matrixEnv) workspace(t *testing.T, f matrixFixture, tag string) (string, string, string) {
+	t.Helper()
+	scoped := func(body map[string]any) map[string]any {
+		body["project_id"], body["bot_id"] = f.project, f.bot
+		return body
+	}
+	ws := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/workspace/create", Key: f.key, Body: scoped(map[string]any{
+		"name": "Workspace " + tag})})["workspace"].(map[string]any)["uuid"].(string)
+	const p = "matrix.html"
+	file := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/workspace/file", Key: f.key, Body: scoped(map[string]any{
+		"workspace_uuid": ws, "file_path": p, "content": "<h1>" + tag + "</h1>"})})["file"].(map[string]any)["uuid"].(string)
+	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/workspace/file", Key: f.key, Body: scoped(map[string]any{
+		"workspace_uuid": ws, "file_uuid": file, "content": "<h1>" + tag + " again</h1>"})})
+	return ws, file, p
 }
 
 // mailed delivers a message to f's agent, whose inbox files it (reply_mode off), and returns

@@ -230,6 +230,7 @@ func (c *Client) check(req *http.Request, res *Response) {
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/zip", openapi3filter.FileBodyDecoder)
 }
 
 // checkEvents holds each event of an event stream to the schema x-events names for it.

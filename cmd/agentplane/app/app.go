@@ -67,6 +67,7 @@ import (
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/usermemory"
 	"github.com/agentplane/agentplane/shared/workflows"
+	"github.com/agentplane/agentplane/shared/workspaces"
 	"github.com/agentplane/agentplane/workers"
 )
 
@@ -221,6 +222,8 @@ type Domain struct {
 	Email *email.Service
 	// Inbox is the chats handed to the team's people.
 	Inbox *inbox.Service
+	// Workspaces are agents' file trees.
+	Workspaces *workspaces.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -277,6 +280,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
+	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -370,6 +374,7 @@ func (a *App) API() (api.Deps, error) {
 		WorkflowRuns:  d.WorkflowRuns,
 		Heartbeats:    d.Heartbeats,
 		Operators:     d.Operators,
+		Workspaces:    d.Workspaces,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

@@ -233,6 +233,16 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "status", Value: 1}, {Key: "requested_at", Value: 1}}, Options: options.Index().SetName("inbox")},
 			outboxIndex(),
 		},
+		// Workspaces: an agent's, oldest first. Their files: a workspace's by path, one file per
+		// path (the unique index is what refuses a second).
+		workspacesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+		},
+		workspaceFilesColl: {
+			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "path", Value: 1}}, Options: options.Index().SetUnique(true).SetName("workspace_path_unique")},
+			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+		},
 		// End users' memories: a user's (the prompt's and the API's reads) and an agent's, newest first.
 		userMemoriesColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "user", Value: 1}, {Key: "updated_at", Value: -1}},

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/workspaces"
+)
+
+const (
+	workspacesColl     = "workspaces"
+	workspaceFilesColl = "workspace_files"
+)
+
+// Workspaces stores agents' workspaces, one document each with its quota's counters, and their
+// files, one document each with its versions.
+type Workspaces struct{ db *mongo.Database }
+
+var _ workspaces.Repo = Workspaces{}
+
+// NewWorkspaces returns the workspace repository of db.
+func NewWorkspaces(db *mongo.Database) Workspaces { return Workspaces{db: db} }
+
+func (r Workspaces) coll() *mongo.Collection  { return r.db.Collection(workspacesColl) }
+func (r Workspaces) files() *mongo.Collection { return r.db.Collection(workspaceFilesColl) }
+
+func (r Workspaces) Insert(ctx context.Context, w workspaces.Workspace) error {
+	_, err := r.coll().InsertOne(ctx, w)
+	return wrap(err, workspaces.Resource)
+}
+
+func (r Workspaces) Get(ctx context.Context, projectID, botID, idOrUUID string) (workspaces.Workspace, error) {
+	var w workspaces.Workspace
+	err := r.coll().FindOne(ctx, bson.D{named(idOrUUID), {Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}}).Decode(&w)
+	return w, wrap(err, workspaces.Resource)
+}
+
+func (r Workspaces) List(ctx context.Context, projectID, botID string, page paging.Page) ([]workspaces.Workspace, int, error) {
+	list := []workspaces.Workspace{}
+	total, err := findPageSorted(ctx, r.coll(), bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}},
+		bson.D{{Key: "created_at", Value: 1}, {Key: "_id", Value: 1}}, page, &list)
+	return list, total, wrap(err, workspaces.Resource)
+}
+
+func (r Workspaces) Count(ctx context.Context, projectID, botID string) (int, error) {
+	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}})
+	return int(n), wrap(err, workspaces.Resource)
+}
+
+func (r Workspaces) Grow(ctx context.Context, projectID, id string, files int, bytes int64, maxFiles int, maxBytes int64) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}
+	if files > 0 {
+		filter = append(filter, bson.E{Key: "files", Value: bson.D{{Key: "$lte", Value: maxFiles - files}}})
+	}
+	if bytes > 0 {
+		filter = append(filter, bson.E{Key: "bytes", Value: bson.D{{Key: "$lte", Value: maxBytes - bytes}}})
+	}
+	res, err := r.coll().UpdateOne(ctx, filter, bson.D{
+		{Key: "$inc", Value: bson.D{{Key: "files", Value: files}, {Key: "bytes", Value: bytes}}},
+		{Key: "$set", Value: bson.D{{Key: "updated_at", Value: time.Now().UTC().Truncate(time.Millisecond)}}}})
+	if err != nil {
+		return false, wrap(err, workspaces.Resource)
+	}
+	if res.MatchedCount == 1 {
+		return true, nil
+	}
+	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}})
+	if err != nil {
+		return false, wrap(err, workspaces.Resource)
+	}
+	if n == 0 {
+		return false, apperr.NotFoundf(workspaces.Resource)
+	}
+	return false, nil
+}
+
+// Delete removes the workspace first, so that it is gone at once, then its files.
+func (r Workspaces) Delete(ctx context.Context, projectID, id string) error {
+	res, err := r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}})
+	if err != nil {
+		return wrap(err, workspaces.Resource)
+	}
+	if res.DeletedCount == 0 {
+		return apperr.NotFoundf(workspaces.Resource)
+	}
+	_, err = r.files().DeleteMany(ctx, bson.D{{Key: "workspace_id", Value: id}, {Key: "project_id", Value: projectID}})
+	return wrap(err, workspaces.FileResource)
+}
+
+func (r Workspaces) InsertFile(ctx context.Context, f workspaces.File) error {
+	_, err := r.files().InsertOne(ctx, f)
+	return wrap(err, workspaces.FileResource)
+}
+
+func (r Workspaces) File(ctx context.Context, projectID, workspaceID, idOrUUID string) (workspaces.File, error) {
+	return r.fileBy(ctx, bson.D{named(idOrUUID), {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}})
+}
+
+func (r Workspaces) FileAt(ctx context.Context, projectID, workspaceID, p string) (workspaces.File, error) {
+	return r.fileBy(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "path", Value: p}, {Key: "project_id", Value: projectID}})
+}
+
+func (r Workspaces) fileBy(ctx context.Context, filter bson.D) (workspaces.File, error) {
+	var f workspaces.File
+	err := r.files().FindOne(ctx, filter).Decode(&f)
+	return f, wrap(err, workspaces.FileResource)
+}
+
+func (r Workspaces) Files(ctx context.Context, projectID, workspaceID string) ([]workspaces.FileInfo, error) {
+	cur, err := r.files().Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}},
+		options.Find().SetSort(bson.D{{Key: "path", Value: 1}}).SetProjection(bson.D{{Key: "content", Value: 0}, {Key: "versions", Value: 0}}))
+	if err != nil {
+		return nil, wrap(err, workspaces.FileResource)
+	}
+	list := []workspaces.FileInfo{}
+	return list, wrap(cur.All(ctx, &list), workspaces.FileResource)
+}
+
+func (r Workspaces) ReplaceFile(ctx context.Context, f workspaces.File) error {
+	return replaceRevision(ctx, r.files(), f.ID, f.Rev, f, workspaces.FileResource)
+}
+
+func (r Workspaces) DeleteFile(ctx context.Context, projectID, workspaceID, id string) error {
+	res, err := r.files().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}})
+	if err != nil {
+		return wrap(err, workspaces.FileResource)
+	}
+	if res.DeletedCount == 0 {
+		return apperr.NotFoundf(workspaces.FileResource)
+	}
+	return nil
+}
+
+func (r Workspaces) EachFile(ctx context.Context, projectID, workspaceID string, fn func(workspaces.File) error) error {
+	cur, err := r.files().Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}},
+		options.Find().SetSort(bson.D{{Key: "path", Value: 1}}).SetProjection(bson.D{{Key: "versions", Value: 0}}).SetBatchSize(8))
+	if err != nil {
+		return wrap(err, workspaces.FileResource)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	for cur.Next(ctx) {
+		var f workspaces.File
+		if err := cur.Decode(&f); err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), workspaces.FileResource)
+}

@@ -1,0 +1,119 @@
+// Package workspaces is agents' workspaces: small file trees (a web site, notes, data) an agent
+// and its team edit through the API, downloadable as a zip. Every path is confined to its
+// workspace (CleanPath); a workspace holds at most MaxFiles files and MaxBytes bytes, of the
+// text and web-asset types in Types; and every change of a file keeps the file's previous
+// state (its versions, the last MaxVersions within MaxVersionBytes) so that an edit can be
+// undone (Restore).
+//
+// A workspace's counters of files and bytes are the quota: a write reserves its growth by one
+// conditional update of the workspace (refused when the workspace would go over a limit), then
+// writes the file, and gives the reservation back when the write fails. There are no
+// transactions: a process that dies between the two leaves the counters over, never under,
+// what the files take.
+package workspaces
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kit/paging"
+)
+
+// Resource names workspaces in errors; FileResource their files.
+const (
+	Resource     = "workspace"
+	FileResource = "workspace_file"
+)
+
+// Bounds of a workspace and its files.
+const (
+	MaxPerAgent      = 20
+	MaxFiles         = 200
+	MaxBytes         = 10 << 20
+	MaxFileBytes     = 512 << 10
+	MaxVersions      = 20
+	MaxVersionBytes  = 2 << 20
+	MaxNameLength    = 200
+	MaxLanguageBytes = 50
+)
+
+// Workspace is an agent's file tree.
+type Workspace struct {
+	ID        string `json:"id" bson:"_id"`
+	UUID      string `json:"uuid" bson:"uuid"`
+	ProjectID string `json:"-" bson:"project_id"`
+	BotID     string `json:"-" bson:"bot_id"`
+	Name      string `json:"name" bson:"name"`
+	// Files and Bytes are what its files take now (their versions aside): its quota's counters.
+	Files     int       `json:"file_count" bson:"files"`
+	Bytes     int64     `json:"total_bytes" bson:"bytes"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+	UpdatedAt time.Time `json:"updated_at" bson:"updated_at"`
+}
+
+// FileInfo is a file without its content: what a listing shows.
+type FileInfo struct {
+	ID          string `json:"id" bson:"_id"`
+	UUID        string `json:"uuid" bson:"uuid"`
+	ProjectID   string `json:"-" bson:"project_id"`
+	WorkspaceID string `json:"-" bson:"workspace_id"`
+	// Path is the clean path (CleanPath), relative to the workspace's root.
+	Path        string `json:"file_path" bson:"path"`
+	Language    string `json:"language" bson:"language"`
+	Encoding    string `json:"encoding" bson:"encoding"`
+	ContentType string `json:"content_type" bson:"-"`
+	// Size is the bytes of its content (decoded, for base64).
+	Size int `json:"size" bson:"size"`
+	// Version counts its changes: 1 when created, one more at each change.
+	Version   int       `json:"version" bson:"version"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+	UpdatedAt time.Time `json:"updated_at" bson:"updated_at"`
+}
+
+// File is a file of a workspace with its content and its previous versions.
+type File struct {
+	FileInfo `bson:",inline"`
+	Content  string    `json:"content" bson:"content"`
+	Versions []Version `json:"versions" bson:"versions"`
+	Rev      int64     `json:"-" bson:"rev"`
+}
+
+// Version is a previous state of a file: what it was from CreatedAt until the next change.
+type Version struct {
+	Version   int       `json:"version" bson:"version"`
+	Path      string    `json:"file_path" bson:"path"`
+	Language  string    `json:"language" bson:"language"`
+	Encoding  string    `json:"encoding" bson:"encoding"`
+	Size      int       `json:"size" bson:"size"`
+	Content   string    `json:"-" bson:"content"`
+	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+}
+
+// Repo stores workspaces and their files. Reads of a workspace are by project, agent and the
+// workspace's id or uuid; reads of a file by its workspace's id and its own id or uuid.
+type Repo interface {
+	Insert(ctx context.Context, w Workspace) error
+	Get(ctx context.Context, projectID, botID, idOrUUID string) (Workspace, error)
+	List(ctx context.Context, projectID, botID string, page paging.Page) ([]Workspace, int, error)
+	Count(ctx context.Context, projectID, botID string) (int, error)
+	// Grow adds files and bytes to the workspace's counters, and touches its updated_at, unless
+	// that takes them over maxFiles or maxBytes (positive changes only are checked): it
+	// reports whether it did. A workspace that does not exist is NotFound.
+	Grow(ctx context.Context, projectID, id string, files int, bytes int64, maxFiles int, maxBytes int64) (bool, error)
+	// Delete removes the workspace and then its files.
+	Delete(ctx context.Context, projectID, id string) error
+
+	// InsertFile adds f; a file of the same path in the workspace is a Conflict.
+	InsertFile(ctx context.Context, f File) error
+	File(ctx context.Context, projectID, workspaceID, idOrUUID string) (File, error)
+	// FileAt is the file of the workspace at the clean path p.
+	FileAt(ctx context.Context, projectID, workspaceID, p string) (File, error)
+	// Files lists the workspace's files by path, without their contents.
+	Files(ctx context.Context, projectID, workspaceID string) ([]FileInfo, error)
+	// ReplaceFile writes f over its revision f.Rev-1; a file of the same path is a Conflict.
+	ReplaceFile(ctx context.Context, f File) error
+	DeleteFile(ctx context.Context, projectID, workspaceID, id string) error
+	// EachFile calls fn with each file of the workspace, content included, in the order of their
+	// paths, one at a time (a download streams them).
+	EachFile(ctx context.Context, projectID, workspaceID string, fn func(File) error) error
+}

@@ -226,7 +226,7 @@ func (c *Client) check(req *http.Request, res *Response) {
 // The document's event streams are text (text/event-stream, checked as a string); each event's
 // data is then held to the schema the stream's x-events names for the event's name ("message"
 // for events of no name): its JSON, or its text when it is not JSON. Pages (text/html) are
-// checked as strings.
+// checked as strings, zip downloads as files.
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,6 +210,7 @@ func TestA2AToolHopLimit(t *testing.T) {
 		t.Fatalf("the message at hop 2: %s", res.Body)
 	}
 	type run struct {
+		ID      string `bson:"_id"`
 		BotID   string `bson:"bot_id"`
 		Status  string `bson:"status"`
 		Request struct {
@@ -217,7 +220,9 @@ func TestA2AToolHopLimit(t *testing.T) {
 			Observation string `bson:"observation"`
 		} `bson:"cycles"`
 	}
-	var runs []run
+	// An ended run is copied to executions_finished before it leaves executions: read at that
+	// moment, it is in both, once by its id.
+	byID := map[string]run{}
 	for _, coll := range []string{"executions", "executions_finished"} {
 		cur, err := b.db.Collection(coll).Find(context.Background(), bson.M{"project_id": b.project.ID})
 		if err != nil {
@@ -227,8 +232,11 @@ func TestA2AToolHopLimit(t *testing.T) {
 		if err := cur.All(context.Background(), &some); err != nil {
 			t.Fatal(err)
 		}
-		runs = append(runs, some...)
+		for _, r := range some {
+			byID[r.ID] = r
+		}
 	}
+	runs := slices.Collect(maps.Values(byID))
 	if len(runs) != 3 {
 		t.Fatalf("%d runs: %+v", len(runs), runs)
 	}

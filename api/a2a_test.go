@@ -12,7 +12,7 @@ import (
 )
 
 // a2aNodeVersion is the release of the official A2A JavaScript SDK the test installs from the
-// npm registry: a v1.0 client that speaks to v0.3 agents through its compatibility layer.
+// npm registry: an A2A 1.0 client, with a transport of 0.3 in its compatibility layer.
 const a2aNodeVersion = "1.3.0"
 
 type a2aTask struct {
@@ -25,11 +25,14 @@ type a2aFailure struct {
 	Name, Message string
 }
 
-// The official A2A JavaScript SDK, unchanged, talks to an agent: the card fetched from the
-// agent's URL with the account's key (the client then calls the URL the card gives), a message answered and one more in its context, the task
-// read back, a cancel refused, a stream resubscribed to, an unknown task not found, a message streamed with its status
-// updates in order ending completed, and a task waiting for a tool's approval resumed with
-// approve to completed.
+// The official A2A JavaScript SDK, unchanged, talks to an agent in A2A 1.0 (its methods
+// SendMessage, ... with the A2A-Version header): the card fetched from the agent's URL with the
+// account's key (it lists the endpoint for 1.0 and 0.3; the client then calls the URL the card
+// gives), a message answered and one more in its context, the task read back, a finished task
+// not cancelable, a stream resubscribed to, an unknown task not found, a message streamed with
+// its status updates in order ending completed, and a task waiting for a tool's approval resumed
+// with approve to completed. Its 0.3 transport (message/send, ...) is answered at the same
+// endpoint.
 func TestA2ANodeClient(t *testing.T) {
 	t.Parallel()
 	dir := nodeClient(t, "@a2a-js/sdk", a2aNodeVersion, "a2a-node")
@@ -43,15 +46,21 @@ func TestA2ANodeClient(t *testing.T) {
 			Name      string
 			Streaming bool
 			Skills    []string
-			URLs      []string
+			Base      []string `json:"interfaces"`
 		}
 		First, Next, Got a2aTask
 		Cancel, Missing  a2aFailure
+		Methods          []string
 	}
 	runNode(t, dir, "send", env, &sent)
+	endpoint, _ := strings.CutPrefix(strings.Join(sent.Card.Base, ""), "JSONRPC 1.0 ")
+	endpoint, _, _ = strings.Cut(endpoint, "JSONRPC")
 	if sent.Card.Name == "" || !sent.Card.Streaming || len(sent.Card.Skills) != 2 || sent.Card.Skills[0] != "Chat" || sent.Card.Skills[1] != "Opening hours" ||
-		len(sent.Card.URLs) != 1 || !strings.HasPrefix(sent.Card.URLs[0], b.client.URL+"/a2a/agents/") {
+		!strings.HasPrefix(endpoint, b.client.URL+"/a2a/agents/") || strings.Join(sent.Card.Base, "|") != "JSONRPC 1.0 "+endpoint+"|JSONRPC 0.3 "+endpoint {
 		t.Fatalf("the card: %+v", sent.Card)
+	}
+	if got := strings.Join(sent.Methods, " "); got != "SendMessage@1.0 SendMessage@1.0 GetTask@1.0 CancelTask@1.0 GetTask@1.0" {
+		t.Fatalf("the client called %s, not the methods of A2A 1.0", got)
 	}
 	if f := sent.First; f.State != "TASK_STATE_COMPLETED" || f.Status != "We open at nine." || len(f.Artifacts) != 1 || f.Artifacts[0] != "We open at nine." || f.ContextID == "" {
 		t.Fatalf("a message answered: %+v", f)
@@ -65,15 +74,18 @@ func TestA2ANodeClient(t *testing.T) {
 	if g := sent.Got; g.ID != sent.First.ID || g.State != "TASK_STATE_COMPLETED" || g.Status != "We open at nine." {
 		t.Fatalf("tasks/get: %+v", g)
 	}
-	if c := sent.Cancel; !c.Failed || c.Name != "JsonRpcTaskNotCancelableError" {
+	if c := sent.Cancel; !c.Failed || c.Name != "JsonRpcTaskNotCancelableError" || !strings.Contains(c.Message, "completed already") {
 		t.Fatalf("tasks/cancel of a completed task: %+v", c)
 	}
 	if m := sent.Missing; !m.Failed || m.Name != "JsonRpcTaskNotFoundError" {
 		t.Fatalf("tasks/get of no task: %+v", m)
 	}
 
-	var streamed struct{ Events, Resubscribed []string }
+	var streamed struct{ Events, Resubscribed, Methods []string }
 	runNode(t, dir, "stream", env, &streamed)
+	if got := strings.Join(streamed.Methods, " "); got != "SendStreamingMessage@1.0 SubscribeToTask@1.0" {
+		t.Fatalf("the client streamed with %s", got)
+	}
 	want := []string{"task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING:", "artifact:We open at nine.", "status:TASK_STATE_COMPLETED:We open at nine."}
 	if strings.Join(streamed.Events, "|") != strings.Join(want, "|") {
 		t.Fatalf("a message streamed: %q, want %q", streamed.Events, want)
@@ -106,6 +118,49 @@ func TestA2ANodeClient(t *testing.T) {
 	if len(st) < 3 || slices.Contains(st, "task:TASK_STATE_INPUT_REQUIRED") || !slices.Contains(st, "status:TASK_STATE_WORKING:") ||
 		st[len(st)-2] != "artifactUpdate" || st[len(st)-1] != "status:TASK_STATE_COMPLETED:Added Acme." {
 		t.Fatalf("a task resumed by a streamed approve: %q", st)
+	}
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
+	var canceled struct {
+		Paused, Canceled, Got a2aTask
+		Again, Decided        a2aFailure
+		Methods               []string
+	}
+	runNode(t, dir, "cancel", env, &canceled)
+	if canceled.Paused.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the task to cancel: %+v", canceled.Paused)
+	}
+	if c, g := canceled.Canceled, canceled.Got; c.ID != canceled.Paused.ID || c.State != "TASK_STATE_CANCELED" || g.State != "TASK_STATE_CANCELED" {
+		t.Fatalf("a task waiting for input canceled: %+v, then read: %+v", c, g)
+	}
+	if a := canceled.Again; !a.Failed || a.Name != "JsonRpcTaskNotCancelableError" || !strings.Contains(a.Message, "canceled already") {
+		t.Fatalf("a canceled task canceled again: %+v", a)
+	}
+	if d := canceled.Decided; !d.Failed || !strings.Contains(d.Message, "does not wait for input") {
+		t.Fatalf("an approval of a canceled task: %+v", d)
+	}
+	if got := conversation(t, a, canceled.Paused.ContextID); len(got) != 1 {
+		t.Fatalf("the canceled run answered in its chat: %q", got)
+	}
+
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	var legacy struct {
+		Sent, Got         a2aTask
+		Streamed, Methods []string
+		Missing           a2aFailure
+	}
+	runNode(t, dir, "legacy", env, &legacy)
+	if got := strings.Join(legacy.Methods, " "); got != "message/send@0.3 tasks/get@0.3 message/stream@0.3 tasks/get@0.3" {
+		t.Fatalf("the 0.3 transport called %s", got)
+	}
+	if s := legacy.Sent; s.State != "TASK_STATE_COMPLETED" || s.Status != "We open at nine." || legacy.Got.ID != s.ID || legacy.Got.State != s.State {
+		t.Fatalf("A2A 0.3: a message answered %+v, its task read %+v", s, legacy.Got)
+	}
+	if got := strings.Join(legacy.Streamed, "|"); got != strings.Join(want, "|") {
+		t.Fatalf("A2A 0.3: a message streamed: %q, want %q", legacy.Streamed, want)
+	}
+	if m := legacy.Missing; !m.Failed || m.Name != "JsonRpcTaskNotFoundError" {
+		t.Fatalf("A2A 0.3: tasks/get of no task: %+v", m)
 	}
 }
 
@@ -158,15 +213,15 @@ func TestA2ARefusals(t *testing.T) {
 			var rpc struct {
 				Result *struct{ Status struct{ State string } }
 				Error  *struct {
-					Code int
-					Data struct{ Error string }
+					Code    int
+					Message string
 				}
 			}
 			if res.Status != http.StatusOK || json.Unmarshal(res.Body, &rpc) != nil {
 				t.Fatalf("hop %s: %d %s", hop, res.Status, res.Body)
 			}
 			switch {
-			case refused && (rpc.Error == nil || rpc.Error.Code != -32600 || !strings.Contains(rpc.Error.Data.Error, "X-A2A-Hop")):
+			case refused && (rpc.Error == nil || rpc.Error.Code != -32600 || !strings.Contains(rpc.Error.Message, "X-A2A-Hop")):
 				t.Errorf("hop %s was not refused as an invalid request naming the header: %s", hop, res.Body)
 			case !refused && (rpc.Result == nil || rpc.Result.Status.State != "completed"):
 				t.Errorf("hop %s was not answered: %s", hop, res.Body)

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
@@ -108,9 +106,9 @@ func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
 		success bool
 		says    []string
 	}{
-		{"Plain", true, []string{"remote says: What time is it? tick tick", "[truncated: the tool answered 1"}},
+		{"Plain", true, []string{"remote says (hop 1, A2A-Version 0.3): What time is it? tick tick", "[truncated: the tool answered 1"}},
 		{"Silent", false, []string{"did not answer within 1s"}},
-		{"Remote", true, []string{"[artifact answer]\nremote says: Hello there (hop 1)", " completed; context_id "}},
+		{"Remote", true, []string{"[artifact answer]\nremote says (hop 1, A2A-Version 1.0): Hello there", " completed; context_id "}},
 	} {
 		obs, _ := cs[i]["observation"].(string)
 		if len(obs) > 1200 {
@@ -220,9 +218,9 @@ func TestA2AToolHopLimit(t *testing.T) {
 			Observation string `bson:"observation"`
 		} `bson:"cycles"`
 	}
-	// An ended run is copied to executions_finished before it leaves executions: read at that
-	// moment, it is in both, once by its id.
-	byID := map[string]run{}
+	// A run is moved to executions_finished once over: read both, a run seen in both once.
+	var runs []run
+	seen := map[string]bool{}
 	for _, coll := range []string{"executions", "executions_finished"} {
 		cur, err := b.db.Collection(coll).Find(context.Background(), bson.M{"project_id": b.project.ID})
 		if err != nil {
@@ -233,10 +231,12 @@ func TestA2AToolHopLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range some {
-			byID[r.ID] = r
+			if !seen[r.ID] {
+				seen[r.ID] = true
+				runs = append(runs, r)
+			}
 		}
 	}
-	runs := slices.Collect(maps.Values(byID))
 	if len(runs) != 3 {
 		t.Fatalf("%d runs: %+v", len(runs), runs)
 	}

@@ -1,20 +1,24 @@
-// Package a2a is the A2A door: every agent served as an A2A server (protocol 0.3, JSON-RPC
-// binding, with the official Go SDK's handler), its agent card at the well-known path under
-// the agent's own URL. A task is an agent run and a context a chat of the agent; both live in
+// Package a2a is the A2A door: every agent served as an A2A server (protocol 1.0 and, for
+// clients not yet on it, 0.3, over the JSON-RPC binding, with the official Go SDK's handlers),
+// its agent card at the well-known path under the agent's own URL. A task is an agent run and a context a chat of the agent; both live in
 // the store, so any API replica answers any request. api mounts its routes.
 package a2a
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/api/httpx"
@@ -40,8 +44,9 @@ const HopHeader = tools.HopHeader
 // it is refused, so that agents calling each other in a loop stop.
 const MaxHops = tools.MaxHops
 
-// ProtocolVersion is the A2A protocol version the door speaks (that of a2a-go v0.3.3).
-const ProtocolVersion = "0.3.0"
+// ProtocolVersions are the A2A protocol versions the door speaks, newest first: 1.0 (methods
+// SendMessage, ...) and 0.3 (message/send, ...), at the same endpoint.
+var ProtocolVersions = []a2a.ProtocolVersion{a2a.Version, a2av0.Version}
 
 // Door is what the A2A door needs of the API: the domain's services and the authorisation api
 // does. New makes one ready to serve.
@@ -55,19 +60,25 @@ type Door struct {
 	RunWait time.Duration
 	// PublicURL is the service's address as its callers reach it ("" takes the request's host).
 	PublicURL string
+	// Decoder reads request bodies, within the API's size limit.
+	Decoder httpx.Decoder
+	// Heartbeat spaces the keep-alive comments of event streams.
+	Heartbeat time.Duration
 	// Bot is the agent botID names, authorised for the request's key (in the agent's own project).
 	Bot func(c *gin.Context, botID string) (agents.Bot, error)
 	// AgentAllow takes one message of the agent's rate limit for the key keyID.
 	AgentAllow func(ctx context.Context, bot agents.Bot, keyID string) error
 
-	rpc http.Handler
+	rpc, rpc03 http.Handler
 }
 
 // New is the door d, with its JSON-RPC handler made.
 func New(d Door) *Door {
 	door := &d
 	handler := &a2asrv.InterceptedHandler{Handler: &tasks{door: door}, Logger: d.Log, Interceptors: []a2asrv.CallInterceptor{hopLimit{}}}
-	door.rpc = a2asrv.NewJSONRPCHandler(handler)
+	keepAlive := a2asrv.WithTransportKeepAlive(d.Heartbeat)
+	door.rpc = a2asrv.NewJSONRPCHandler(handler, keepAlive)
+	door.rpc03 = a2av0.NewJSONRPCHandler(handler, keepAlive)
 	return door
 }
 
@@ -87,18 +98,34 @@ func callerOf(ctx context.Context) caller {
 }
 
 // Agent authorises the agent the path names (its project must be one of the key's account;
-// another account's agent is not found) and serves the JSON-RPC request for it.
+// another account's agent is not found) and serves the JSON-RPC request for it: a method of
+// A2A 0.3 (its names have a slash: message/send) by the SDK's 0.3 handler, any other by its
+// 1.0 one.
 func (d *Door) Agent(c *gin.Context) {
 	bot, err := d.Bot(c, c.Param("bot_id"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
+	body, err := d.Decoder.Raw(c)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	var call struct {
+		Method string `json:"method"`
+	}
+	rpc := d.rpc
+	if json.Unmarshal(body, &call) == nil && strings.Contains(call.Method, "/") {
+		rpc = d.rpc03
+	}
 	p := httpx.Principal(c)
 	ctx := context.WithValue(c.Request.Context(), callerKey{}, caller{accountID: p.AccountID, keyID: p.KeyID, bot: bot, hop: hopOf(c.Request)})
-	// The SDK's handler leaves a JSON answer's type unset (a stream sets its own).
+	r := c.Request.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	// The SDK's handlers leave a JSON answer's type unset (a stream sets its own).
 	c.Header("Content-Type", "application/json")
-	d.rpc.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
+	rpc.ServeHTTP(c.Writer, r)
 }
 
 // hopOf reads the request's hop: 1 when absent, 0 when it is not a positive number (refused).
@@ -120,19 +147,21 @@ type hopLimit struct {
 	a2asrv.PassthroughCallInterceptor
 }
 
-func (hopLimit) Before(ctx context.Context, _ *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, error) {
+func (hopLimit) Before(ctx context.Context, _ *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
 	switch hop := callerOf(ctx).hop; {
 	case hop == 0:
-		return ctx, fmt.Errorf("%w: the %s header must be a positive whole number of agent-to-agent calls", a2a.ErrInvalidRequest, HopHeader)
+		return ctx, nil, fmt.Errorf("%w: the %s header must be a positive whole number of agent-to-agent calls", a2a.ErrInvalidRequest, HopHeader)
 	case hop > MaxHops:
-		return ctx, fmt.Errorf("%w: hop limit exceeded: this call is hop %d of a chain of agent-to-agent calls (%s), and agents answer at most %d",
+		return ctx, nil, fmt.Errorf("%w: hop limit exceeded: this call is hop %d of a chain of agent-to-agent calls (%s), and agents answer at most %d",
 			a2a.ErrInvalidRequest, hop, HopHeader, MaxHops)
 	}
-	return ctx, nil
+	return ctx, nil, nil
 }
 
 // Card serves the agent card of the agent the path names, to its account's keys only: it names
-// the agent's tools and memory sources, which are the account's own.
+// the agent's tools and memory sources, which are the account's own. The card is A2A 1.0's
+// with 0.3's fields beside (url, protocolVersion, ...), as the SDK's compatibility layer
+// writes it, so that clients of either version read it.
 func (d *Door) Card(c *gin.Context) {
 	bot, err := d.Bot(c, c.Param("bot_id"))
 	if err != nil {
@@ -153,12 +182,9 @@ func (d *Door) Card(c *gin.Context) {
 		base = scheme + "://" + c.Request.Host
 	}
 	url := base + AgentsPath + "/" + bot.ID
-	c.JSON(http.StatusOK, &a2a.AgentCard{
+	card := &a2a.AgentCard{
 		Name:               bot.Name,
 		Description:        fmt.Sprintf("The agent %q: it answers from its memory and may use its tools; a tool that changes data may wait for your approval.", bot.Name),
-		URL:                url,
-		PreferredTransport: a2a.TransportProtocolJSONRPC,
-		ProtocolVersion:    ProtocolVersion,
 		Version:            bot.UpdatedAt.UTC().Format(time.RFC3339),
 		Capabilities:       a2a.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
@@ -166,8 +192,18 @@ func (d *Door) Card(c *gin.Context) {
 		Skills:             skills,
 		SecuritySchemes: a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
 			Description: "The account's API key, as the agent API takes it."}},
-		Security: []a2a.SecurityRequirements{{"bearer": a2a.SecuritySchemeScopes{}}},
-	})
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": a2a.SecuritySchemeScopes{}}},
+	}
+	for _, v := range ProtocolVersions {
+		card.SupportedInterfaces = append(card.SupportedInterfaces,
+			&a2a.AgentInterface{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: v})
+	}
+	body, err := a2av0.NewStaticAgentCardProducer(card).(a2asrv.AgentCardJSONProducer).CardJSON(c)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	c.Data(http.StatusOK, "application/json", body)
 }
 
 // cardSkillsMax bounds the tools and the sources a card lists, each.

@@ -8,8 +8,8 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
@@ -30,14 +30,15 @@ const answerArtifact a2a.ArtifactID = "answer"
 // errStopped ends a follow whose client went away.
 var errStopped = errors.New("a2a: the client stopped reading")
 
-// OnSendMessage starts a turn (or decides the tool call a task waits for) and waits, within the
-// run wait, for the run to answer or to ask for input; a non-blocking send answers at once.
-func (t *tasks) OnSendMessage(ctx context.Context, params *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+// SendMessage starts a turn (or decides the tool call a task waits for) and waits, within the
+// run wait, for the run to answer or to ask for input; one that asks to return immediately (0.3's
+// blocking false) is answered at once.
+func (t *tasks) SendMessage(ctx context.Context, params *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	e, answer, err := t.start(ctx, params)
 	if err != nil || answer != nil {
 		return answer, err
 	}
-	if params.Config == nil || params.Config.Blocking == nil || *params.Config.Blocking {
+	if params.Config == nil || !params.Config.ReturnImmediately {
 		wait, cancel := context.WithTimeout(ctx, t.door.RunWait)
 		defer cancel()
 		e, err = t.door.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil)
@@ -48,10 +49,10 @@ func (t *tasks) OnSendMessage(ctx context.Context, params *a2a.MessageSendParams
 	return t.task(ctx, e)
 }
 
-// OnSendMessageStream starts a turn (or decides the tool call a task waits for) and streams the
+// SendStreamingMessage starts a turn (or decides the tool call a task waits for) and streams the
 // task: the task as it starts, working while the run reasons, the answer as an artifact and the
-// final status (completed, input-required or failed).
-func (t *tasks) OnSendMessageStream(ctx context.Context, params *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
+// final status (completed, input-required, failed or canceled).
+func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		e, answer, err := t.start(ctx, params)
 		if err != nil {
@@ -70,9 +71,9 @@ func (t *tasks) OnSendMessageStream(ctx context.Context, params *a2a.MessageSend
 	}
 }
 
-// OnResubscribeToTask streams a task from where it stands: the task, then, while it is not
-// waiting or over, its progress as message/stream gives it.
-func (t *tasks) OnResubscribeToTask(ctx context.Context, params *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+// SubscribeToTask streams a task from where it stands: the task, then, while it is not waiting
+// or over, its progress as SendStreamingMessage gives it.
+func (t *tasks) SubscribeToTask(ctx context.Context, params *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		e, err := t.run(ctx, params.ID)
 		if err != nil {
@@ -87,9 +88,9 @@ func (t *tasks) OnResubscribeToTask(ctx context.Context, params *a2a.TaskIDParam
 	}
 }
 
-// OnGetTask reads a task: its status, the answer's artifact when done, and the message that
+// GetTask reads a task: its status, the answer's artifact when done, and the message that
 // started it.
-func (t *tasks) OnGetTask(ctx context.Context, query *a2a.TaskQueryParams) (*a2a.Task, error) {
+func (t *tasks) GetTask(ctx context.Context, query *a2a.GetTaskRequest) (*a2a.Task, error) {
 	e, err := t.run(ctx, query.ID)
 	if err != nil {
 		return nil, err
@@ -97,55 +98,65 @@ func (t *tasks) OnGetTask(ctx context.Context, query *a2a.TaskQueryParams) (*a2a
 	return t.task(ctx, e)
 }
 
-// OnCancelTask refuses: an agent run is not stopped once started. A task waiting for input is
-// ended by rejecting its tool call.
-func (t *tasks) OnCancelTask(ctx context.Context, params *a2a.TaskIDParams) (*a2a.Task, error) {
+// ListTasks refuses: an agent's tasks are its runs, listed by the agent API.
+func (t *tasks) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return nil, fmt.Errorf("%w: tasks are not listed; read one by its id", a2a.ErrUnsupportedOperation)
+}
+
+// CancelTask cancels the task's run: one waiting for input ends canceled at once, one submitted
+// or working at its next cycle (it is answered as it stands, and ends canceled). A task over
+// already is not cancelable.
+func (t *tasks) CancelTask(ctx context.Context, params *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	e, err := t.run(ctx, params.ID)
 	if err != nil {
 		return nil, err
 	}
-	task, err := t.task(ctx, e)
+	a := callerOf(ctx)
+	e, err = t.door.Runs.Cancel(ctx, a.bot.ProjectID, a.bot.ID, e.ID)
+	if apperr.As(err).Code == "run_not_cancelable" {
+		task, terr := t.task(ctx, e)
+		if terr != nil {
+			return nil, terr
+		}
+		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, strings.ToLower(strings.TrimPrefix(string(task.Status.State), "TASK_STATE_")))
+	}
 	if err != nil {
-		return nil, err
+		return nil, t.rpcError(err, a2a.ErrTaskNotFound)
 	}
-	if task.Status.State.Terminal() {
-		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, task.Status.State)
-	}
-	return nil, fmt.Errorf("%w: an agent run is not stopped once started; a task waiting for input ends when its tool call is rejected (send reject)",
-		a2a.ErrTaskNotCancelable)
+	return t.task(ctx, e)
 }
 
-// OnGetTaskPushConfig refuses: push notifications are not offered.
-func (t *tasks) OnGetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
+// GetTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
 	return nil, a2a.ErrPushNotificationNotSupported
 }
 
-// OnListTaskPushConfig refuses: push notifications are not offered.
-func (t *tasks) OnListTaskPushConfig(context.Context, *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
+// ListTaskPushConfigs refuses: push notifications are not offered.
+func (t *tasks) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
 	return nil, a2a.ErrPushNotificationNotSupported
 }
 
-// OnSetTaskPushConfig refuses: push notifications are not offered.
-func (t *tasks) OnSetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+// CreateTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
 	return nil, a2a.ErrPushNotificationNotSupported
 }
 
-// OnDeleteTaskPushConfig refuses: push notifications are not offered.
-func (t *tasks) OnDeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigParams) error {
+// DeleteTaskPushConfig refuses: push notifications are not offered.
+func (t *tasks) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
 	return a2a.ErrPushNotificationNotSupported
 }
 
-// OnGetExtendedAgentCard refuses: the card at the well-known path is already the one for the
+// GetExtendedAgentCard refuses: the card at the well-known path is already the one for the
 // account's keys.
-func (t *tasks) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, error) {
-	return nil, a2a.ErrAuthenticatedExtendedCardNotConfigured
+func (t *tasks) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrExtendedCardNotConfigured
 }
 
 // start carries out what a message asks: without a taskId, a turn of the agent in the chat its
 // contextId names (a new chat without one), always as an agent run; with a taskId, the decision
 // on the tool call that task waits for. A turn answered without a run (a chat a person of the
 // team has taken over) is answered as a message.
-func (t *tasks) start(ctx context.Context, params *a2a.MessageSendParams) (agentruns.Execution, a2a.SendMessageResult, error) {
+func (t *tasks) start(ctx context.Context, params *a2a.SendMessageRequest) (agentruns.Execution, a2a.SendMessageResult, error) {
 	if params == nil || params.Message == nil {
 		return agentruns.Execution{}, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
 	}
@@ -169,7 +180,7 @@ func (t *tasks) start(ctx context.Context, params *a2a.MessageSendParams) (agent
 	}
 	if out.RunID == "" {
 		answer := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: out.Reply.ChatID,
-			Parts: a2a.ContentParts{a2a.TextPart{Text: out.Reply.Reply}}}
+			Parts: a2a.ContentParts{a2a.NewTextPart(out.Reply.Reply)}}
 		return agentruns.Execution{}, answer, nil
 	}
 	e, err := t.door.Runs.Get(ctx, a.bot.ProjectID, a.bot.ID, out.RunID)
@@ -206,8 +217,8 @@ func (t *tasks) decide(ctx context.Context, msg *a2a.Message) (agentruns.Executi
 // reject (yes or no).
 func decisionOf(msg *a2a.Message) (approve, ok bool) {
 	for _, p := range msg.Parts {
-		if d, isData := p.(a2a.DataPart); isData {
-			if v, isBool := d.Data["approve"].(bool); isBool {
+		if d, isData := p.Data().(map[string]any); isData {
+			if v, isBool := d["approve"].(bool); isBool {
 				return v, true
 			}
 		}
@@ -225,8 +236,8 @@ func decisionOf(msg *a2a.Message) (approve, ok bool) {
 func textOf(msg *a2a.Message) string {
 	var texts []string
 	for _, p := range msg.Parts {
-		if tp, ok := p.(a2a.TextPart); ok {
-			texts = append(texts, tp.Text)
+		if _, ok := p.Content.(a2a.Text); ok {
+			texts = append(texts, p.Text())
 		}
 	}
 	return strings.TrimSpace(strings.Join(texts, "\n"))
@@ -288,7 +299,7 @@ func (t *tasks) stream(ctx context.Context, e agentruns.Execution, after int, re
 			return
 		}
 	}
-	yield(&a2a.TaskStatusUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Status: task.Status, Final: true}, nil)
+	yield(&a2a.TaskStatusUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Status: task.Status}, nil)
 }
 
 // task is the A2A task of the run e: its state, with the agent's answer as the status message
@@ -298,17 +309,19 @@ func (t *tasks) task(ctx context.Context, e agentruns.Execution) (*a2a.Task, err
 	info := infoOf(e)
 	task := &a2a.Task{ID: info.TaskID, ContextID: info.ContextID,
 		History: []*a2a.Message{{ID: e.ID + ":user", Role: a2a.MessageRoleUser, TaskID: info.TaskID, ContextID: info.ContextID,
-			Parts: a2a.ContentParts{a2a.TextPart{Text: e.Request.Message}}}}}
+			Parts: a2a.ContentParts{a2a.NewTextPart(e.Request.Message)}}}}
 	at := e.UpdatedAt
 	task.Status.Timestamp = &at
 	say := func(text string) *a2a.Message {
-		return a2a.NewMessageForTask(a2a.MessageRoleAgent, info, a2a.TextPart{Text: text})
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, info, a2a.NewTextPart(text))
 	}
 	switch e.Status {
 	case agentruns.StatusQueued:
 		task.Status.State = a2a.TaskStateSubmitted
 	case agentruns.StatusRunning:
 		task.Status.State = a2a.TaskStateWorking
+	case agentruns.StatusCanceled:
+		task.Status.State, task.Status.Message = a2a.TaskStateCanceled, say("The task was canceled.")
 	case agentruns.StatusFailed:
 		_, err := t.door.Runs.Reply(ctx, e)
 		task.Status.State, task.Status.Message = a2a.TaskStateFailed, say(apperr.As(err).Message)
@@ -320,19 +333,19 @@ func (t *tasks) task(ctx context.Context, e agentruns.Execution) (*a2a.Task, err
 		switch {
 		case reply.IsComplete:
 			task.Status.State, task.Status.Message = a2a.TaskStateCompleted, say(reply.Reply)
-			task.Artifacts = []*a2a.Artifact{{ID: answerArtifact, Name: "answer", Parts: a2a.ContentParts{a2a.TextPart{Text: reply.Reply}}}}
+			task.Artifacts = []*a2a.Artifact{{ID: answerArtifact, Name: "answer", Parts: a2a.ContentParts{a2a.NewTextPart(reply.Reply)}}}
 		case reply.RequiresApprove && reply.Tool != nil:
 			args, _ := json.Marshal(reply.Tool.Parameters)
 			task.Status.State = a2a.TaskStateInputRequired
 			task.Status.Message = say(fmt.Sprintf("The agent waits for approval to run %s with %s. Answer approve or reject in a message with this taskId.",
 				reply.Tool.Name, args))
-			task.Status.Message.Parts = append(task.Status.Message.Parts, a2a.DataPart{Data: map[string]any{
-				"tool": reply.Tool.Name, "server_label": reply.Tool.ServerLabel, "parameters": reply.Tool.Parameters}})
+			task.Status.Message.Parts = append(task.Status.Message.Parts, a2a.NewDataPart(map[string]any{
+				"tool": reply.Tool.Name, "server_label": reply.Tool.ServerLabel, "parameters": reply.Tool.Parameters}))
 		default:
 			task.Status.State = a2a.TaskStateWorking
 		}
 	default:
-		task.Status.State = a2a.TaskStateUnknown
+		task.Status.State = a2a.TaskStateUnspecified
 	}
 	return task, nil
 }

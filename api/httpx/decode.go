@@ -32,25 +32,15 @@ type Decoder struct {
 // character but NUL ("$where", "a.b"): typed fields have fixed names and free-form values are
 // stored as JSON text (shared/freeform), so no key of a body becomes a document key or an operator.
 func (d Decoder) Decode(c *gin.Context, dst any) error {
-	r := c.Request
-	if r.ContentLength > d.MaxBody {
-		return tooLarge(d.MaxBody)
-	}
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, d.MaxBody))
+	raw, err := d.Raw(c)
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return tooLarge(d.MaxBody)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", d.BodyTimeout))
-		}
-		return apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
+		return err
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil
 	}
-	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+	if err := checkJSONContentType(c.Request.Header.Get("Content-Type")); err != nil {
 		return err
 	}
 	if !utf8.Valid(raw) {
@@ -148,4 +138,23 @@ func checkValues(path string, v any) error {
 		}
 	}
 	return nil
+}
+
+// Raw reads the request body as it is, at most up to the configured limit.
+func (d Decoder) Raw(c *gin.Context) ([]byte, error) {
+	r := c.Request
+	if r.ContentLength > d.MaxBody {
+		return nil, tooLarge(d.MaxBody)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, d.MaxBody))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, tooLarge(d.MaxBody)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", d.BodyTimeout))
+		}
+		return nil, apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
+	}
+	return raw, nil
 }

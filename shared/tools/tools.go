@@ -173,6 +173,9 @@ type Binding struct {
 	// Streaming says a remote A2A agent (whose JSON-RPC endpoint is Server) streams its tasks,
 	// as its card said when it was read.
 	Streaming bool `bson:"streaming,omitempty"`
+	// Protocol is the A2A protocol version a remote A2A agent is spoken to in at Server ("1.0"
+	// or "0.3"; none, for a tool read before it was kept, is 0.3).
+	Protocol string `bson:"protocol,omitempty"`
 }
 
 // Param is a parameter of an HTTP operation: in path, query or header.

@@ -1,22 +1,30 @@
-// Drives an agentplane agent with the official A2A JavaScript SDK, unchanged: its v1.0 client
-// with the v0.3 compatibility layer, since the agent speaks A2A 0.3 (a2a-go v0.3.3). Each phase
-// prints what it saw as JSON for the Go test (api/a2a_node_test.go) to check.
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+// Drives an agentplane agent with the official A2A JavaScript SDK, unchanged: its A2A 1.0 client
+// as it comes, and (phase legacy) its A2A 0.3 transport, for the agent speaks both. Each phase
+// prints what it saw as JSON, with the JSON-RPC methods it called, for the Go test
+// (api/a2a_test.go) to check.
+import { Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import { Role, TaskState } from "@a2a-js/sdk";
 import { randomUUID } from "node:crypto";
 
 const { AGENT_URL, KEY } = process.env;
 
+// methods are the JSON-RPC methods called, in order, each with the A2A-Version header it carried.
+const methods = [];
+
 // authed sends the account's API key with every request, the card's included.
 const authed = (url, init = {}) => {
   const headers = new Headers(init.headers);
   headers.set("Authorization", `Bearer ${KEY}`);
+  if (typeof init.body === "string") {
+    methods.push(`${JSON.parse(init.body).method}@${headers.get("A2A-Version") ?? ""}`);
+  }
   return fetch(url, { ...init, headers });
 };
 
 const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-  transports: [new JsonRpcTransportFactory({ fetchImpl: authed, legacyCompat: { enabled: true } })],
-  cardResolver: new DefaultAgentCardResolver({ fetchImpl: authed, legacyCompat: { enabled: true } }),
+  transports: [new JsonRpcTransportFactory({ fetchImpl: authed })],
+  cardResolver: new DefaultAgentCardResolver({ fetchImpl: authed }),
 }));
 
 const message = (text, { taskId = "", contextId = "" } = {}) => ({
@@ -52,7 +60,8 @@ const phases = {
     const cancel = await failure(() => client.cancelTask({ id: first.id, tenant: "", metadata: undefined }));
     const missing = await failure(() => client.getTask({ id: "no-such-task", tenant: "", historyLength: undefined }));
     return { card: { name: card.name, streaming: card.capabilities?.streaming, skills: (card.skills ?? []).map((s) => s.name),
-      urls: (card.supportedInterfaces ?? []).map((i) => i.url) }, first, next, got, cancel, missing };
+      interfaces: (card.supportedInterfaces ?? []).map((i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}`) },
+      first, next, got, cancel, missing, methods };
   },
   // A message streamed: the kinds and states of its events in order; then the task, over,
   // resubscribed to.
@@ -73,7 +82,7 @@ const phases = {
     let taskId = "";
     const events = await read(client.sendMessageStream(message("Stream me the hours.")));
     const resubscribed = await read(client.resubscribeTask({ id: taskId, tenant: "" }));
-    return { events, resubscribed };
+    return { events, resubscribed, methods };
   },
   // A task that needs approval to run a tool, resumed with approve to completed; another one
   // resumed by a streamed approve.
@@ -90,7 +99,36 @@ const phases = {
       else if (p?.$case === "statusUpdate") streamed.push(`status:${state(p.value.status?.state)}:${text(p.value.status?.message)}`);
       else streamed.push(String(p?.$case));
     }
-    return { paused, resumed, again, second, streamed };
+    return { paused, resumed, again, second, streamed, methods };
+  },
+  // A task waiting for a tool's approval canceled, then read; canceled again, it is over.
+  async cancel() {
+    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    const paused = summary(taskOf(await client.sendMessage(message("Add a deal for Acme."))));
+    const canceled = summary(await client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
+    const got = summary(await client.getTask({ id: paused.id, tenant: "", historyLength: undefined }));
+    const again = await failure(() => client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
+    const decided = await failure(() => client.sendMessage(message("approve", { taskId: paused.id })));
+    return { paused, canceled, got, again, decided, methods };
+  },
+  // The same agent through the SDK's A2A 0.3 transport (message/send, ...), the card's 0.3
+  // interface taken: a message sent and its task read, one streamed, an unknown task not found.
+  async legacy() {
+    const card = await new DefaultAgentCardResolver({ fetchImpl: authed }).resolve(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    const iface = card.supportedInterfaces.find((i) => i.protocolVersion === "0.3");
+    const client = new Client(new LegacyJsonRpcTransport({ endpoint: iface.url, fetchImpl: authed }), card);
+    const sent = summary(taskOf(await client.sendMessage(message("When do you open?"))));
+    const got = summary(await client.getTask({ id: sent.id, tenant: "", historyLength: undefined }));
+    const streamed = [];
+    for await (const ev of client.sendMessageStream(message("Stream me the hours."))) {
+      const p = ev.payload;
+      if (p?.$case === "task") streamed.push(`task:${state(p.value.status?.state)}`);
+      else if (p?.$case === "statusUpdate") streamed.push(`status:${state(p.value.status?.state)}:${text(p.value.status?.message)}`);
+      else if (p?.$case === "artifactUpdate") streamed.push(`artifact:${(p.value.artifact?.parts ?? []).map((x) => x.content?.value).join("")}`);
+      else streamed.push(String(p?.$case));
+    }
+    const missing = await failure(() => client.getTask({ id: "no-such-task", tenant: "", historyLength: undefined }));
+    return { sent, got, streamed, missing, methods };
   },
 };
 

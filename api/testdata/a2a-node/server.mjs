@@ -1,11 +1,11 @@
 // Remote agents served by the official A2A JavaScript SDK, unchanged: its DefaultRequestHandler
-// behind its Express JSON-RPC handler and card handler, with the v0.3 compatibility layer on
-// (agentplane's client speaks A2A 0.3). Each agent lives under /<name>; every request must carry
-// the bearer token TOKEN. It prints {"url": ...} once it listens, for the Go test
-// (api/a2a_tool_test.go) to read.
-//   echo    streams: "remote says: <text> (hop <X-A2A-Hop>)" as an artifact, then completed
-//   plain   does not stream: the same answer in the completed task's status message
-//   silent  does not stream, and never answers (its task stays working)
+// behind its Express JSON-RPC handler and card handler, with the v0.3 compatibility layer on.
+// Each agent lives under /<name>; every request must carry the bearer token TOKEN. It prints
+// {"url": ...} once it listens, for the Go test (api/a2a_tool_test.go) to read.
+//   echo    A2A 1.0 and 0.3, streams: "remote says (hop <X-A2A-Hop>, A2A-Version <header>):
+//           <text>" as an artifact, then completed
+//   plain   A2A 0.3 only, does not stream: the same answer in the completed task's status message
+//   silent  A2A 1.0 and 0.3, does not stream, and never answers (its task stays working)
 import express from "express";
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, TaskState, Role } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, STATE_HEADERS_KEY } from "@a2a-js/sdk/server";
@@ -36,9 +36,9 @@ const executor = (name) => ({
   cancelTask: async () => {},
   execute: async (ctx, bus) => {
     const { taskId, contextId, userMessage } = ctx;
-    const hop = ctx.context.state.get(STATE_HEADERS_KEY)?.["x-a2a-hop"] ?? "none";
+    const headers = ctx.context.state.get(STATE_HEADERS_KEY) ?? {};
     const asked = userMessage.parts.filter((p) => p.content?.$case === "text").map((p) => p.content.value).join(" ");
-    const answer = `remote says: ${asked} (hop ${hop})`;
+    const answer = `remote says (hop ${headers["x-a2a-hop"] ?? "none"}, A2A-Version ${headers["a2a-version"] ?? "none"}): ${asked}`;
     if (!ctx.task) {
       bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: new Date().toISOString() },
         artifacts: [], history: [userMessage], metadata: undefined }));
@@ -64,8 +64,8 @@ const server = app.listen(0, "127.0.0.1", () => {
       name: `Remote ${name}`,
       description: `A remote agent (${name}) of the JavaScript SDK.`,
       // The same endpoint for 1.0 and 0.3 clients: the compatibility layer serves 0.3 only where
-      // an interface says so.
-      supportedInterfaces: [A2A_PROTOCOL_VERSION, "0.3"].map((protocolVersion) => ({ url: `${base}/${name}/rpc`, protocolBinding: "JSONRPC",
+      // an interface says so. plain is an agent of 0.3 only.
+      supportedInterfaces: (name === "plain" ? ["0.3"] : [A2A_PROTOCOL_VERSION, "0.3"]).map((protocolVersion) => ({ url: `${base}/${name}/rpc`, protocolBinding: "JSONRPC",
         tenant: "", protocolVersion })),
       version: "1.0.0",
       capabilities: { streaming: name === "echo", pushNotifications: false, extensions: [], extendedAgentCard: false },

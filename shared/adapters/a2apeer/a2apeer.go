@@ -1,6 +1,7 @@
-// Package a2apeer calls remote agents that speak A2A (protocol 0.3, JSON-RPC binding) as
-// agents' tools, with the official Go SDK's client (github.com/a2aproject/a2a-go/a2aclient): the
-// agent card read from the tool's URL, a message sent and its task followed to its end
+// Package a2apeer calls remote agents that speak A2A (protocol 1.0 or 0.3, JSON-RPC binding) as
+// agents' tools, with the official Go SDK's client (github.com/a2aproject/a2a-go/v2/a2aclient, its
+// a2acompat/a2av0 transport for agents of 0.3): the agent card read from the tool's URL, the
+// newest protocol version both speak chosen, a message sent and its task followed to its end
 // (streamed when the card says the agent streams, else sent and polled), every request through
 // the HTTP client it is given (the SSRF-guarded one), within the tool's time limit and with the
 // answer cut to the size the model is shown.
@@ -21,9 +22,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	sdk "github.com/a2aproject/a2a-go/a2aclient"
-	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -70,7 +72,8 @@ var inputSchema = map[string]any{
 }
 
 // List reads the agent card at e's URL: the agent is one operation, send_message, called at the
-// JSON-RPC endpoint the card names.
+// JSON-RPC endpoint the card names, in the newest protocol version it names for it that the
+// client speaks (1.0, else 0.3).
 func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
@@ -78,13 +81,14 @@ func (c *Client) List(ctx context.Context, e tools.Endpoint) ([]tools.Operation,
 	if err != nil {
 		return nil, "", err
 	}
-	endpoint := jsonRPCEndpoint(card)
-	if u, perr := url.Parse(endpoint); endpoint == "" || perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	iface := jsonRPCInterface(card)
+	if iface == nil {
 		return nil, "", apperr.New(apperr.BadGateway, "a2a_card_unusable",
-			"The agent card names no JSON-RPC endpoint (an http or https URL) to send messages to.")
+			"The agent card names no JSON-RPC endpoint (an http or https URL) of A2A 1.0 or 0.3 to send messages to.")
 	}
 	return []tools.Operation{{Name: Operation, Description: describe(card), InputSchema: inputSchema,
-		Binding: &tools.Binding{Method: http.MethodPost, Server: endpoint, Streaming: card.Capabilities.Streaming}}}, "", nil
+		Binding: &tools.Binding{Method: http.MethodPost, Server: iface.URL, Streaming: card.Capabilities.Streaming,
+			Protocol: string(iface.ProtocolVersion)}}}, "", nil
 }
 
 // card reads and decodes the agent card at e's URL (the agent's base URL is taken to mean its
@@ -99,7 +103,10 @@ func (c *Client) card(ctx context.Context, e tools.Endpoint) (*a2a.AgentCard, er
 		path = strings.TrimSuffix(path, "/") + "/.well-known/agent-card.json"
 	}
 	base := u.Scheme + "://" + u.Host
-	card, err := agentcard.NewResolver(c.client(e, u, 0)).Resolve(ctx, base, agentcard.WithPath(path))
+	// The parser of the SDK's compatibility layer reads a card of either version (one of 0.3 as
+	// the interfaces of 1.0 it means).
+	resolver := &agentcard.Resolver{Client: c.client(e, u, 0), CardParser: a2av0.NewAgentCardParser()}
+	card, err := resolver.Resolve(ctx, base, agentcard.WithPath(path))
 	if err != nil {
 		var status *agentcard.ErrStatusNotOK
 		if errors.As(err, &status) {
@@ -111,16 +118,37 @@ func (c *Client) card(ctx context.Context, e tools.Endpoint) (*a2a.AgentCard, er
 	return card, nil
 }
 
-// jsonRPCEndpoint is the URL of the card's JSON-RPC interface: its main one unless it prefers
-// another transport, then the first additional one of JSON-RPC.
-func jsonRPCEndpoint(card *a2a.AgentCard) string {
-	if card.PreferredTransport == "" || card.PreferredTransport == a2a.TransportProtocolJSONRPC {
-		return card.URL
-	}
-	for _, i := range card.AdditionalInterfaces {
-		if i.Transport == a2a.TransportProtocolJSONRPC {
-			return i.URL
+// jsonRPCInterface is the card's JSON-RPC interface at an http or https URL of the newest
+// protocol version the client speaks (1.0, else 0.3; another minor version of either counts as
+// it), in the card's order among equals; nil when there is none.
+func jsonRPCInterface(card *a2a.AgentCard) *a2a.AgentInterface {
+	var best *a2a.AgentInterface
+	for _, i := range card.SupportedInterfaces {
+		u, err := url.Parse(i.URL)
+		if !strings.EqualFold(string(i.ProtocolBinding), string(a2a.TransportProtocolJSONRPC)) || err != nil ||
+			(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			continue
 		}
+		switch v := protocolOf(i.ProtocolVersion); {
+		case v == a2a.Version && (best == nil || best.ProtocolVersion != a2a.Version):
+			best = &a2a.AgentInterface{URL: i.URL, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: v}
+		case v == a2av0.Version && best == nil:
+			best = &a2a.AgentInterface{URL: i.URL, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: v}
+		}
+	}
+	return best
+}
+
+// protocolOf is the version of A2A the client speaks that v is (1.0 for 1.x, 0.3 for 0.3.x),
+// "" for any other; none (a tool read before versions were kept) is 0.3.
+func protocolOf(v a2a.ProtocolVersion) a2a.ProtocolVersion {
+	switch s := string(v); {
+	case s == "":
+		return a2av0.Version
+	case s == "1" || strings.HasPrefix(s, "1."):
+		return a2a.Version
+	case s == "0.3" || strings.HasPrefix(s, "0.3."):
+		return a2av0.Version
 	}
 	return ""
 }
@@ -178,16 +206,16 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
-	card := &a2a.AgentCard{URL: op.Binding.Server, PreferredTransport: a2a.TransportProtocolJSONRPC,
-		Capabilities: a2a.AgentCapabilities{Streaming: op.Binding.Streaming}}
-	// An agent that does not stream is sent the message without waiting (blocking false) and
-	// its task is read until it is over, rather than a connection held open all along.
-	client, err := sdk.NewFromCard(ctx, card, sdk.WithDefaultsDisabled(), sdk.WithJSONRPCTransport(c.client(e, origin, hop)),
-		sdk.WithConfig(sdk.Config{Polling: !op.Binding.Streaming}))
+	hc := c.client(e, origin, hop)
+	endpoint := &a2a.AgentInterface{URL: op.Binding.Server, ProtocolBinding: a2a.TransportProtocolJSONRPC,
+		ProtocolVersion: protocolOf(a2a.ProtocolVersion(op.Binding.Protocol))}
+	client, err := sdk.NewFromEndpoints(ctx, []*a2a.AgentInterface{endpoint}, sdk.WithDefaultsDisabled(), sdk.WithJSONRPCTransport(hc),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
 	if err != nil {
 		return tools.Output{}, failure(ctx, err, e.Timeout)
 	}
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: in.Message})
+	defer func() { _ = client.Destroy() }()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(in.Message))
 	msg.ContextID, msg.TaskID = strings.TrimSpace(in.ContextID), a2a.TaskID(strings.TrimSpace(in.TaskID))
 	var r result
 	if op.Binding.Streaming {
@@ -205,7 +233,7 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 // stream sends msg as a stream, taking its events into r; a stream that ends before its task
 // is over is followed by reading the task.
 func (c *Client) stream(ctx context.Context, client *sdk.Client, msg *a2a.Message, r *result) error {
-	for ev, err := range client.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: msg}) {
+	for ev, err := range client.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
 		if err != nil {
 			return err
 		}
@@ -214,9 +242,10 @@ func (c *Client) stream(ctx context.Context, client *sdk.Client, msg *a2a.Messag
 	return c.poll(ctx, client, r)
 }
 
-// send sends msg and, while the task it answers is not over, reads the task again.
+// send sends msg, asking the agent to answer at once rather than hold the connection open until
+// the task is over, and, while the task it answers is not over, reads the task again.
 func (c *Client) send(ctx context.Context, client *sdk.Client, msg *a2a.Message, r *result) error {
-	res, err := client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	res, err := client.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		return err
 	}
@@ -235,7 +264,7 @@ func (c *Client) poll(ctx context.Context, client *sdk.Client, r *result) error 
 			return ctx.Err()
 		case <-time.After(pause):
 		}
-		task, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: r.task.ID})
+		task, err := client.GetTask(ctx, &a2a.GetTaskRequest{ID: r.task.ID})
 		if err != nil {
 			return err
 		}
@@ -325,7 +354,8 @@ func blocked(err error) string {
 // rpcErrors are the errors a remote agent answers (JSON-RPC errors of A2A).
 var rpcErrors = []error{a2a.ErrParseError, a2a.ErrInvalidRequest, a2a.ErrMethodNotFound, a2a.ErrInvalidParams, a2a.ErrInternalError,
 	a2a.ErrServerError, a2a.ErrTaskNotFound, a2a.ErrTaskNotCancelable, a2a.ErrPushNotificationNotSupported, a2a.ErrUnsupportedOperation,
-	a2a.ErrUnsupportedContentType, a2a.ErrInvalidAgentResponse}
+	a2a.ErrUnsupportedContentType, a2a.ErrInvalidAgentResponse, a2a.ErrExtendedCardNotConfigured, a2a.ErrExtensionSupportRequired,
+	a2a.ErrVersionNotSupported, a2a.ErrUnauthenticated, a2a.ErrUnauthorized}
 
 func rpcError(err error) bool {
 	for _, e := range rpcErrors {

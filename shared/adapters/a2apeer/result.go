@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // result is what a remote agent answered so far: a message, or a task with its status and
@@ -87,30 +87,32 @@ func (r *result) text() (string, bool) {
 	switch state {
 	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
 		lines = append(lines, fmt.Sprintf("(the remote agent waits for %s: answer with task_id %s and context_id %s)",
-			strings.TrimSuffix(string(state), "-required"), t.ID, t.ContextID))
+			strings.TrimSuffix(stateName(state), "-required"), t.ID, t.ContextID))
 	default:
-		lines = append(lines, fmt.Sprintf("(task %s %s; context_id %s)", t.ID, state, t.ContextID))
+		lines = append(lines, fmt.Sprintf("(task %s %s; context_id %s)", t.ID, stateName(state), t.ContextID))
 	}
 	return joinLines(lines...), state == a2a.TaskStateFailed || state == a2a.TaskStateRejected
+}
+
+// stateName is a task state as the spec words it in text (completed, input-required).
+func stateName(s a2a.TaskState) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(s), "TASK_STATE_"), "_", "-"))
 }
 
 // partsText is the text of parts: text as it is, data as JSON, a file by its name and type.
 func partsText(parts a2a.ContentParts) string {
 	var out []string
 	for _, p := range parts {
-		switch v := p.(type) {
-		case a2a.TextPart:
-			out = append(out, v.Text)
-		case a2a.DataPart:
-			raw, _ := json.Marshal(v.Data)
+		switch v := p.Content.(type) {
+		case a2a.Text:
+			out = append(out, string(v))
+		case a2a.Data:
+			raw, _ := json.Marshal(v.Value)
 			out = append(out, string(raw))
-		case a2a.FilePart:
-			switch f := v.File.(type) {
-			case a2a.FileURI:
-				out = append(out, fmt.Sprintf("[file %s (%s): %s]", f.Name, f.MimeType, f.URI))
-			case a2a.FileBytes:
-				out = append(out, fmt.Sprintf("[file %s (%s), %d bytes of base64 left out]", f.Name, f.MimeType, len(f.Bytes)))
-			}
+		case a2a.URL:
+			out = append(out, fmt.Sprintf("[file %s (%s): %s]", p.Filename, p.MediaType, v))
+		case a2a.Raw:
+			out = append(out, fmt.Sprintf("[file %s (%s), %d bytes left out]", p.Filename, p.MediaType, len(v)))
 		}
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))

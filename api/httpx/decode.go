@@ -32,25 +32,11 @@ type Decoder struct {
 // character but NUL ("$where", "a.b"): typed fields have fixed names and free-form values are
 // stored as JSON text (shared/freeform), so no key of a body becomes a document key or an operator.
 func (d Decoder) Decode(c *gin.Context, dst any) error {
-	r := c.Request
-	if r.ContentLength > d.MaxBody {
-		return tooLarge(d.MaxBody)
+	raw, err := d.read(c)
+	if err != nil || len(raw) == 0 {
+		return err
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, d.MaxBody))
-	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return tooLarge(d.MaxBody)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", d.BodyTimeout))
-		}
-		return apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+	if err := checkJSONContentType(c.Request.Header.Get("Content-Type")); err != nil {
 		return err
 	}
 	if !utf8.Valid(raw) {
@@ -70,6 +56,34 @@ func (d Decoder) Decode(c *gin.Context, dst any) error {
 		return apperr.New(apperr.Malformed, "malformed_json", "The request body is not valid JSON: "+err.Error())
 	}
 	return nil
+}
+
+// Text reads c's body as UTF-8 text of at most the configured limit (a JSONL import), trimmed.
+func (d Decoder) Text(c *gin.Context) ([]byte, error) {
+	raw, err := d.read(c)
+	if err == nil && !utf8.Valid(raw) {
+		err = apperr.New(apperr.Malformed, "invalid_utf8", "The request body is not valid UTF-8.")
+	}
+	return raw, err
+}
+
+// read reads c's body, at most MaxBody bytes of it, trimmed.
+func (d Decoder) read(c *gin.Context) ([]byte, error) {
+	r := c.Request
+	if r.ContentLength > d.MaxBody {
+		return nil, tooLarge(d.MaxBody)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, r.Body, d.MaxBody))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, tooLarge(d.MaxBody)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, apperr.New(apperr.Timeout, "body_timeout", fmt.Sprintf("The request body did not arrive within %s.", d.BodyTimeout))
+		}
+		return nil, apperr.New(apperr.Malformed, "unreadable_body", "The request body could not be read.")
+	}
+	return bytes.TrimSpace(raw), nil
 }
 
 func tooLarge(limit int64) error {

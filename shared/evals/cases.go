@@ -60,6 +60,8 @@ type Case struct {
 
 	re     *regexp.Regexp
 	schema *jsonschema.Schema
+	// line is the case's line in a JSONL import.
+	line int
 }
 
 // Validate checks c (field names its place in a request, as "cases[3]") and prepares its

@@ -47,6 +47,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/email"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -224,6 +225,8 @@ type Domain struct {
 	Inbox *inbox.Service
 	// Workspaces are agents' file trees.
 	Workspaces *workspaces.Service
+	// Evals are agents' eval datasets.
+	Evals *evals.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -281,6 +284,7 @@ func (a *App) Domain() (Domain, error) {
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
 	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
+	d.Evals = evals.NewService(store.NewEvals(db))
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -375,6 +379,7 @@ func (a *App) API() (api.Deps, error) {
 		Heartbeats:    d.Heartbeats,
 		Operators:     d.Operators,
 		Workspaces:    d.Workspaces,
+		Evals:         d.Evals,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

@@ -65,3 +65,21 @@ func (s *server) deleteDataset(c *gin.Context) (any, error) {
 	}
 	return gin.H{}, s.evals.Delete(c, sc.ProjectID, b.ID, c.Query("dataset_id"))
 }
+
+type fromChatsRequest struct {
+	scope
+	Name    string   `json:"name"`
+	ChatIDs []string `json:"chat_ids"`
+}
+
+// datasetFromChats stores a dataset of the answered messages of chats of the agent; a chat of
+// another agent is not found.
+func (s *server) datasetFromChats(c *gin.Context) (any, error) {
+	var req fromChatsRequest
+	botID, err := s.bind(c, &req, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.evals.FromChats(c, req.ProjectID, botID, req.Name, req.ChatIDs)
+	return gin.H{"dataset": d}, err
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // evalsAPI calls the eval dataset routes of one agent.
@@ -206,5 +207,52 @@ func TestEvalDatasetImportRefused(t *testing.T) {
 	})
 	if n := e.get(t, "/v1/bot/eval/dataset/readall", http.StatusOK)["total"]; n != float64(0) {
 		t.Fatalf("%v datasets stored from refused imports", n)
+	}
+}
+
+// A dataset from chats: each answered end user's message a case, with the conversation before
+// it and the last answer (an operator's correction after the agent's) expected; a chat of
+// another agent is not found and nothing is stored.
+func TestEvalDatasetFromChats(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"reasoning_type": "standard"})
+	fake.Set(providertest.Behavior{Reply: "Returns take 30 days."})
+	_, first := a.chat(t, map[string]any{"message": "How long do returns take?", "reasoning_mode": "standard"})
+	chatID := first["chat_id"].(string)
+	a.chat(t, map[string]any{"message": "And exchanges?", "chat_id": chatID, "reasoning_mode": "standard"})
+	_, token := a.operator(t, "Maria")
+	expect(t, a.inbox(t, token, "take", chatID, nil), http.StatusOK, "")
+	expect(t, a.inbox(t, token, "reply", chatID, map[string]any{"content": "Exchanges take 14 days."}), http.StatusOK, "")
+
+	e := evalsAPI{b: b, bot: a.botID}
+	from := func(chatIDs ...string) *apitest.Response {
+		return b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/eval/dataset/from-chats", Key: b.key,
+			Body: map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "name": "From support", "chat_ids": chatIDs}})
+	}
+	other := b.chatBot(t, nil)
+	_, elsewhere := other.chat(t, map[string]any{"message": "Hello?", "reasoning_mode": "standard"})
+	expect(t, from(chatID, elsewhere["chat_id"].(string)), http.StatusNotFound, "chat_not_found")
+	expect(t, from("no-such-chat"), http.StatusNotFound, "")
+	if n := e.get(t, "/v1/bot/eval/dataset/readall", http.StatusOK)["total"]; n != float64(0) {
+		t.Fatalf("%v datasets stored from refused chats", n)
+	}
+
+	res := from(chatID)
+	expect(t, res, http.StatusOK, "")
+	got := res.JSON(t)["dataset"].(map[string]any)["cases"].([]any)
+	if len(got) != 2 {
+		t.Fatalf("cases = %v, want one per answered message", got)
+	}
+	one, two := got[0].(map[string]any), got[1].(map[string]any)
+	if one["input"] != "How long do returns take?" || one["expected_answer"] != "Returns take 30 days." || one["conversation"] != nil {
+		t.Fatalf("first case = %v", one)
+	}
+	var turns []string
+	for _, m := range two["conversation"].([]any) {
+		turns = append(turns, m.(map[string]any)["role"].(string)+": "+m.(map[string]any)["content"].(string))
+	}
+	want := "user: How long do returns take? | assistant: Returns take 30 days. | user: And exchanges?"
+	if strings.Join(turns, " | ") != want || two["expected_answer"] != "Exchanges take 14 days." || fmt.Sprint(two["graders"]) != "[exact]" {
+		t.Fatalf("second case = %v, want the conversation %q and the operator's answer expected", two, want)
 	}
 }

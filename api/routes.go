@@ -78,6 +78,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/version/rollback", handle(s.rollbackVersion))
 	v1.POST("/bot/eval/dataset/create", handle(s.createDataset))
 	v1.POST("/bot/eval/dataset/import", handle(s.importDataset))
+	v1.POST("/bot/eval/dataset/from-chats", handle(s.datasetFromChats))
 	v1.GET("/bot/eval/dataset/readall", handle(s.listDatasets))
 	v1.GET("/bot/eval/dataset/read", handle(s.readDataset))
 	v1.DELETE("/bot/eval/dataset/delete", handle(s.deleteDataset))

@@ -270,6 +270,10 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "POST", path: "/v1/bot/eval/dataset/import", scope: botScope, in: inQuery, contentType: "application/x-ndjson",
 			query: q(func(matrixFixture) []string { return []string{"name", "Matrix import"} }),
 			raw:   func(matrixFixture) []byte { return []byte(`{"input":"Hi?","expected_facts":["hello"]}` + "\n") }},
+		{method: "POST", path: "/v1/bot/eval/dataset/from-chats", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"name": "From chats", "chat_ids": []any{f.chat}}
+			}},
 		{method: "GET", path: "/v1/bot/eval/dataset/readall", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/eval/dataset/read", scope: botScope, in: inQuery, resource: true,
 			query: q(func(f matrixFixture) []string { return []string{"dataset_id", f.dataset} })},

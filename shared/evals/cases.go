@@ -60,8 +60,8 @@ type Case struct {
 
 	re     *regexp.Regexp
 	schema *jsonschema.Schema
-	// line is the case's line in a JSONL import.
-	line int
+	// origin names where a case came from (a JSONL line, a chat's message) in errors.
+	origin string
 }
 
 // Validate checks c (field names its place in a request, as "cases[3]") and prepares its

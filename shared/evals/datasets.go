@@ -51,8 +51,9 @@ type Repo interface {
 
 // Service keeps agents' datasets.
 type Service struct {
-	repo Repo
-	now  func() time.Time
+	repo       Repo
+	transcript Transcript
+	now        func() time.Time
 }
 
 // NewService returns the datasets' service.
@@ -137,13 +138,13 @@ func (s *Service) Import(ctx context.Context, projectID, botID, name string, jso
 			}
 			return Dataset{}, apperr.Invalidf(fmt.Sprintf("line %d", line), "is not a JSON object: %s", err.Error())
 		}
-		c.line = line
+		c.origin = fmt.Sprintf("line %d", line)
 		cases = append(cases, c)
 	}
 	if err := sc.Err(); err != nil {
 		return Dataset{}, apperr.New(apperr.Malformed, "unreadable_body", "The JSONL body could not be read: "+err.Error())
 	}
-	return s.create(ctx, projectID, botID, Input{Name: name, Cases: cases}, func(i int) string { return fmt.Sprintf("line %d", cases[i].line) })
+	return s.create(ctx, projectID, botID, Input{Name: name, Cases: cases}, func(i int) string { return cases[i].origin })
 }
 
 // Get is a dataset of the agent, with its cases.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,6 +286,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
 	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
 	d.Evals = evals.NewService(store.NewEvals(db))
+	d.Evals.UseTranscripts(d.transcript)
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -584,3 +586,30 @@ func (a *App) providers() chats.Providers {
 
 // WatchQueue reports the depth of the process's queue in its metrics.
 func (a *App) WatchQueue() { a.Metrics.WatchQueue(a.inspector, a.Cfg.Queue) }
+
+// transcriptMessages bounds how many of a chat's last messages a dataset built from it reads.
+const transcriptMessages = 500
+
+// transcript is a chat of the agent as evals read it: its last messages with text, the end
+// user's as user and the agent's or an operator's as assistant.
+func (d *Domain) transcript(ctx context.Context, projectID, botID, chatID string) ([]evals.Turn, error) {
+	chat, err := d.Chats.Get(ctx, projectID, botID, chatID)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := d.Chats.Messages(ctx, chat, chat.Messages-transcriptMessages+1, chat.Messages)
+	if err != nil {
+		return nil, err
+	}
+	turns := make([]evals.Turn, 0, len(msgs))
+	for _, m := range msgs {
+		role := evals.RoleAssistant
+		if m.Role == chats.RoleUser {
+			role = evals.RoleUser
+		}
+		if strings.TrimSpace(m.Content) != "" {
+			turns = append(turns, evals.Turn{Role: role, Content: m.Content})
+		}
+	}
+	return turns, nil
+}

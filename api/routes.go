@@ -76,6 +76,12 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/version/diff", handle(s.diffVersions))
 	v1.POST("/bot/version/publish", handle(s.publishVersion))
 	v1.POST("/bot/version/rollback", handle(s.rollbackVersion))
+	v1.POST("/bot/eval/dataset/create", handle(s.createDataset))
+	v1.POST("/bot/eval/dataset/import", handle(s.importDataset))
+	v1.POST("/bot/eval/dataset/from-chats", handle(s.datasetFromChats))
+	v1.GET("/bot/eval/dataset/readall", handle(s.listDatasets))
+	v1.GET("/bot/eval/dataset/read", handle(s.readDataset))
+	v1.DELETE("/bot/eval/dataset/delete", handle(s.deleteDataset))
 
 	v1.PUT("/bot/calendar/settings", handle(s.updateCalendar))
 	v1.GET("/bot/calendar/settings", handle(s.readCalendar))

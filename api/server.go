@@ -28,6 +28,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/email"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
@@ -116,6 +117,8 @@ type Deps struct {
 	Inbox *inbox.Service
 	// Workspaces are agents' file trees.
 	Workspaces *workspaces.Service
+	// Evals are agents' eval datasets.
+	Evals *evals.Service
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
 	// are published (the inbox's live stream).
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
@@ -164,6 +167,8 @@ type server struct {
 	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// workspaces are agents' file trees.
 	workspaces *workspaces.Service
+	// evals are agents' eval datasets.
+	evals *evals.Service
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -201,6 +206,7 @@ func NewServer(d Deps) http.Handler {
 		heartbeats:   d.Heartbeats,
 		operators:    d.Operators,
 		workspaces:   d.Workspaces,
+		evals:        d.Evals,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

@@ -49,6 +49,8 @@ type matrixFixture struct {
 	operator, operatorToken string
 	// workspace is a workspace of the agent; file is one of its files, at filePath, changed once.
 	workspace, file, filePath string
+	// dataset is an eval dataset of the agent.
+	dataset string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -65,7 +67,7 @@ func missingFixture(key string) matrixFixture {
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
-		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html"}
+		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -116,6 +118,9 @@ type matrixRow struct {
 	// in is inBody).
 	query func(f matrixFixture) string
 	body  func(f matrixFixture) map[string]any
+	// raw is a body that is not JSON (a JSONL import), sent as contentType.
+	raw         func(f matrixFixture) []byte
+	contentType string
 	// resource says the request names a resource of the agent besides the agent, so that naming
 	// another project's one is a variation of its own.
 	resource bool
@@ -210,6 +215,9 @@ func (r matrixRow) request(f matrixFixture) apitest.Request {
 	if body != nil {
 		req.Body = body
 	}
+	if r.raw != nil {
+		req.Raw, req.ContentType = r.raw(f), r.contentType
+	}
 	return req
 }
 
@@ -255,6 +263,22 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "POST", path: "/v1/bot/version/publish", scope: botScope, in: inBody},
 		{method: "POST", path: "/v1/bot/version/rollback", scope: botScope, in: inBody, last: 1,
 			body: func(matrixFixture) map[string]any { return map[string]any{"version": 1} }},
+		{method: "POST", path: "/v1/bot/eval/dataset/create", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any {
+				return map[string]any{"name": "Matrix set", "cases": []any{map[string]any{"input": "Hi?", "expected_answer": "Hello"}}}
+			}},
+		{method: "POST", path: "/v1/bot/eval/dataset/import", scope: botScope, in: inQuery, contentType: "application/x-ndjson",
+			query: q(func(matrixFixture) []string { return []string{"name", "Matrix import"} }),
+			raw:   func(matrixFixture) []byte { return []byte(`{"input":"Hi?","expected_facts":["hello"]}` + "\n") }},
+		{method: "POST", path: "/v1/bot/eval/dataset/from-chats", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"name": "From chats", "chat_ids": []any{f.chat}}
+			}},
+		{method: "GET", path: "/v1/bot/eval/dataset/readall", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/eval/dataset/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"dataset_id", f.dataset} })},
+		{method: "DELETE", path: "/v1/bot/eval/dataset/delete", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"dataset_id", f.dataset} })},
 
 		{method: "PUT", path: "/v1/bot/calendar/settings", scope: botScope, in: inQuery,
 			body: func(matrixFixture) map[string]any { return map[string]any{"is_enabled": true} }},
@@ -737,6 +761,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		waitABit()
 	}
 	f.workspace, f.file, f.filePath = m.workspace(t, f, tag)
+	f.dataset = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/eval/dataset/create", Key: key, Body: scoped(map[string]any{
+		"name": "Dataset " + tag, "cases": []any{map[string]any{"input": "Question of " + tag, "expected_answer": "Answer of " + tag}}})})["dataset"].(map[string]any)["uuid"].(string)
 	f.memory, f.memoryUser = m.remembered(t, f, "My name is Matrix.")
 	f.email = m.mailed(t, f, tag)
 	var keys struct{ Keys []struct{ ID string } }
@@ -749,7 +775,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		tn.markers = append(tn.markers, k.ID)
 	}
 	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field)
-	tn.markers = append(tn.markers, f.workspace, f.file)
+	tn.markers = append(tn.markers, f.workspace, f.file, f.dataset)
 	return tn
 }
 

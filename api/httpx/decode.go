@@ -62,6 +62,15 @@ func (d Decoder) Decode(c *gin.Context, dst any) error {
 	return nil
 }
 
+// Text reads c's body as UTF-8 text of at most the configured limit (a JSONL import), trimmed.
+func (d Decoder) Text(c *gin.Context) ([]byte, error) {
+	raw, err := d.Raw(c)
+	if err == nil && !utf8.Valid(raw) {
+		err = apperr.New(apperr.Malformed, "invalid_utf8", "The request body is not valid UTF-8.")
+	}
+	return bytes.TrimSpace(raw), err
+}
+
 func tooLarge(limit int64) error {
 	return apperr.New(apperr.TooLarge, "body_too_large", fmt.Sprintf("The request body is larger than %d bytes.", limit))
 }

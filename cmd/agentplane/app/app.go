@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/email"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/inbox"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -224,6 +226,8 @@ type Domain struct {
 	Inbox *inbox.Service
 	// Workspaces are agents' file trees.
 	Workspaces *workspaces.Service
+	// Evals are agents' eval datasets.
+	Evals *evals.Service
 }
 
 // Domain builds the domain services once and returns them.
@@ -281,6 +285,8 @@ func (a *App) Domain() (Domain, error) {
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
 	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
+	d.Evals = evals.NewService(store.NewEvals(db))
+	d.Evals.UseTranscripts(d.transcript)
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -375,6 +381,7 @@ func (a *App) API() (api.Deps, error) {
 		Heartbeats:    d.Heartbeats,
 		Operators:     d.Operators,
 		Workspaces:    d.Workspaces,
+		Evals:         d.Evals,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,
@@ -579,3 +586,30 @@ func (a *App) providers() chats.Providers {
 
 // WatchQueue reports the depth of the process's queue in its metrics.
 func (a *App) WatchQueue() { a.Metrics.WatchQueue(a.inspector, a.Cfg.Queue) }
+
+// transcriptMessages bounds how many of a chat's last messages a dataset built from it reads.
+const transcriptMessages = 500
+
+// transcript is a chat of the agent as evals read it: its last messages with text, the end
+// user's as user and the agent's or an operator's as assistant.
+func (d *Domain) transcript(ctx context.Context, projectID, botID, chatID string) ([]evals.Turn, error) {
+	chat, err := d.Chats.Get(ctx, projectID, botID, chatID)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := d.Chats.Messages(ctx, chat, chat.Messages-transcriptMessages+1, chat.Messages)
+	if err != nil {
+		return nil, err
+	}
+	turns := make([]evals.Turn, 0, len(msgs))
+	for _, m := range msgs {
+		role := evals.RoleAssistant
+		if m.Role == chats.RoleUser {
+			role = evals.RoleUser
+		}
+		if strings.TrimSpace(m.Content) != "" {
+			turns = append(turns, evals.Turn{Role: role, Content: m.Content})
+		}
+	}
+	return turns, nil
+}

@@ -133,6 +133,9 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "running", Value: 1}}, Options: options.Index().SetName("running")},
 			outboxIndex(),
 		},
+		evalDatasetsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+		},
 		firingsColl: {
 			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("bot")},

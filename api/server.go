@@ -116,6 +116,9 @@ type Deps struct {
 	Inbox *inbox.Service
 	// Workspaces are agents' file trees.
 	Workspaces *workspaces.Service
+	// PublicDomain is the domain whose subdomains are agents' pages and published workspaces'
+	// sites ("" for none).
+	PublicDomain string
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
 	// are published (the inbox's live stream).
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
@@ -159,9 +162,11 @@ type server struct {
 	stats     *stats.Service
 	channels  *channels.Service
 	publicURL string
-	email     *email.Service
-	inbox     *inbox.Service
-	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
+	// publicDomain is the domain whose subdomains are agents' pages and workspaces' sites.
+	publicDomain string
+	email        *email.Service
+	inbox        *inbox.Service
+	watch        func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// workspaces are agents' file trees.
 	workspaces *workspaces.Service
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
@@ -220,6 +225,7 @@ func NewServer(d Deps) http.Handler {
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
+	s.publicDomain = d.PublicDomain
 	s.hooks = &hooks.Door{Channels: d.Channels}
 	s.inbox, s.watch, s.email = d.Inbox, d.Watch, d.Email
 	// agentAllow takes one message of the agent's rate limit for the key keyID.

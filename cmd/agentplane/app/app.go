@@ -280,7 +280,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
-	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
+	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents)
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -375,6 +375,7 @@ func (a *App) API() (api.Deps, error) {
 		Heartbeats:    d.Heartbeats,
 		Operators:     d.Operators,
 		Workspaces:    d.Workspaces,
+		PublicDomain:  a.Cfg.PublicDomain,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

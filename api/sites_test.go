@@ -2,10 +2,13 @@ package api_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // onePixelPNG is a whole PNG image of one pixel.
@@ -158,4 +161,39 @@ func TestWorkspaceSite(t *testing.T) {
 	expectNotFound("", "/w/static-site/index.html")
 	expectNotFound("static-site."+testPublicDomain, "/")
 	expectNotFound("", "/w/no-such-site/index.html")
+}
+
+// In a real browser, a published page's script runs (its own script file loads) but in an
+// opaque origin: it can read none of the visitor's cookies of the API's host, nor the answer
+// of an authenticated /v1 route it calls with the visitor's credentials.
+func TestWorkspaceSiteSandbox(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	b := setup(t)
+	w := newWorkspace(t, b, "Sandboxed")
+	w.create("index.html", `<!doctype html><html><head><title>Sandboxed</title></head><body><h1>Hi</h1><script src="app.js"></script></body></html>`)
+	w.create("app.js", `const out = {ran: true};
+try { out.cookie = document.cookie; } catch (e) { out.cookie = 'blocked'; }
+fetch('/v1/projects', {credentials: 'include'})
+  .then((r) => r.text().then(() => { out.api = 'read ' + r.status; }))
+  .catch(() => { out.api = 'blocked'; })
+  .finally(() => { document.body.dataset.result = JSON.stringify(out); });`)
+	w.ok("PUT", "/v1/bot/workspace/publish", map[string]any{"subdomain": "sandboxed"})
+
+	// The visitor holds a cookie of the API's host, as a console served there would set.
+	if err := chromedp.Do(ctx, chromedp.Navigate(b.client.URL+"/healthz"),
+		chromedp.Evaluate[chromedp.Void](`document.cookie = 'visitor=secret; path=/'`), chromedp.Navigate(b.client.URL+"/w/sandboxed/")); err != nil {
+		t.Fatal(err)
+	}
+	raw := get(t, ctx, chromedp.Poll[string](`document.body && document.body.dataset.result`))
+	var out struct {
+		Ran         bool
+		Cookie, API string
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Ran || out.Cookie != "blocked" || out.API != "blocked" {
+		t.Fatalf("the page's script saw %s", raw)
+	}
 }

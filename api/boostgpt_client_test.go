@@ -228,6 +228,26 @@ func TestBoostGPTClientWorkspaces(t *testing.T) {
 		t.Fatalf("download: %d %v", res.Status, err)
 	}
 
+	// suggestSubdomain, publishWorkspace (the body still carries the earlier calls' fields),
+	// the site, unpublishWorkspace.
+	sub := c.call("GET", "/v1/bot/workspace/suggest-subdomain", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID)["subdomain"].(string)
+	if sub != "my-workspace" {
+		t.Fatalf("suggested %q", sub)
+	}
+	if pub := c.call("PUT", "/v1/bot/workspace/publish", map[string]any{"bot_id": botID, "workspace_uuid": wsID, "subdomain": sub}); pub["published"] != true ||
+		pub["url"] != "https://my-workspace."+testPublicDomain+"/" || pub["workspace"].(map[string]any)["subdomain"] != sub {
+		t.Fatalf("published %v", pub)
+	}
+	if res, body := b.siteGet(t, "", "/w/"+sub+"/src/main.js"); res.StatusCode != http.StatusOK || body != "// updated content" {
+		t.Fatalf("site: %d %q", res.StatusCode, body)
+	}
+	if un := c.call("PUT", "/v1/bot/workspace/unpublish", map[string]any{"bot_id": botID, "workspace_uuid": wsID}); un["published"] != false {
+		t.Fatalf("unpublished %v", un)
+	}
+	if res, _ := b.siteGet(t, "", "/w/"+sub+"/src/main.js"); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("site after unpublish: %d", res.StatusCode)
+	}
+
 	// deleteFile, deleteWorkspace
 	c.call("DELETE", "/v1/bot/workspace/file", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID, "file_uuid", fileID)
 	c.call("DELETE", "/v1/bot/workspace/delete", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID)

@@ -16,6 +16,9 @@ import (
 // routes is the whole API surface at a glance.
 func (s *server) routes(r *gin.Engine) {
 	s.opsRoutes(r)
+	// A host under the public domain that names a published workspace is its site, whatever
+	// the path.
+	r.Use(s.siteHost)
 	r.GET("/v1/openapi.json", s.openapi)
 
 	admin := r.Group("/v1/admin", s.requireAdmin)
@@ -45,6 +48,9 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST("/public/v1/chat", s.public.Limited, s.public.Chat)
 	r.GET("/public/v1/history", s.public.Limited, handle(s.public.History))
 	r.GET("/public/v1/stream", s.public.Limited, s.public.Stream)
+	r.GET(SitePath+"/:subdomain", s.siteRoot)
+	r.GET(SitePath+"/:subdomain/*path", s.site)
+	r.HEAD(SitePath+"/:subdomain/*path", s.site)
 	r.GET(inboxpage.Path, inboxpage.Page)
 	r.GET(inboxpage.Path+"/app.js", inboxpage.Asset("app.js"))
 	r.GET(inboxpage.Path+"/app.css", inboxpage.Asset("app.css"))
@@ -176,6 +182,9 @@ func (s *server) routes(r *gin.Engine) {
 	v1.PUT("/bot/workspace/file/rename", handle(s.renameWorkspaceFile))
 	v1.POST("/bot/workspace/file/restore", handle(s.restoreWorkspaceFile))
 	v1.GET("/bot/workspace/download", s.downloadWorkspace)
+	v1.GET("/bot/workspace/suggest-subdomain", handle(s.suggestSubdomain))
+	v1.PUT("/bot/workspace/publish", handle(s.publishWorkspace))
+	v1.PUT("/bot/workspace/unpublish", handle(s.unpublishWorkspace))
 
 	inbox := r.Group("/v1", s.inboxAuth, s.rateLimited, s.accountBudget)
 	inbox.GET("/bot/inbox", handle(s.listInbox))

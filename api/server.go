@@ -119,6 +119,9 @@ type Deps struct {
 	Workspaces *workspaces.Service
 	// Evals are agents' eval datasets.
 	Evals *evals.Service
+	// PublicDomain is the domain whose subdomains are agents' pages and published workspaces'
+	// sites ("" for none).
+	PublicDomain string
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
 	// are published (the inbox's live stream).
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
@@ -162,9 +165,11 @@ type server struct {
 	stats     *stats.Service
 	channels  *channels.Service
 	publicURL string
-	email     *email.Service
-	inbox     *inbox.Service
-	watch     func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
+	// publicDomain is the domain whose subdomains are agents' pages and workspaces' sites.
+	publicDomain string
+	email        *email.Service
+	inbox        *inbox.Service
+	watch        func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// workspaces are agents' file trees.
 	workspaces *workspaces.Service
 	// evals are agents' eval datasets.
@@ -226,6 +231,7 @@ func NewServer(d Deps) http.Handler {
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
+	s.publicDomain = d.PublicDomain
 	s.hooks = &hooks.Door{Channels: d.Channels}
 	s.inbox, s.watch, s.email = d.Inbox, d.Watch, d.Email
 	// agentAllow takes one message of the agent's rate limit for the key keyID.

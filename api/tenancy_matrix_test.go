@@ -611,6 +611,14 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			}},
 		{method: "DELETE", path: "/v1/bot/workspace/file", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace, "file_uuid", f.file} })},
+		{method: "GET", path: "/v1/bot/workspace/suggest-subdomain", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "PUT", path: "/v1/bot/workspace/publish", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "subdomain": "site-" + strings.ToLower(f.workspace[:8])}
+			}},
+		{method: "PUT", path: "/v1/bot/workspace/unpublish", scope: botScope, in: inBody, resource: true, last: 2,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"workspace_uuid": f.workspace} }},
 
 		{method: "GET", path: "/v1/bot/stats/summary", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/votes", scope: botScope, in: inQuery, query: statsWindow},

@@ -28,6 +28,7 @@ type workspaceRequest struct {
 	OldPath       string      `json:"old_path"`
 	NewPath       string      `json:"new_path"`
 	Version       flex.OptInt `json:"version"`
+	Subdomain     string      `json:"subdomain"`
 }
 
 // workspaceOf reads the request (its body, if any) and authorises its agent and workspace

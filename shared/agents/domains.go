@@ -163,3 +163,22 @@ func domainTaken(domain string) error {
 	return &apperr.Error{Kind: apperr.Conflict, Code: "domain_taken", Message: "domain " + domain + " is another agent's",
 		Details: []apperr.Detail{{Field: "domain", Problem: "is another agent's"}}}
 }
+
+// CheckSubdomain says whether another site of the deployment (a published workspace) may take
+// subdomain of the public domain: Invalid when it is no DNS label of 3 to 63 characters or is
+// reserved, a Conflict (subdomain_taken) when it is an agent's page.
+func (s *Service) CheckSubdomain(ctx context.Context, subdomain string) error {
+	var p apperr.Problems
+	s.hosts.checkSubdomain(&p, subdomain)
+	if err := p.Err(); err != nil {
+		return err
+	}
+	_, err := s.repo.BySubdomain(ctx, subdomain)
+	switch {
+	case err == nil:
+		return apperr.New(apperr.Conflict, "subdomain_taken", "The subdomain "+subdomain+" is taken: choose another.")
+	case apperr.As(err).Kind == apperr.NotFound:
+		return nil
+	}
+	return err
+}

@@ -19,13 +19,15 @@ import (
 // Service keeps agents' workspaces and their files.
 type Service struct {
 	repo   Repo
+	names  Names
 	now    func() time.Time
 	writes keylock.Locks // file writes of this process, one at a time per file
 }
 
-// NewService returns the workspace service.
-func NewService(repo Repo) *Service {
-	return &Service{repo: repo, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// NewService returns the workspace service; names says which subdomains the deployment's
+// other sites have (nil: none).
+func NewService(repo Repo, names Names) *Service {
+	return &Service{repo: repo, names: names, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // Create makes a workspace of the agent named name; an agent has at most MaxPerAgent.
@@ -245,7 +247,7 @@ func (s *Service) Download(ctx context.Context, w Workspace, out io.Writer) erro
 		if err != nil {
 			return err
 		}
-		return f.write(dst)
+		return f.WriteContent(dst)
 	})
 	if err != nil {
 		return err
@@ -384,8 +386,8 @@ func fileErr(err error, p string) error {
 	return err
 }
 
-// write writes the file's bytes (base64 decoded) to out.
-func (f File) write(out io.Writer) error {
+// WriteContent writes the file's bytes (base64 decoded) to out.
+func (f File) WriteContent(out io.Writer) error {
 	if f.Encoding != EncodingBase64 {
 		_, err := io.WriteString(out, f.Content)
 		return err

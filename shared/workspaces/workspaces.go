@@ -45,10 +45,14 @@ type Workspace struct {
 	BotID     string `json:"-" bson:"bot_id"`
 	Name      string `json:"name" bson:"name"`
 	// Files and Bytes are what its files take now (their versions aside): its quota's counters.
-	Files     int       `json:"file_count" bson:"files"`
-	Bytes     int64     `json:"total_bytes" bson:"bytes"`
-	CreatedAt time.Time `json:"created_at" bson:"created_at"`
-	UpdatedAt time.Time `json:"updated_at" bson:"updated_at"`
+	Files int   `json:"file_count" bson:"files"`
+	Bytes int64 `json:"total_bytes" bson:"bytes"`
+	// Subdomain is where the workspace is published as a site ("" when it is not); PublishedAt
+	// since when.
+	Subdomain   string     `json:"subdomain" bson:"subdomain,omitempty"`
+	PublishedAt *time.Time `json:"published_at" bson:"published_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at" bson:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at" bson:"updated_at"`
 }
 
 // FileInfo is a file without its content: what a listing shows.
@@ -113,6 +117,11 @@ type Repo interface {
 	// ReplaceFile writes f over its revision f.Rev-1; a file of the same path is a Conflict.
 	ReplaceFile(ctx context.Context, f File) error
 	DeleteFile(ctx context.Context, projectID, workspaceID, id string) error
+	// SetSubdomain publishes the workspace at subdomain since at, or unpublishes it when
+	// subdomain is "": a subdomain another workspace has is a Conflict.
+	SetSubdomain(ctx context.Context, projectID, id, subdomain string, at *time.Time) error
+	// BySubdomain is the workspace published at subdomain, of any project.
+	BySubdomain(ctx context.Context, subdomain string) (Workspace, error)
 	// EachFile calls fn with each file of the workspace, content included, in the order of their
 	// paths, one at a time (a download streams them).
 	EachFile(ctx context.Context, projectID, workspaceID string, fn func(File) error) error

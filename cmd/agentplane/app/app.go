@@ -284,7 +284,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
-	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db))
+	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents)
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
 	var sessionKey []byte
@@ -382,6 +382,7 @@ func (a *App) API() (api.Deps, error) {
 		Operators:     d.Operators,
 		Workspaces:    d.Workspaces,
 		Evals:         d.Evals,
+		PublicDomain:  a.Cfg.PublicDomain,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

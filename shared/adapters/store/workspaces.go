@@ -93,6 +93,31 @@ func (r Workspaces) Delete(ctx context.Context, projectID, id string) error {
 	return wrap(err, workspaces.FileResource)
 }
 
+// SetSubdomain sets or, for "", unsets the workspace's subdomain: the sparse unique index of
+// subdomains refuses one another workspace has.
+func (r Workspaces) SetSubdomain(ctx context.Context, projectID, id, subdomain string, at *time.Time) error {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "subdomain", Value: subdomain}, {Key: "published_at", Value: at}, {Key: "updated_at", Value: now}}}}
+	if subdomain == "" {
+		update = bson.D{{Key: "$unset", Value: bson.D{{Key: "subdomain", Value: ""}, {Key: "published_at", Value: ""}}},
+			{Key: "$set", Value: bson.D{{Key: "updated_at", Value: now}}}}
+	}
+	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, update)
+	if err != nil {
+		return wrap(err, workspaces.Resource)
+	}
+	if res.MatchedCount == 0 {
+		return apperr.NotFoundf(workspaces.Resource)
+	}
+	return nil
+}
+
+func (r Workspaces) BySubdomain(ctx context.Context, subdomain string) (workspaces.Workspace, error) {
+	var w workspaces.Workspace
+	err := r.coll().FindOne(ctx, bson.D{{Key: "subdomain", Value: subdomain}}).Decode(&w)
+	return w, wrap(err, workspaces.Resource)
+}
+
 func (r Workspaces) InsertFile(ctx context.Context, f workspaces.File) error {
 	_, err := r.files().InsertOne(ctx, f)
 	return wrap(err, workspaces.FileResource)

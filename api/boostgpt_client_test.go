@@ -98,6 +98,12 @@ func TestBoostGPTClientSession(t *testing.T) {
 	if deals := c.call("GET", "/v1/bot/crm/deals", nil, "project_id", p, "bot_id", botID, "status", "won"); deals["total"] != float64(1) {
 		t.Fatalf("deals %v", deals)
 	}
+	// fetchPipelineBoard, without a pipeline_id: the default pipeline's board.
+	board := c.call("GET", "/v1/bot/crm/pipelines/board", nil, "project_id", p, "bot_id", botID)
+	if won := board["stages"].([]any)[4].(map[string]any); won["name"] != "Won" || won["deal_count"] != float64(1) ||
+		won["value_by_currency"].(map[string]any)["USD"] != float64(1200) || won["deals"].([]any)[0].(map[string]any)["title"] != "Pilot" {
+		t.Fatalf("board %v", board)
+	}
 
 	field := c.call("POST", "/v1/bot/crm/fields", map[string]any{"label": "Company Size", "field_type": "select", "options": []any{"1-10", "11-50"}})["field"].(map[string]any)
 	fieldID := field["uuid"].(string)

@@ -88,6 +88,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/crm/deals/:deal_id", handle(s.deleteDeal))
 	v1.GET("/bot/crm/stages", handle(s.listStages))
 	v1.GET("/bot/crm/pipelines", handle(s.listPipelines))
+	v1.GET("/bot/crm/pipelines/board", handle(s.pipelineBoard))
 	v1.POST("/bot/crm/pipelines", handle(s.createPipeline))
 	v1.PUT("/bot/crm/pipelines/:pipeline_id", handle(s.updatePipeline))
 	v1.DELETE("/bot/crm/pipelines/:pipeline_id", handle(s.deletePipeline))

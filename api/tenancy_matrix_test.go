@@ -270,6 +270,8 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/crm/deals/:deal_id", scope: botScope, in: inQuery, resource: true, last: 2},
 		{method: "GET", path: "/v1/bot/crm/stages", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/crm/pipelines", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/pipelines/board", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"pipeline_id", f.pipeline} })},
 		{method: "POST", path: "/v1/bot/crm/pipelines", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any { return map[string]any{"name": "Another pipeline"} }},
 		{method: "PUT", path: "/v1/bot/crm/pipelines/:pipeline_id", scope: botScope, in: inBody, resource: true,

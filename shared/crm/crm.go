@@ -139,6 +139,8 @@ type Repo interface {
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
+	// DealTotals counts the live deals f selects, and sums their values, by stage and currency.
+	DealTotals(ctx context.Context, f DealFilter) ([]DealTotal, error)
 	// ReplaceDeal writes d over the stored deal of revision d.Rev-1 (Conflict otherwise).
 	ReplaceDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	DeleteDeal(ctx context.Context, d Deal, at time.Time, ev outbox.Event) error

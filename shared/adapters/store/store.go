@@ -95,6 +95,8 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			// A board's columns: an agent's deals of one stage, in id order.
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "stage_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot_stage")},
 			outboxIndex(),
 		},
 		contactsColl: {

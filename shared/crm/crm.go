@@ -156,6 +156,16 @@ type Repo interface {
 	InsertStage(ctx context.Context, s Stage, ev *outbox.Event) error
 	ReplaceStage(ctx context.Context, s Stage, ev outbox.Event) error
 	DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
+	// InsertTask stores a new task with ev in its outbox.
+	InsertTask(ctx context.Context, t Task, ev outbox.Event) error
+	// Task returns a live task of the agent.
+	Task(ctx context.Context, projectID, botID, id string) (Task, error)
+	// Tasks lists one page of the live tasks f selects.
+	Tasks(ctx context.Context, f TaskFilter, page paging.Page) ([]Task, int, error)
+	// ReplaceTask writes t over the stored task of revision t.Rev-1 (Conflict otherwise).
+	ReplaceTask(ctx context.Context, t Task, ev outbox.Event) error
+	// DeleteTask tombstones t, with ev.
+	DeleteTask(ctx context.Context, t Task, at time.Time, ev outbox.Event) error
 	// Fields lists the project's custom fields, oldest first.
 	Fields(ctx context.Context, projectID string) ([]Field, error)
 	Field(ctx context.Context, projectID, id string) (Field, error)

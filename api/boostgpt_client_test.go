@@ -100,6 +100,30 @@ func TestBoostGPTClientSession(t *testing.T) {
 	if deals := c.call("GET", "/v1/bot/crm/deals", nil, "project_id", p, "bot_id", botID, "status", "won"); deals["total"] != float64(1) {
 		t.Fatalf("deals %v", deals)
 	}
+	// fetchPipelineBoard, without a pipeline_id: the default pipeline's board.
+	board := c.call("GET", "/v1/bot/crm/pipelines/board", nil, "project_id", p, "bot_id", botID)
+	if won := board["stages"].([]any)[4].(map[string]any); won["name"] != "Won" || won["deal_count"] != float64(1) ||
+		won["value_by_currency"].(map[string]any)["USD"] != float64(1200) || won["deals"].([]any)[0].(map[string]any)["title"] != "Pilot" {
+		t.Fatalf("board %v", board)
+	}
+	// Tasks: the deal's status (won) is still in the body, so createTask is given its own.
+	task := c.call("POST", "/v1/bot/crm/tasks", map[string]any{"title": "Call Jane", "status": "open", "priority": "high"})["task"].(map[string]any)
+	taskID := task["uuid"].(string)
+	if task["status"] != "open" || task["priority"] != "high" {
+		t.Fatalf("task %v", task)
+	}
+	if snoozed := c.call("POST", "/v1/bot/crm/tasks/"+taskID+"/snooze", nil)["task"].(map[string]any); snoozed["snoozed_until"] == nil {
+		t.Fatalf("snoozed %v", snoozed)
+	}
+	if tasks := c.call("GET", "/v1/bot/crm/tasks", nil, "project_id", p, "bot_id", botID, "page", "1", "per_page", "10", "view", "snoozed"); tasks["total"] != float64(1) {
+		t.Fatalf("tasks %v", tasks)
+	}
+	c.call("PUT", "/v1/bot/crm/tasks/"+taskID, map[string]any{"status": "done"})
+	if tasks := c.call("GET", "/v1/bot/crm/tasks", nil, "project_id", p, "bot_id", botID, "page", "1", "per_page", "10", "status", "done"); tasks["total"] != float64(1) ||
+		tasks["tasks"].([]any)[0].(map[string]any)["title"] != "Call Jane" {
+		t.Fatalf("tasks done %v", tasks)
+	}
+	c.call("DELETE", "/v1/bot/crm/tasks/"+taskID, nil, "project_id", p, "bot_id", botID)
 
 	field := c.call("POST", "/v1/bot/crm/fields", map[string]any{"label": "Company Size", "field_type": "select", "options": []any{"1-10", "11-50"}})["field"].(map[string]any)
 	fieldID := field["uuid"].(string)

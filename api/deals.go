@@ -233,3 +233,12 @@ func (s *server) deleteStage(c *gin.Context) (any, error) {
 	}
 	return gin.H{}, s.crm.DeleteStage(c, sc.ProjectID, b.ID, c.Param("stage_id"), c.Query("move_deals_to_stage_id"))
 }
+
+func (s *server) pipelineBoard(c *gin.Context) (any, error) {
+	var sc scope
+	b, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	return s.crm.Board(c, sc.ProjectID, b.ID, c.Query("pipeline_id"), page)
+}

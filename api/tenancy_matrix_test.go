@@ -43,6 +43,8 @@ type matrixFixture struct {
 	email string
 	// field is a custom field of the project's contacts.
 	field string
+	// task is a CRM task of the agent, linked to its deal and contact.
+	task string
 	// memory is a memory the agent keeps of its end user memoryUser.
 	memory, memoryUser string
 	// operator is an operator of the project, and operatorToken its token.
@@ -65,7 +67,7 @@ func missingFixture(key string) matrixFixture {
 		source: "no-such-source", chat: "no-such-chat", message: "no-such-message", deal: "no-such-deal",
 		contact: "no-such-contact", contactName: "no-such-contact-name", pipeline: "no-such-pipeline", stage: "no-such-stage", defaultPipeline: "no-such-default-pipeline",
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
-		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field",
+		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field", task: "no-such-task",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
 		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset"}
 }
@@ -158,7 +160,7 @@ func (r matrixRow) label() string {
 func (r matrixRow) request(f matrixFixture) apitest.Request {
 	path := r.path
 	for param, v := range map[string]string{":project_id": f.project, ":key_id": f.keyID, ":deal_id": f.deal,
-		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":field_id": f.field, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
+		":pipeline_id": f.pipeline, ":stage_id": f.stage, ":contact_id": f.contact, ":field_id": f.field, ":task_id": f.task, ":tool_id": f.tool, ":id": f.server, ":name": "github"} {
 		path = strings.ReplaceAll(path, param, url.PathEscape(v))
 	}
 	path = strings.ReplaceAll(path, ":memory_id", url.PathEscape(f.memory))
@@ -297,6 +299,8 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "DELETE", path: "/v1/bot/crm/deals/:deal_id", scope: botScope, in: inQuery, resource: true, last: 2},
 		{method: "GET", path: "/v1/bot/crm/stages", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/crm/pipelines", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/pipelines/board", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"pipeline_id", f.pipeline} })},
 		{method: "POST", path: "/v1/bot/crm/pipelines", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any { return map[string]any{"name": "Another pipeline"} }},
 		{method: "PUT", path: "/v1/bot/crm/pipelines/:pipeline_id", scope: botScope, in: inBody, resource: true,
@@ -331,6 +335,16 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "PUT", path: "/v1/bot/crm/fields/:field_id", scope: botScope, in: inBody, resource: true,
 			body: func(matrixFixture) map[string]any { return map[string]any{"label": "Renamed field"} }},
 		{method: "DELETE", path: "/v1/bot/crm/fields/:field_id", scope: botScope, in: inQuery, resource: true, last: 2},
+		{method: "GET", path: "/v1/bot/crm/tasks", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/crm/tasks", scope: botScope, in: inBody, resource: true, foreign: refused,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"title": "Another task", "deal_id": f.deal, "contact_id": f.contact}
+			}},
+		{method: "PUT", path: "/v1/bot/crm/tasks/:task_id", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"priority": "high", "deal_id": f.deal} }},
+		{method: "POST", path: "/v1/bot/crm/tasks/:task_id/snooze", scope: botScope, in: inBody, resource: true,
+			body: func(matrixFixture) map[string]any { return map[string]any{"until": "2031-01-01T09:00:00Z"} }},
+		{method: "DELETE", path: "/v1/bot/crm/tasks/:task_id", scope: botScope, in: inQuery, resource: true, last: 2},
 
 		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
 		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},
@@ -739,6 +753,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		"name": f.contactName, "email": tag + "@example.com"})})["contact"].(map[string]any)["uuid"].(string)
 	f.field = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/fields", Key: key, Body: scoped(map[string]any{
 		"label": "Field " + tag})})["field"].(map[string]any)["uuid"].(string)
+	f.task = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/tasks", Key: key, Body: scoped(map[string]any{
+		"title": "Task " + tag, "deal_id": f.deal, "contact_id": f.contact, "due_at": "2030-01-01"})})["task"].(map[string]any)["uuid"].(string)
 	pl := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/crm/pipelines", Key: key, Body: scoped(map[string]any{
 		"name": "Pipeline " + tag, "stages": []any{map[string]any{"name": "Stage " + tag}}})})["pipeline"].(map[string]any)
 	f.pipeline = pl["uuid"].(string)
@@ -782,7 +798,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	for _, k := range keys.Keys {
 		tn.markers = append(tn.markers, k.ID)
 	}
-	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field)
+	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field, f.task)
 	tn.markers = append(tn.markers, f.workspace, f.file, f.dataset)
 	return tn
 }

@@ -139,6 +139,8 @@ type Repo interface {
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
+	// DealTotals counts the live deals f selects, and sums their values, by stage and currency.
+	DealTotals(ctx context.Context, f DealFilter) ([]DealTotal, error)
 	// ReplaceDeal writes d over the stored deal of revision d.Rev-1 (Conflict otherwise).
 	ReplaceDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	DeleteDeal(ctx context.Context, d Deal, at time.Time, ev outbox.Event) error
@@ -154,6 +156,16 @@ type Repo interface {
 	InsertStage(ctx context.Context, s Stage, ev *outbox.Event) error
 	ReplaceStage(ctx context.Context, s Stage, ev outbox.Event) error
 	DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error)
+	// InsertTask stores a new task with ev in its outbox.
+	InsertTask(ctx context.Context, t Task, ev outbox.Event) error
+	// Task returns a live task of the agent.
+	Task(ctx context.Context, projectID, botID, id string) (Task, error)
+	// Tasks lists one page of the live tasks f selects.
+	Tasks(ctx context.Context, f TaskFilter, page paging.Page) ([]Task, int, error)
+	// ReplaceTask writes t over the stored task of revision t.Rev-1 (Conflict otherwise).
+	ReplaceTask(ctx context.Context, t Task, ev outbox.Event) error
+	// DeleteTask tombstones t, with ev.
+	DeleteTask(ctx context.Context, t Task, at time.Time, ev outbox.Event) error
 	// Fields lists the project's custom fields, oldest first.
 	Fields(ctx context.Context, projectID string) ([]Field, error)
 	Field(ctx context.Context, projectID, id string) (Field, error)

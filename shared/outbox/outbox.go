@@ -221,6 +221,9 @@ const (
 	StageCreated         = "stage.created"
 	StageUpdated         = "stage.updated"
 	StageDeleted         = "stage.deleted"
+	TaskCreated          = "task.created"
+	TaskUpdated          = "task.updated"
+	TaskDeleted          = "task.deleted"
 	ChatUpdated          = "chat.updated"
 	ChatMessageUpdated   = "chat.message.updated"
 	ChatMessageDeleted   = "chat.message.deleted"
@@ -270,7 +273,7 @@ var Types = []string{
 	BotCreated, BotUpdated, BotDeleted, CalendarUpdated, BookingCreated,
 	DealCreated, DealUpdated, DealStageChanged, DealWon, DealLost, DealDeleted,
 	ContactCreated, ContactUpdated, ContactDeleted, PipelineCreated, PipelineUpdated, PipelineDeleted,
-	StageCreated, StageUpdated, StageDeleted,
+	StageCreated, StageUpdated, StageDeleted, TaskCreated, TaskUpdated, TaskDeleted,
 	WorkflowCreated, WorkflowUpdated, WorkflowDeleted, WorkflowRunSucceeded, WorkflowRunFailed,
 	ChatMessageCreated, ChatUpdated, ChatMessageUpdated, ChatMessageDeleted,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,

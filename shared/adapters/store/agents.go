@@ -30,7 +30,7 @@ const (
 
 // ownedByBot are the collections whose documents an agent owns and its deletion tombstones
 // (the sweep then purges the chunks of its sources).
-var ownedByBot = []string{dealsColl, workflowsColl, calendarsColl, sourcesColl, chatsColl, toolsColl, heartbeatsColl}
+var ownedByBot = []string{dealsColl, tasksColl, workflowsColl, calendarsColl, sourcesColl, chatsColl, toolsColl, heartbeatsColl}
 
 // Agents stores agents.
 type Agents struct{ db *mongo.Database }

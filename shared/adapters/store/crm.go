@@ -150,6 +150,63 @@ func (r CRM) Deal(ctx context.Context, projectID, botID, id string) (crm.Deal, e
 }
 
 func (r CRM) Deals(ctx context.Context, f crm.DealFilter, page paging.Page) ([]crm.Deal, int, error) {
+	deals := []crm.Deal{}
+	total, err := findPage(ctx, r.db.Collection(dealsColl), dealFilter(f), page, &deals)
+	return deals, total, wrap(err, "deal")
+}
+
+func (r CRM) DealTotals(ctx context.Context, f crm.DealFilter) ([]crm.DealTotal, error) {
+	// Two groupings of one accumulator each: FerretDB 1 answers 0 for every accumulator of a
+	// $group but the first.
+	counts, err := r.dealSums(ctx, f, 1)
+	if err != nil {
+		return nil, err
+	}
+	values, err := r.dealSums(ctx, f, "$value")
+	if err != nil {
+		return nil, err
+	}
+	totals := make([]crm.DealTotal, 0, len(counts))
+	for key, n := range counts {
+		totals = append(totals, crm.DealTotal{StageID: key.StageID, Currency: key.Currency, Count: int(n), Value: values[key]})
+	}
+	return totals, nil
+}
+
+// dealKey is a stage and a currency.
+type dealKey struct {
+	StageID  string `bson:"stage_id"`
+	Currency string `bson:"currency"`
+}
+
+// dealSums sums expr over the live deals f selects, by stage and currency.
+func (r CRM) dealSums(ctx context.Context, f crm.DealFilter, expr any) (map[dealKey]int64, error) {
+	cur, err := r.db.Collection(dealsColl).Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: dealFilter(f)}},
+		{{Key: "$group", Value: bson.D{
+			{Key: "_id", Value: bson.D{{Key: "stage_id", Value: "$stage_id"}, {Key: "currency", Value: "$currency"}}},
+			{Key: "sum", Value: bson.D{{Key: "$sum", Value: expr}}},
+		}}},
+	})
+	if err != nil {
+		return nil, wrap(err, "deal")
+	}
+	var groups []struct {
+		Key dealKey `bson:"_id"`
+		Sum int64   `bson:"sum"`
+	}
+	if err := cur.All(ctx, &groups); err != nil {
+		return nil, wrap(err, "deal")
+	}
+	sums := make(map[dealKey]int64, len(groups))
+	for _, g := range groups {
+		sums[g.Key] = g.Sum
+	}
+	return sums, nil
+}
+
+// dealFilter selects the live deals f describes.
+func dealFilter(f crm.DealFilter) bson.D {
 	filter := bson.D{{Key: "project_id", Value: f.ProjectID}, notDeleted}
 	if f.BotID != "" {
 		filter = append(filter, bson.E{Key: "bot_id", Value: f.BotID})
@@ -163,9 +220,7 @@ func (r CRM) Deals(ctx context.Context, f crm.DealFilter, page paging.Page) ([]c
 	if len(f.StageIDs) > 0 {
 		filter = append(filter, bson.E{Key: "stage_id", Value: bson.D{{Key: "$in", Value: f.StageIDs}}})
 	}
-	deals := []crm.Deal{}
-	total, err := findPage(ctx, r.db.Collection(dealsColl), filter, page, &deals)
-	return deals, total, wrap(err, "deal")
+	return filter
 }
 
 func (r CRM) ReplaceDeal(ctx context.Context, d crm.Deal, ev outbox.Event) error {

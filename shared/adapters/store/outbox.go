@@ -28,6 +28,7 @@ var outboxCollections = map[string]string{
 	"contact":      contactsColl,
 	"pipeline":     pipelinesColl,
 	"stage":        stagesColl,
+	"task":         tasksColl,
 	// chats.RecordResource: events about a chat itself ("chat" is its message pages)
 	"chat_record": chatsColl,
 	// events about something deleted: a document of their own, removed once published

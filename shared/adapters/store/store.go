@@ -95,6 +95,15 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		dealsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			// A board's columns: an agent's deals of one stage, in id order.
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "stage_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot_stage")},
+			outboxIndex(),
+		},
+		tasksColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+			// The views: an agent's open tasks by due time, and its snoozed ones.
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "status", Value: 1}, {Key: "due_at", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("due")},
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "status", Value: 1}, {Key: "snoozed_until", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("snoozed")},
 			outboxIndex(),
 		},
 		contactsColl: {

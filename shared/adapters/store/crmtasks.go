@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/outbox"
+)
+
+const tasksColl = "crm_tasks"
+
+func (r CRM) InsertTask(ctx context.Context, t crm.Task, ev outbox.Event) error {
+	return insertWithEvent(ctx, r.db.Collection(tasksColl), t, ev, crm.TaskResource)
+}
+
+func (r CRM) Task(ctx context.Context, projectID, botID, id string) (crm.Task, error) {
+	var t crm.Task
+	err := r.db.Collection(tasksColl).FindOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID},
+		{Key: "bot_id", Value: botID}, notDeleted}).Decode(&t)
+	return t, wrap(err, crm.TaskResource)
+}
+
+func (r CRM) Tasks(ctx context.Context, f crm.TaskFilter, page paging.Page) ([]crm.Task, int, error) {
+	filter := bson.D{{Key: "project_id", Value: f.ProjectID}, {Key: "bot_id", Value: f.BotID}, notDeleted}
+	if f.Status != "" {
+		filter = append(filter, bson.E{Key: "status", Value: f.Status})
+	}
+	due := bson.D{}
+	if !f.DueFrom.IsZero() {
+		due = append(due, bson.E{Key: "$gte", Value: f.DueFrom})
+	}
+	if !f.DueBefore.IsZero() {
+		due = append(due, bson.E{Key: "$lt", Value: f.DueBefore})
+	}
+	if len(due) > 0 {
+		filter = append(filter, bson.E{Key: "due_at", Value: due})
+	}
+	if !f.Now.IsZero() {
+		// An unsnoozed task's snoozed_until is the zero time, before any now.
+		op := "$lte"
+		if f.Snoozed {
+			op = "$gt"
+		}
+		filter = append(filter, bson.E{Key: "snoozed_until", Value: bson.D{{Key: op, Value: f.Now}}})
+	}
+	sort := bson.D{{Key: "_id", Value: 1}}
+	switch {
+	case f.ByDue:
+		sort = bson.D{{Key: "due_at", Value: 1}, {Key: "_id", Value: 1}}
+	case f.Snoozed:
+		sort = bson.D{{Key: "snoozed_until", Value: 1}, {Key: "_id", Value: 1}}
+	}
+	tasks := []crm.Task{}
+	total, err := findPageSorted(ctx, r.db.Collection(tasksColl), filter, sort, page, &tasks)
+	return tasks, total, wrap(err, crm.TaskResource)
+}
+
+func (r CRM) ReplaceTask(ctx context.Context, t crm.Task, ev outbox.Event) error {
+	return replaceRevision(ctx, r.db.Collection(tasksColl), t.UUID, t.Rev, t, crm.TaskResource, ev)
+}
+
+func (r CRM) DeleteTask(ctx context.Context, t crm.Task, at time.Time, ev outbox.Event) error {
+	return tombstone(ctx, r.db.Collection(tasksColl), t.UUID, at, ev, crm.TaskResource)
+}

@@ -647,8 +647,9 @@ func TestWorkflowEventRunByItsTrigger(t *testing.T) {
 		close(release)
 		t.Fatal("the webhook was not delivered")
 	}
-	// The webhook hangs for five of the lease's lengths: the task comes and goes meanwhile.
-	for deadline := time.Now().Add(3 * time.Second); b.metric(t, failed) < tried+2; waitABit() {
+	// The webhook hangs until the run's task has come and found the run held twice (each after
+	// a lease's length; 15 s bounds it on a busy machine).
+	for deadline := time.Now().Add(15 * time.Second); b.metric(t, failed) < tried+2; waitABit() {
 		if time.Now().After(deadline) {
 			close(release)
 			t.Fatal("the run's task never found the run held")

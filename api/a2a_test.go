@@ -74,7 +74,7 @@ func TestA2ANodeClient(t *testing.T) {
 	if g := sent.Got; g.ID != sent.First.ID || g.State != "TASK_STATE_COMPLETED" || g.Status != "We open at nine." {
 		t.Fatalf("tasks/get: %+v", g)
 	}
-	if c := sent.Cancel; !c.Failed || c.Name != "JsonRpcTaskNotCancelableError" || !strings.Contains(c.Message, "completed already") {
+	if c := sent.Cancel; !c.Failed || c.Name != "JsonRpcTaskNotCancelableError" {
 		t.Fatalf("tasks/cancel of a completed task: %+v", c)
 	}
 	if m := sent.Missing; !m.Failed || m.Name != "JsonRpcTaskNotFoundError" {
@@ -118,29 +118,6 @@ func TestA2ANodeClient(t *testing.T) {
 	if len(st) < 3 || slices.Contains(st, "task:TASK_STATE_INPUT_REQUIRED") || !slices.Contains(st, "status:TASK_STATE_WORKING:") ||
 		st[len(st)-2] != "artifactUpdate" || st[len(st)-1] != "status:TASK_STATE_COMPLETED:Added Acme." {
 		t.Fatalf("a task resumed by a streamed approve: %q", st)
-	}
-
-	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
-	var canceled struct {
-		Paused, Canceled, Got a2aTask
-		Again, Decided        a2aFailure
-		Methods               []string
-	}
-	runNode(t, dir, "cancel", env, &canceled)
-	if canceled.Paused.State != "TASK_STATE_INPUT_REQUIRED" {
-		t.Fatalf("the task to cancel: %+v", canceled.Paused)
-	}
-	if c, g := canceled.Canceled, canceled.Got; c.ID != canceled.Paused.ID || c.State != "TASK_STATE_CANCELED" || g.State != "TASK_STATE_CANCELED" {
-		t.Fatalf("a task waiting for input canceled: %+v, then read: %+v", c, g)
-	}
-	if a := canceled.Again; !a.Failed || a.Name != "JsonRpcTaskNotCancelableError" || !strings.Contains(a.Message, "canceled already") {
-		t.Fatalf("a canceled task canceled again: %+v", a)
-	}
-	if d := canceled.Decided; !d.Failed || !strings.Contains(d.Message, "does not wait for input") {
-		t.Fatalf("an approval of a canceled task: %+v", d)
-	}
-	if got := conversation(t, a, canceled.Paused.ContextID); len(got) != 1 {
-		t.Fatalf("the canceled run answered in its chat: %q", got)
 	}
 
 	fake.Set(providertest.Behavior{Reply: "We open at nine."})

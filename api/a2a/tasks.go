@@ -103,27 +103,22 @@ func (t *tasks) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTask
 	return nil, fmt.Errorf("%w: tasks are not listed; read one by its id", a2a.ErrUnsupportedOperation)
 }
 
-// CancelTask cancels the task's run: one waiting for input ends canceled at once, one submitted
-// or working at its next cycle (it is answered as it stands, and ends canceled). A task over
-// already is not cancelable.
+// CancelTask refuses: an agent run is not stopped once started. A task waiting for input is
+// ended by rejecting its tool call.
 func (t *tasks) CancelTask(ctx context.Context, params *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	e, err := t.run(ctx, params.ID)
 	if err != nil {
 		return nil, err
 	}
-	a := callerOf(ctx)
-	e, err = t.door.Runs.Cancel(ctx, a.bot.ProjectID, a.bot.ID, e.ID)
-	if apperr.As(err).Code == "run_not_cancelable" {
-		task, terr := t.task(ctx, e)
-		if terr != nil {
-			return nil, terr
-		}
-		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, strings.ToLower(strings.TrimPrefix(string(task.Status.State), "TASK_STATE_")))
-	}
+	task, err := t.task(ctx, e)
 	if err != nil {
-		return nil, t.rpcError(err, a2a.ErrTaskNotFound)
+		return nil, err
 	}
-	return t.task(ctx, e)
+	if task.Status.State.Terminal() {
+		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, task.Status.State)
+	}
+	return nil, fmt.Errorf("%w: an agent run is not stopped once started; a task waiting for input ends when its tool call is rejected (send reject)",
+		a2a.ErrTaskNotCancelable)
 }
 
 // GetTaskPushConfig refuses: push notifications are not offered.
@@ -320,8 +315,6 @@ func (t *tasks) task(ctx context.Context, e agentruns.Execution) (*a2a.Task, err
 		task.Status.State = a2a.TaskStateSubmitted
 	case agentruns.StatusRunning:
 		task.Status.State = a2a.TaskStateWorking
-	case agentruns.StatusCanceled:
-		task.Status.State, task.Status.Message = a2a.TaskStateCanceled, say("The task was canceled.")
 	case agentruns.StatusFailed:
 		_, err := t.door.Runs.Reply(ctx, e)
 		task.Status.State, task.Status.Message = a2a.TaskStateFailed, say(apperr.As(err).Message)

@@ -175,14 +175,6 @@ func (h *holder) run(ctx context.Context) error {
 		}
 	}
 	for {
-		// A cancel asked for (by any process) is honoured between cycles.
-		canceled, err := h.repo.CancelRequested(ctx, h.e.ID)
-		if err != nil {
-			return err
-		}
-		if canceled {
-			return h.cancel(ctx)
-		}
 		if h.e.Calls >= MaxCalls {
 			h.e.Capped = true
 			return h.answer(ctx, capAnswer(h.e), "")
@@ -220,25 +212,9 @@ func (h *holder) run(ctx context.Context) error {
 			return err
 		}
 		if h.e.Status == StatusApproval {
-			return h.waiting(ctx)
+			return nil
 		}
 	}
-}
-
-// waiting ends the run that now waits for an approval canceled when a cancel was asked for
-// while it stopped (the process that asked read it running).
-func (h *holder) waiting(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	asked, err := h.repo.CancelRequested(ctx, h.e.ID)
-	if err != nil || !asked {
-		return err
-	}
-	e, changed, err := h.repo.Cancel(ctx, h.e.ProjectID, h.e.BotID, h.e.ID, h.entry(EventCanceled, map[string]any{}), h.now())
-	if last, ok := e.stop(); err == nil && changed && ok {
-		h.relay.Notify(ctx, e.ID, noticeOf(last))
-	}
-	return err
 }
 
 // step is what the model chose: a tool call (with the thought before it) or an answer.
@@ -450,13 +426,6 @@ func (h *holder) end(ctx context.Context, msg chats.Message) error {
 	}
 	h.chats.Heard(ctx, h.turn)
 	return nil
-}
-
-// cancel ends the run, canceled, as it stands.
-func (h *holder) cancel(ctx context.Context) error {
-	h.e.Status = StatusCanceled
-	return h.advance(ctx, Change{Set: map[string]any{"status": StatusCanceled, "calls": h.e.Calls, "usage": h.e.Usage, "owner": ""},
-		Log: []Entry{h.entry(EventCanceled, map[string]any{})}, End: true})
 }
 
 // fail ends the run with err, as an error entry carrying its kind, code and message.

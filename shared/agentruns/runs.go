@@ -34,15 +34,13 @@ const (
 	StatusApproval = "awaiting_approval"
 	StatusDone     = "succeeded"
 	StatusFailed   = "failed"
-	// StatusCanceled ends a run canceled before its end (Service.Cancel).
-	StatusCanceled = "canceled"
 )
 
 // MaxCalls caps the model calls of a run (the 10x credit cap); the last one must answer.
 const MaxCalls = 10
 
 // Stream events of a run. Every one but Delta is kept in the execution's log, numbered from 1;
-// Approval, Done, Error and Canceled end what a client follows (a run resumed after approval goes on
+// Approval, Done and Error end what a client follows (a run resumed after approval goes on
 // with more entries).
 const (
 	EventStored   = "stored"
@@ -51,7 +49,6 @@ const (
 	EventApproval = "approval"
 	EventDone     = "done"
 	EventError    = "error"
-	EventCanceled = "canceled"
 	EventDelta    = "delta"
 )
 
@@ -106,7 +103,7 @@ func (e Execution) stop() (Entry, bool) {
 	}
 	last := e.Log[len(e.Log)-1]
 	switch {
-	case last.Event == EventDone || last.Event == EventError || last.Event == EventCanceled:
+	case last.Event == EventDone || last.Event == EventError:
 		return last, true
 	case last.Event == EventApproval && e.Status == StatusApproval:
 		return last, true
@@ -181,9 +178,6 @@ type Execution struct {
 	// EndUser is the user whose memories the run's prompts get and whose message may add to
 	// them (chats.Turn.EndUser); "" for none.
 	EndUser string `bson:"end_user,omitempty"`
-	// CancelRequested asks the worker of a queued or running run to end it, canceled, at its
-	// next cycle (Service.Cancel): the request is kept with the run, so any process makes it.
-	CancelRequested bool `bson:"cancel_requested,omitempty"`
 }
 
 // Change is what a worker persists about the execution it holds: fields to set and a cycle
@@ -221,13 +215,6 @@ type Repo interface {
 	Stale(ctx context.Context, queuedBefore, leaseBefore time.Time, limit int) ([]string, error)
 	// Waiting returns the chat's execution that waits for an approval: NotFound when none does.
 	Waiting(ctx context.Context, projectID, botID, chatID string) (Execution, error)
-	// Cancel cancels the agent's execution id: one waiting for an approval ends canceled at
-	// once, its log adding entry (numbered after the others); one queued or running is asked to
-	// (CancelRequested). It returns the execution as it then is; changed is false when it had
-	// ended already.
-	Cancel(ctx context.Context, projectID, botID, id string, entry Entry, now time.Time) (e Execution, changed bool, err error)
-	// CancelRequested reports whether a cancel of the execution id was asked for.
-	CancelRequested(ctx context.Context, id string) (bool, error)
 	// Decide records the decision on the pending tool call of cycle and queues the run again;
 	// false when the execution does not wait for that decision.
 	Decide(ctx context.Context, projectID, botID, id string, cycle int, approved bool, arguments string, now time.Time) (bool, error)

@@ -307,25 +307,6 @@ func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approva
 	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunResumeTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: a.ProviderKey}, e.Pending.Cycle))
 }
 
-// Cancel cancels the agent's run id: one waiting for an approval ends canceled now, one queued
-// or running at its worker's next cycle (the request is kept with the run, for the worker,
-// another process, to see). It returns the run as it then is; a run that ended already is a
-// Conflict, run_not_cancelable.
-func (s *Service) Cancel(ctx context.Context, projectID, botID, id string) (Execution, error) {
-	raw, _ := json.Marshal(map[string]any{})
-	e, changed, err := s.repo.Cancel(ctx, projectID, botID, id, Entry{Event: EventCanceled, Data: string(raw)}, s.now())
-	switch {
-	case err != nil:
-		return e, err
-	case !changed:
-		return e, apperr.New(apperr.Conflict, "run_not_cancelable", fmt.Sprintf("The run %s ended already (it is %s): it cannot be canceled.", e.ID, e.Status))
-	}
-	if last, ok := e.stop(); ok && e.Status == StatusCanceled {
-		s.relay.Notify(ctx, e.ID, noticeOf(last))
-	}
-	return e, nil
-}
-
 // staleAfter is how long a queued run may wait, or an expired lease stay unclaimed, before the
 // reconciler queues its task again.
 const staleAfter = time.Minute

@@ -101,16 +101,6 @@ const phases = {
     }
     return { paused, resumed, again, second, streamed, methods };
   },
-  // A task waiting for a tool's approval canceled, then read; canceled again, it is over.
-  async cancel() {
-    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
-    const paused = summary(taskOf(await client.sendMessage(message("Add a deal for Acme."))));
-    const canceled = summary(await client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
-    const got = summary(await client.getTask({ id: paused.id, tenant: "", historyLength: undefined }));
-    const again = await failure(() => client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
-    const decided = await failure(() => client.sendMessage(message("approve", { taskId: paused.id })));
-    return { paused, canceled, got, again, decided, methods };
-  },
   // The same agent through the SDK's A2A 0.3 transport (message/send, ...), the card's 0.3
   // interface taken: a message sent and its task read, one streamed, an unknown task not found.
   async legacy() {

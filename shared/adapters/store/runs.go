@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
-	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/batch"
 )
 
@@ -68,7 +67,7 @@ func (r Executions) Get(ctx context.Context, projectID, botID, id string) (agent
 // MoveEnded moves up to limit executions that ended but are still among the live ones (a worker
 // stopped before it moved them) to the finished ones, in one batch.
 func (r Executions) MoveEnded(ctx context.Context, limit int) (int, error) {
-	cur, err := r.coll().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed, agentruns.StatusCanceled}}}}},
+	cur, err := r.coll().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}},
 		options.Find().SetLimit(int64(limit)))
 	if err != nil {
 		return 0, wrap(err, agentruns.Resource)
@@ -211,74 +210,6 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		return false, wrap(err, agentruns.Resource)
 	}
 	return res.MatchedCount == 1, nil
-}
-
-// cancelTries bounds the reads and writes of a cancel racing the run's own changes.
-const cancelTries = 5
-
-// Cancel ends a waiting execution (status awaiting_approval, no worker holds it) canceled, its
-// log as it was read plus entry, or marks a queued or running one for its worker to cancel;
-// each write is conditional on what was read, and read again when the run moved meanwhile.
-func (r Executions) Cancel(ctx context.Context, projectID, botID, id string, entry agentruns.Entry, now time.Time) (agentruns.Execution, bool, error) {
-	for range cancelTries {
-		e, err := r.Get(ctx, projectID, botID, id)
-		if err != nil {
-			return e, false, err
-		}
-		switch e.Status {
-		case agentruns.StatusApproval:
-			entry.Seq = len(e.Log) + 1
-			filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: agentruns.StatusApproval}, {Key: "logged", Value: len(e.Log)}}
-			update := bson.D{
-				{Key: "$set", Value: bson.D{{Key: "status", Value: agentruns.StatusCanceled}, {Key: "owner", Value: ""}, {Key: "logged", Value: entry.Seq},
-					{Key: "updated_at", Value: now}}},
-				{Key: "$push", Value: bson.D{{Key: "log", Value: entry}}},
-				{Key: "$unset", Value: bson.D{{Key: "pending", Value: ""}}},
-			}
-			res := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After))
-			var ended bson.Raw
-			var out execution
-			err := res.Decode(&ended)
-			if errors.Is(err, mongo.ErrNoDocuments) {
-				continue
-			}
-			if err == nil {
-				err = res.Decode(&out)
-			}
-			if err != nil {
-				return e, false, wrap(err, agentruns.Resource)
-			}
-			r.moves.Add(ended)
-			return out.Execution, true, nil
-		case agentruns.StatusQueued, agentruns.StatusRunning:
-			res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id},
-				{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusQueued, agentruns.StatusRunning}}}}},
-				bson.D{{Key: "$set", Value: bson.D{{Key: "cancel_requested", Value: true}}}})
-			if err != nil {
-				return e, false, wrap(err, agentruns.Resource)
-			}
-			if res.MatchedCount == 1 {
-				// The worker may have stopped to wait for an approval meanwhile, before it could
-				// see the request: the run is read again, and a waiting one ended here.
-				if e, err = r.Get(ctx, projectID, botID, id); err != nil || e.Status != agentruns.StatusApproval {
-					return e, err == nil, err
-				}
-			}
-		default:
-			// A run canceled by its worker, at this request, is as asked.
-			return e, e.Status == agentruns.StatusCanceled && e.CancelRequested, nil
-		}
-	}
-	return agentruns.Execution{}, false, apperr.New(apperr.Conflict, "run_busy", "The run changed on every attempt to cancel it: try again.")
-}
-
-// CancelRequested reads whether a cancel of the live execution id was asked for.
-func (r Executions) CancelRequested(ctx context.Context, id string) (bool, error) {
-	var e struct {
-		CancelRequested bool `bson:"cancel_requested"`
-	}
-	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "cancel_requested", Value: 1}})).Decode(&e)
-	return e.CancelRequested, wrap(err, agentruns.Resource)
 }
 
 func (r Executions) Decide(ctx context.Context, projectID, botID, id string, cycle int, approved bool, arguments string, now time.Time) (bool, error) {

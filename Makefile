@@ -1,9 +1,9 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
-# TEST_TIMEOUT bounds each package's test binary: the api and cmd/agentplane packages take about 5
-# minutes each under -race on 2 cores (more on a machine busy with other work), the whole `make test`
-# about 12 with a warm build cache.
-TEST_TIMEOUT ?= 20m
+# TEST_TIMEOUT bounds each package's test binary: the api package took about 16 minutes under -race
+# on 2 cores on 2026-11-27 (cmd/agentplane about 5), the whole `make test` about 20 with a warm
+# build cache: over the 15 minutes it should stay under (to be cut: see the issues' notes).
+TEST_TIMEOUT ?= 30m
 FUZZTIME ?= 5000x
 
 # FUZZ lists the fuzz targets as package:target; `make fuzz` runs each for FUZZTIME, from the seeds

@@ -338,7 +338,7 @@ func TestAgentRunCallsMCPTools(t *testing.T) {
 	peer := startMCP(t)
 	a := toolsAPI{c}
 	tool := a.create(t, shopTool("Shop", peer.streamable, ""))
-	a.do(t, http.MethodPut, "/"+tool["id"].(string)+"/configure", map[string]any{"settings": map[string]any{"timeout_seconds": 1, "max_result_bytes": 1000}},
+	a.do(t, http.MethodPut, "/"+tool["id"].(string)+"/configure", map[string]any{"settings": map[string]any{"timeout_seconds": 5, "max_result_bytes": 1000}},
 		http.StatusOK, "")
 
 	fake.Set(providertest.Behavior{Script: []providertest.Turn{

@@ -1,6 +1,7 @@
 package apitest_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -29,15 +30,19 @@ func TestClientHoldsResponsesToTheDocument(t *testing.T) {
 		body    string
 		headers map[string]string
 		broken  bool
+		// contentType is the answer's, application/json when empty.
+		contentType string
 	}{
-		{"Conforming", "/healthz", 200, `{"status":"ok"}`, map[string]string{"X-Request-ID": "r"}, false},
-		{"WrongBody", "/healthz", 200, `{"status":5}`, map[string]string{"X-Request-ID": "r"}, true},
-		{"NoRequestID", "/healthz", 200, `{"status":"ok"}`, nil, true},
-		{"UndocumentedStatus", "/healthz", 201, `{"status":"ok"}`, map[string]string{"X-Request-ID": "r"}, true},
-		{"UndocumentedRoute", "/v1/undocumented", 200, `{}`, map[string]string{"X-Request-ID": "r"}, true},
-		{"ErrorWithoutShape", "/v1/undocumented", 404, `{"message":"no"}`, map[string]string{"X-Request-ID": "r"}, true},
-		{"ErrorStatusMismatch", "/v1/undocumented", 404, `{"message":"no","error":{"status":400,"code":"x","message":"no","details":[],"request_id":"r"}}`, map[string]string{"X-Request-ID": "r"}, true},
-		{"ErrorWithShape", "/v1/undocumented", 404, `{"message":"no","error":{"status":404,"code":"x","message":"no","details":[],"request_id":"r"}}`, map[string]string{"X-Request-ID": "r"}, false},
+		{"Conforming", "/healthz", 200, `{"status":"ok"}`, map[string]string{"X-Request-ID": "r"}, false, ""},
+		{"WrongBody", "/healthz", 200, `{"status":5}`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"NotJSON", "/healthz", 200, `{"status":`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"UndocumentedContentType", "/healthz", 200, `{"status":"ok"}`, map[string]string{"X-Request-ID": "r"}, true, "text/plain"},
+		{"NoRequestID", "/healthz", 200, `{"status":"ok"}`, nil, true, ""},
+		{"UndocumentedStatus", "/healthz", 201, `{"status":"ok"}`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"UndocumentedRoute", "/v1/undocumented", 200, `{}`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"ErrorWithoutShape", "/v1/undocumented", 404, `{"message":"no"}`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"ErrorStatusMismatch", "/v1/undocumented", 404, `{"message":"no","error":{"status":400,"code":"x","message":"no","details":[],"request_id":"r"}}`, map[string]string{"X-Request-ID": "r"}, true, ""},
+		{"ErrorWithShape", "/v1/undocumented", 404, `{"message":"no","error":{"status":404,"code":"x","message":"no","details":[],"request_id":"r"}}`, map[string]string{"X-Request-ID": "r"}, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +50,7 @@ func TestClientHoldsResponsesToTheDocument(t *testing.T) {
 				for k, v := range tt.headers {
 					w.Header().Set(k, v)
 				}
-				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Type", cmp.Or(tt.contentType, "application/json"))
 				w.WriteHeader(tt.status)
 				_, _ = w.Write([]byte(tt.body))
 			})

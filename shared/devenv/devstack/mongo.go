@@ -64,7 +64,7 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 		<-m.done
 		return nil, fmt.Errorf("embedded mongo: %w", err)
 	}
-	if m.proxy, err = startSerializer(addr, backend.Host); err != nil {
+	if m.proxy, err = startSerializer(addr, backend.Host, abs); err != nil {
 		cancel()
 		<-m.done
 		return nil, err
@@ -88,7 +88,7 @@ const TestStoreDirEnv = "AGENTPLANE_TEST_STORE_DIR"
 // IndexIDs is Mongo.IndexIDs for the embedded store keeping its data under dir, which may run in
 // another process.
 func IndexIDs(ctx context.Context, dir, database string) error {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, database+".sqlite")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, database+".sqlite")+"?mode=rw&_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
 	if err != nil {
 		return err
 	}

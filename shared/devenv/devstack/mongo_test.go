@@ -2,12 +2,16 @@ package devstack
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -654,5 +658,41 @@ func BenchmarkConditional(b *testing.B) {
 			}
 		})
 		_ = client.Disconnect(ctx)
+	}
+}
+
+// IndexIDsCommand sent through the proxy gives every collection of its database the _id lookup
+// index, in the store's own process; for a database the store does not have it fails, and
+// makes none.
+func TestIndexIDsCommand(t *testing.T) {
+	m := startStore(t)
+	client := connect(t, m.URI)
+	ctx := context.Background()
+	db := client.Database("shop")
+	for _, coll := range []string{"deals", "contacts"} {
+		if _, err := db.Collection(coll).InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: IndexIDsCommand, Value: 1}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := sql.Open("sqlite", "file:"+filepath.Join(m.dir, "shop.sqlite")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	var n int
+	if err := files.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE '%_id_lookup'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("%d _id lookup indexes, want 2 (one per collection)", n)
+	}
+	if err := client.Database("none").RunCommand(ctx, bson.D{{Key: IndexIDsCommand, Value: 1}}).Err(); err == nil {
+		t.Fatal("indexing a database the store does not have succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "none.sqlite")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the failed command left a database file: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
@@ -121,7 +122,7 @@ func Prepare(ctx context.Context, db *mongo.Database) error {
 	case servers.mongo != nil:
 		return servers.mongo.IndexIDs(ctx, db.Name())
 	case servers.storeDir != "":
-		return devstack.IndexIDs(ctx, servers.storeDir, db.Name())
+		return db.RunCommand(ctx, bson.D{{Key: devstack.IndexIDsCommand, Value: 1}}).Err()
 	}
 	return nil
 }

@@ -3,11 +3,8 @@ package api_test
 import (
 	"cmp"
 	"context"
-	"flag"
 	"io"
 	"log/slog"
-	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -33,17 +30,12 @@ import (
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
-// TestMain runs the package's parallel tests two per core unless -parallel says otherwise: an API
-// test spends much of its time waiting (on a worker's turn, the store's process, an event) with
-// its core idle. Measured side by side on one machine, the tests A-E took 476 s this way and
-// 525 s one per core (the default), for the same CPU.
+// TestMain runs the package's parallel tests two per core: an API test spends much of its time
+// waiting (on a worker's turn, the store's process, an event) with its core idle. Measured side
+// by side on one machine, the tests A-E took 476 s this way and 525 s one per core, for the same
+// CPU.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
+	testenv.ParallelPerCore(2)
 	testenv.Main(m)
 }
 

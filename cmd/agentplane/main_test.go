@@ -22,13 +22,16 @@ import (
 )
 
 // TestMain runs the tests, or, when a test re-executes this binary as a separate process of
-// the service (AGENTPLANE_TEST_ARGS set), the program itself: a process a test can SIGKILL.
+// the service (AGENTPLANE_TEST_ARGS set), the program itself: a process a test can SIGKILL. The
+// parallel tests run four per core: most of their time is spent waiting, the longest (120 s)
+// for a killed worker's task lease to expire (asynq looks for expired leases once a minute).
 func TestMain(m *testing.M) {
 	if args := os.Getenv("AGENTPLANE_TEST_ARGS"); args != "" {
 		os.Args = append(os.Args[:1], strings.Fields(args)...)
 		main()
 		return
 	}
+	testenv.ParallelPerCore(4)
 	testenv.Main(m)
 }
 

@@ -8,10 +8,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +39,19 @@ var servers struct {
 // Main starts the servers, runs the package's tests and stops the servers. Call it from TestMain.
 func Main(m *testing.M) {
 	os.Exit(run(m))
+}
+
+// ParallelPerCore runs the package's parallel tests n per core unless -parallel says otherwise
+// (the default is one per core), for packages whose tests spend much of their time waiting with
+// their core idle: on a worker's turn, a lease to expire, the store's process, an event. Call it
+// from TestMain, before Main.
+func ParallelPerCore(n int) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(n*runtime.GOMAXPROCS(0)))
+	}
 }
 
 func run(m *testing.M) int {

@@ -273,6 +273,20 @@ func TestEvalJudgeAndPublishGate(t *testing.T) {
 	expect(t, publish(), http.StatusConflict, "publish_gate_no_run")
 
 	b.startWorker(t, workerOptions{})
+	t.Run("provider refuses", func(t *testing.T) {
+		p.Set(providertest.Behavior{Status: http.StatusBadRequest, ErrorMessage: "The model does not exist."})
+		asked := len(p.Requests())
+		rep := e.finished(t, e.run(t, map[string]any{"dataset_id": dataset, "version": "draft"}))
+		r := rep["results"].([]any)[0].(map[string]any)
+		g := r["grades"].([]any)[0].(map[string]any)
+		if !strings.Contains(r["error"].(string), "does not exist") || g["pass"] != false || g["error"] != true {
+			t.Fatalf("result = %v, want the refusal as the case's error, its grade an error", r)
+		}
+		if n := len(p.Requests()) - asked; n != 1 {
+			t.Fatalf("the provider was asked %d times, want once: a refusal is the case's answer, not tried again", n)
+		}
+		expect(t, publish(), http.StatusConflict, "publish_gate_failed")
+	})
 	const answer = "Your order A17 ships today, thank you!"
 	for _, v := range []struct {
 		name, verdict string

@@ -237,7 +237,7 @@ func mux(d Deps, stopping <-chan struct{}) *asynq.ServeMux {
 		if err := json.Unmarshal(task.Payload(), &t); err != nil {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
-		return d.Evals.Execute(ctx, t.RunID, stopping)
+		return d.Evals.Execute(ctx, t.RunID, final(ctx), stopping)
 	})
 	return m
 }

@@ -60,8 +60,9 @@ func (l later) RetryAfter() time.Duration { return l.after }
 
 // Execute answers and grades the run's cases not graded yet until none is left or stopping
 // closes, then records the run's outcome once every case is graded. A run gone, or done, is
-// nothing to do.
-func (x *Runner) Execute(ctx context.Context, runID string, stopping <-chan struct{}) error {
+// nothing to do. On the task's final attempt (final), a provider failure that may pass is the
+// case's error rather than the task's, so that the run ends.
+func (x *Runner) Execute(ctx context.Context, runID string, final bool, stopping <-chan struct{}) error {
 	run, err := x.repo.FindRun(ctx, runID)
 	if apperr.IsNotFound(err) || (err == nil && run.Status == RunDone) {
 		return nil
@@ -83,7 +84,7 @@ func (x *Runner) Execute(ctx context.Context, runID string, stopping <-chan stru
 	var wg sync.WaitGroup
 	errs := make([]error, x.concurrency)
 	for i := range x.concurrency {
-		wg.Go(func() { errs[i] = x.work(ctx, run, agent, stopping) })
+		wg.Go(func() { errs[i] = x.work(ctx, run, agent, final, stopping) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -107,7 +108,7 @@ func (x *Runner) Execute(ctx context.Context, runID string, stopping <-chan stru
 
 // work claims, answers and grades cases of the run one after the other until none is left to
 // claim or stopping closes.
-func (x *Runner) work(ctx context.Context, run Run, agent Agent, stopping <-chan struct{}) error {
+func (x *Runner) work(ctx context.Context, run Run, agent Agent, final bool, stopping <-chan struct{}) error {
 	for {
 		select {
 		case <-stopping:
@@ -119,7 +120,7 @@ func (x *Runner) work(ctx context.Context, run Run, agent Agent, stopping <-chan
 		if err != nil || !ok {
 			return err
 		}
-		if err := x.grade(ctx, agent, &r); err != nil {
+		if err := x.grade(ctx, agent, &r, final); err != nil {
 			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_ = x.repo.Release(release, r.ID, x.owner)
 			cancel()
@@ -132,24 +133,20 @@ func (x *Runner) work(ctx context.Context, run Run, agent Agent, stopping <-chan
 }
 
 // grade answers r's case and grades the answer. An answer the agent could not give for a
-// reason that may pass (its provider down or limiting) is an error: the case is taken again
-// later. Any other failure is the case's: every grade fails, with the error.
-func (x *Runner) grade(ctx context.Context, agent Agent, r *Result) error {
+// reason that may pass (its provider down, or limiting past the waits its client makes) is an
+// error, unless final: the case is taken again later. Any other failure (a provider's refusal,
+// as of an unknown model) is the case's: every grade fails, with the error.
+func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) error {
 	c := &r.Case
 	ctx, cancel := context.WithTimeout(ctx, x.lease)
 	defer cancel()
 	a, err := agent.Answer(ctx, *c)
 	if err != nil {
 		e := apperr.As(err)
-		switch {
-		case ctx.Err() != nil:
-			return err
-		case e.Kind == apperr.RateLimited:
-			return later{err: err, after: time.Duration(max(e.RetryAfter, 1)) * time.Second}
-		case apperr.Passing(e):
+		if (ctx.Err() != nil || (apperr.Passing(e) && !llm.Permanent(err))) && !final {
 			return err
 		}
-		r.Error = e.Message
+		r.Error, r.Sources, r.ToolCalls = e.Message, []Source{}, []ToolCall{}
 		for _, name := range c.Graders {
 			r.Grades = append(r.Grades, Grade{Grader: name, Error: true, Reason: "the agent gave no answer: " + e.Message})
 		}

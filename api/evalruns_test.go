@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -80,7 +83,8 @@ func system(r providertest.Received) string {
 
 // TestEvalRun: a run of 50 cases against the draft is answered by workers through the fake
 // provider, each case asked once although the first worker is stopped halfway and a second
-// takes over, and graded with the right pass rates; no chat is stored. A second run against
+// takes over, and one case is held by a worker that died (taken when its lease ends), and
+// graded with the right pass rates; no chat is stored. A second run against
 // the published version, read against the first, lists the cases whose grades changed.
 func TestEvalRun(t *testing.T) {
 	t.Parallel()
@@ -116,8 +120,14 @@ func TestEvalRun(t *testing.T) {
 	expect(t, res, http.StatusOK, "")
 	dataset := res.JSON(t)["dataset"].(map[string]any)["uuid"].(string)
 
-	_, stop := b.stoppableWorker(t, workerOptions{})
 	first := e.run(t, map[string]any{"dataset_id": dataset, "version": "draft", "thresholds": map[string]any{"contains": 0.9, "regex": 0.5}})
+	// The last case is held by a worker that died holding it: it is taken once its lease ends.
+	held, err := b.db.Collection("eval_results").UpdateOne(context.Background(), bson.M{"_id": first + "/0049"},
+		bson.M{"$set": bson.M{"owner": "a worker that died", "lease_until": time.Now().Add(2 * time.Second)}})
+	if err != nil || held.ModifiedCount != 1 {
+		t.Fatalf("hold the last case: %v %+v", err, held)
+	}
+	_, stop := b.stoppableWorker(t, workerOptions{})
 	deadline := time.Now().Add(30 * time.Second)
 	for len(p.Requests()) < 10 {
 		if time.Now().After(deadline) {

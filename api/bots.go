@@ -53,6 +53,11 @@ func (s *server) updateBot(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g := req.PublishGate; g != nil {
+		if err := s.evals.CheckGate(c, req.ProjectID, id, g.DatasetID, g.Thresholds); err != nil {
+			return nil, err
+		}
+	}
 	b, err := s.agents.Update(c, req.ProjectID, id, changedBy(c), req.Patch)
 	return gin.H{"bot": b.Public()}, err
 }

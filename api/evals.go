@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/evals"
 )
 
@@ -82,4 +83,53 @@ func (s *server) datasetFromChats(c *gin.Context) (any, error) {
 	}
 	d, err := s.evals.FromChats(c, req.ProjectID, botID, req.Name, req.ChatIDs)
 	return gin.H{"dataset": d}, err
+}
+
+type evalRunRequest struct {
+	scope
+	evals.RunInput
+	// Version is the agent's version asked: draft, published (the default) or a number.
+	Version agents.VersionName `json:"version"`
+}
+
+// createEvalRun starts a run of a dataset of the agent against one of its versions.
+func (s *server) createEvalRun(c *gin.Context) (any, error) {
+	var req evalRunRequest
+	if err := s.decoder.Decode(c, &req); err != nil {
+		return nil, err
+	}
+	b, err := s.bot(c, &req.scope)
+	if err != nil {
+		return nil, err
+	}
+	n, err := b.Number(req.Version)
+	if err == nil {
+		_, err = s.agents.Version(c, b, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.evalRuns.Start(c, req.ProjectID, b.ID, n, req.RunInput)
+	return gin.H{"run": r}, err
+}
+
+func (s *server) listEvalRuns(c *gin.Context) (any, error) {
+	var sc scope
+	b, page, err := s.botPage(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := s.evalRuns.List(c, sc.ProjectID, b.ID, page)
+	return gin.H{"total": total, "runs": list, "pagination": page.Of(total)}, err
+}
+
+// readEvalRun is a run with its cases, and the cases changed against the query's baseline run.
+func (s *server) readEvalRun(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := s.evalRuns.Read(c, sc.ProjectID, b.ID, c.Query("run_id"), c.Query("baseline"))
+	return rep, err
 }

@@ -138,7 +138,7 @@ func TestEvalDatasetRefused(t *testing.T) {
 	}{
 		{"invalid regex", []any{ok, map[string]any{"input": "q", "pattern": "(unclosed"}}, http.StatusUnprocessableEntity, "cases[1].pattern: is not a valid regular expression"},
 		{"invalid schema", []any{map[string]any{"input": "q", "schema": map[string]any{"type": "nothing"}}}, http.StatusUnprocessableEntity, "cases[0].schema: is not a valid JSON schema"},
-		{"unknown grader", []any{map[string]any{"input": "q", "expected_answer": "a", "graders": []any{"judge"}}}, http.StatusUnprocessableEntity, "cases[0].graders[0]: must be one of"},
+		{"unknown grader", []any{map[string]any{"input": "q", "expected_answer": "a", "graders": []any{"vibes"}}}, http.StatusUnprocessableEntity, "cases[0].graders[0]: must be one of"},
 		{"grader without expectation", []any{map[string]any{"input": "q", "graders": []any{"exact"}}}, http.StatusUnprocessableEntity, "cases[0].expected_answer: is required by the exact grader"},
 		{"no cases", []any{}, http.StatusUnprocessableEntity, "cases: at least one case is required"},
 		{"case too large", []any{map[string]any{"input": strings.Repeat("x", 17<<10), "expected_answer": "a"}}, http.StatusUnprocessableEntity, "cases[0]: is"},

@@ -88,6 +88,9 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/eval/dataset/readall", handle(s.listDatasets))
 	v1.GET("/bot/eval/dataset/read", handle(s.readDataset))
 	v1.DELETE("/bot/eval/dataset/delete", handle(s.deleteDataset))
+	v1.POST("/bot/eval/run/create", handle(s.createEvalRun))
+	v1.GET("/bot/eval/run/readall", handle(s.listEvalRuns))
+	v1.GET("/bot/eval/run/read", handle(s.readEvalRun))
 
 	v1.PUT("/bot/calendar/settings", handle(s.updateCalendar))
 	v1.GET("/bot/calendar/settings", handle(s.readCalendar))

@@ -119,6 +119,8 @@ type Deps struct {
 	Workspaces *workspaces.Service
 	// Evals are agents' eval datasets.
 	Evals *evals.Service
+	// EvalRuns are the eval runs of agents' datasets.
+	EvalRuns *evals.Runs
 	// PublicDomain is the domain whose subdomains are agents' pages and published workspaces'
 	// sites ("" for none).
 	PublicDomain string
@@ -172,8 +174,9 @@ type server struct {
 	watch        func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// workspaces are agents' file trees.
 	workspaces *workspaces.Service
-	// evals are agents' eval datasets.
-	evals *evals.Service
+	// evals are agents' eval datasets, evalRuns their runs.
+	evals    *evals.Service
+	evalRuns *evals.Runs
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -212,6 +215,7 @@ func NewServer(d Deps) http.Handler {
 		operators:    d.Operators,
 		workspaces:   d.Workspaces,
 		evals:        d.Evals,
+		evalRuns:     d.EvalRuns,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

@@ -51,8 +51,8 @@ type matrixFixture struct {
 	operator, operatorToken string
 	// workspace is a workspace of the agent; file is one of its files, at filePath, changed once.
 	workspace, file, filePath string
-	// dataset is an eval dataset of the agent.
-	dataset string
+	// dataset is an eval dataset of the agent; evalRun a finished run of it.
+	dataset, evalRun string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -69,7 +69,7 @@ func missingFixture(key string) matrixFixture {
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field", task: "no-such-task",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
-		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset"}
+		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset", evalRun: "no-such-eval-run"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -281,6 +281,11 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			query: q(func(f matrixFixture) []string { return []string{"dataset_id", f.dataset} })},
 		{method: "DELETE", path: "/v1/bot/eval/dataset/delete", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"dataset_id", f.dataset} })},
+		{method: "POST", path: "/v1/bot/eval/run/create", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any { return map[string]any{"dataset_id": f.dataset} }},
+		{method: "GET", path: "/v1/bot/eval/run/readall", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/eval/run/read", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"run_id", f.evalRun} })},
 
 		{method: "PUT", path: "/v1/bot/calendar/settings", scope: botScope, in: inQuery,
 			body: func(matrixFixture) map[string]any { return map[string]any{"is_enabled": true} }},
@@ -787,6 +792,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 	f.workspace, f.file, f.filePath = m.workspace(t, f, tag)
 	f.dataset = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/eval/dataset/create", Key: key, Body: scoped(map[string]any{
 		"name": "Dataset " + tag, "cases": []any{map[string]any{"input": "Question of " + tag, "expected_answer": "Answer of " + tag}}})})["dataset"].(map[string]any)["uuid"].(string)
+	f.evalRun = m.evalRun(t, f)
 	f.memory, f.memoryUser = m.remembered(t, f, "My name is Matrix.")
 	f.email = m.mailed(t, f, tag)
 	var keys struct{ Keys []struct{ ID string } }
@@ -799,8 +805,25 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		tn.markers = append(tn.markers, k.ID)
 	}
 	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field, f.task)
-	tn.markers = append(tn.markers, f.workspace, f.file, f.dataset)
+	tn.markers = append(tn.markers, f.workspace, f.file, f.dataset, f.evalRun)
 	return tn
+}
+
+// evalRun runs f's dataset against its agent and returns the run's id once it is done, so that
+// the tenant's data stays put.
+func (m matrixEnv) evalRun(t *testing.T, f matrixFixture) string {
+	t.Helper()
+	q := "project_id=" + f.project + "&bot_id=" + f.bot
+	id := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/eval/run/create", Key: f.key, Body: map[string]any{
+		"project_id": f.project, "bot_id": f.bot, "dataset_id": f.dataset}})["run"].(map[string]any)["uuid"].(string)
+	until := time.Now().Add(30 * time.Second)
+	for m.do(t, apitest.Request{Method: "GET", Path: "/v1/bot/eval/run/read?" + q + "&run_id=" + id, Key: f.key})["run"].(map[string]any)["status"] != "succeeded" {
+		if time.Now().After(until) {
+			t.Fatalf("eval run %s not done in time", id)
+		}
+		waitABit()
+	}
+	return id
 }
 
 // workspace creates a workspace of f's agent with a file changed once, and returns their uuids

@@ -92,6 +92,11 @@ func (s *server) publishVersion(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g := b.PublishGate; g != nil {
+		if err := s.evalRuns.Gate(c, req.ProjectID, b.ID, g.DatasetID, g.Thresholds, n); err != nil {
+			return nil, err
+		}
+	}
 	b, err = s.agents.Publish(c, req.ProjectID, b.ID, n)
 	return gin.H{"bot": b.Public()}, err
 }

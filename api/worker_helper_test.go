@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +48,14 @@ type workerOptions struct {
 // set). It returns once the worker takes tasks and its workflow triggers consume.
 func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 	t.Helper()
+	ingester, _ := b.stoppableWorker(t, o)
+	return ingester
+}
+
+// stoppableWorker is startWorker, and a function that stops the worker as its process stops on
+// SIGTERM (it stops taking tasks and waits for those under way), returning once it has stopped.
+func (b *bundle) stoppableWorker(t testing.TB, o workerOptions) (*sources.Ingester, func()) {
+	t.Helper()
 	cfg := b.app.Cfg
 	cfg.Role, cfg.AllowPrivate = "worker", !o.guarded
 	if o.fetchTimeout != 0 {
@@ -81,13 +90,17 @@ func (b *bundle) startWorker(t testing.TB, o workerOptions) *sources.Ingester {
 		cancel()
 		t.Fatalf("the worker stopped before it started: %v", err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return d.Sources
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return d.Sources, stop
 }
 
 // waitSource polls the source until its status is not processing, and returns it.

@@ -22,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/channels"
 	"github.com/agentplane/agentplane/shared/email"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/opcount"
 	"github.com/agentplane/agentplane/shared/sources"
@@ -66,6 +67,8 @@ type Deps struct {
 	Email *email.Service
 	// Stats keeps the agents' statistics as their chats' events arrive.
 	Stats *stats.Recorder
+	// Evals carry out eval runs.
+	Evals *evals.Runner
 }
 
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
@@ -80,7 +83,7 @@ func Serve(ctx context.Context, d Deps) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	var inflight sync.WaitGroup
-	m := mux(d)
+	m := mux(d, ctx.Done())
 	m.Use(func(h asynq.Handler) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 			inflight.Add(1)
@@ -157,8 +160,9 @@ func measured(ctx context.Context, m *metrics.Metrics, typ string, do func(conte
 	return err
 }
 
-// mux routes each task type to its handler.
-func mux(d Deps) *asynq.ServeMux {
+// mux routes each task type to its handler; stopping closes when the worker stops taking tasks
+// (an eval run then stops claiming cases and finishes those it has).
+func mux(d Deps, stopping <-chan struct{}) *asynq.ServeMux {
 	m := asynq.NewServeMux()
 	m.HandleFunc(tasks.TypeSourceIngest, ingest(d, func(ctx context.Context, t tasks.SourceIngestPayload, final bool) error {
 		return d.Sources.Ingest(ctx, t, final)
@@ -227,6 +231,13 @@ func mux(d Deps) *asynq.ServeMux {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Email.Send(ctx, t.ID, final(ctx))
+	})
+	m.HandleFunc(tasks.TypeEvalRun, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.EvalRunPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.Evals.Execute(ctx, t.RunID, final(ctx), stopping)
 	})
 	return m
 }

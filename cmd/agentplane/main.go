@@ -27,6 +27,9 @@ commands:
   accounts create --name N  create an account; prints its API key once
   load --key K [--base URL] [--clients N] [--duration D]
                             hold a mixed workload against a running service and report it
+  eval --dataset FILE --agent ID [--against published] [--min grader=rate]
+                            run eval cases against an agent's draft and another version of a
+                            deployment (AGENTPLANE_URL, AGENTPLANE_API_KEY); exits 1 on a regression
 
 configuration: AGENTPLANE_* environment variables (see docs/configuration.md)
 `
@@ -57,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return accounts(ctx, args[1:], getenv, stdout, stderr)
 	case "load":
 		return load(ctx, args[1:], stdout, stderr)
+	case "eval":
+		return evalCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -79,6 +79,8 @@ type Bot struct {
 	// were (version 1, made when it is first changed or its versions read).
 	Version          int `json:"version" bson:"version"`
 	PublishedVersion int `json:"published_version" bson:"published_version"`
+	// PublishGate, when set, holds each publish until an eval run of the version passes it.
+	PublishGate *PublishGate `json:"publish_gate" bson:"publish_gate,omitempty"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`

@@ -81,6 +81,19 @@ type Patch struct {
 	Integrations           *[]freeform.Object `json:"integrations"`
 	AllowedOrigins         *[]string          `json:"allowed_origins"`
 	Versioning             *bool              `json:"versioning"`
+	// PublishGate replaces the agent's gate; one without a dataset removes it.
+	PublishGate *PublishGate `json:"publish_gate"`
+}
+
+// MaxGateThresholds bounds the graders a publish gate names.
+const MaxGateThresholds = 20
+
+// PublishGate is what a version must pass before it is published: the agent's newest finished
+// eval run of the dataset at that version reached each threshold (a grader's pass rate, from 0
+// to 1). The graders' names are the evals' (checked where a gate is set).
+type PublishGate struct {
+	DatasetID  string             `json:"dataset_id" bson:"dataset_id"`
+	Thresholds map[string]float64 `json:"thresholds" bson:"thresholds"`
 }
 
 // apply sets every field p carries on b. Branding merges: sub-objects and fields the patch
@@ -118,6 +131,12 @@ func (p Patch) apply(b *Bot) error {
 	}
 	if p.Versioning != nil {
 		b.Versioning = *p.Versioning
+	}
+	if p.PublishGate != nil {
+		b.PublishGate = nil
+		if id := strings.TrimSpace(p.PublishGate.DatasetID); id != "" {
+			b.PublishGate = &PublishGate{DatasetID: id, Thresholds: p.PublishGate.Thresholds}
+		}
 	}
 	if p.HandoffMessage != nil {
 		b.HandoffMessage = strings.TrimSpace(*p.HandoffMessage)
@@ -238,6 +257,12 @@ func validate(b Bot, h Hosts) error {
 	limits.Items(&p, "integrations", len(b.Integrations), MaxIntegrations)
 	limits.TotalJSON(&p, "integrations", b.Integrations, MaxIntegrationsBytes)
 	b.Branding.validate(&p)
+	if g := b.PublishGate; g != nil {
+		if len(g.Thresholds) == 0 {
+			p.Add("publish_gate.thresholds", "name at least one grader and its pass rate")
+		}
+		limits.Items(&p, "publish_gate.thresholds", len(g.Thresholds), MaxGateThresholds)
+	}
 	if err := p.Err(); err != nil {
 		return err
 	}

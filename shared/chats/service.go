@@ -651,3 +651,43 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 
 // IsDisconnect reports whether err is the end of a request whose client went away.
 func IsDisconnect(err error) bool { return errors.Is(err, context.Canceled) }
+
+// Trial is a standard answer made by Try, stored nowhere.
+type Trial struct {
+	Content string
+	Model   string
+	Usage   llm.Usage
+	// Cost is the estimated cost of the model call, in US dollars.
+	Cost    float64
+	Sources []memory.Ref
+	Took    time.Duration
+}
+
+// Try answers question, after the earlier messages of a conversation, as a standard turn of bot
+// answers it (the same retrieval, prompt and model call as Answer), and stores nothing: no chat,
+// no message, no event. Eval runs ask agents' versions so.
+func (s *Service) Try(ctx context.Context, projectID string, bot agents.Bot, earlier []Said, question string) (Trial, error) {
+	in := Input{Message: &question}
+	if err := in.Validate(); err != nil {
+		return Trial{}, err
+	}
+	started := time.Now()
+	passages, err := s.Retrieve(ctx, projectID, bot, in, question)
+	if err != nil {
+		return Trial{}, err
+	}
+	prior := make([]Message, len(earlier))
+	for i, said := range earlier {
+		prior[i] = Message{Role: said.Role, Content: said.Content}
+	}
+	req := llm.Request{Model: ModelName(in, bot), MaxTokens: MaxTokens(in, bot), NoAnswer: bot.NoAnswerReply, Passages: passages,
+		Messages: Prompt(in, bot, prior, passages, "", question)}
+	res, err := s.Model(in, bot).Complete(ctx, req)
+	if err != nil {
+		return Trial{}, err
+	}
+	model := cmp.Or(res.Model, req.Model)
+	cost, _ := strconv.ParseFloat(estimatedCost(model, res.Usage.PromptTokens, res.Usage.CompletionTokens), 64)
+	return Trial{Content: res.Content, Model: model, Usage: res.Usage, Cost: cost, Sources: Citations(res.Content, passages),
+		Took: time.Since(started)}, nil
+}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -25,6 +26,7 @@ const (
 	MaxTurns        = 50
 	MaxFacts        = 50
 	maxPatternBytes = 1000
+	MaxRubricLength = 4000
 )
 
 // Roles of a conversation's turns.
@@ -55,6 +57,8 @@ type Case struct {
 	MaxLatencyMS   int       `json:"max_latency_ms,omitempty" bson:"max_latency_ms,omitempty"`
 	MaxTokens      int       `json:"max_tokens,omitempty" bson:"max_tokens,omitempty"`
 	MaxCost        float64   `json:"max_cost,omitempty" bson:"max_cost,omitempty"`
+	// Rubric is what a good answer is, in words, for the LLM judge.
+	Rubric string `json:"rubric,omitempty" bson:"rubric,omitempty"`
 	// Graders are the graders that apply; left out, every grader the case has expectations for.
 	Graders []string `json:"graders" bson:"graders"`
 
@@ -102,6 +106,10 @@ func (c *Case) Validate(field string) error {
 	}
 	if c.MaxLatencyMS < 0 || c.MaxTokens < 0 || c.MaxCost < 0 {
 		p.Add(field, "max_latency_ms, max_tokens and max_cost may not be negative")
+	}
+	c.Rubric = strings.TrimSpace(c.Rubric)
+	if utf8.RuneCountInString(c.Rubric) > MaxRubricLength {
+		p.Add(field+".rubric", "is at most %d characters", MaxRubricLength)
 	}
 	if len(c.Pattern) > maxPatternBytes {
 		p.Add(field+".pattern", "is at most %d bytes", maxPatternBytes)

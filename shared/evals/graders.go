@@ -22,6 +22,7 @@ const (
 	GraderTool     = "tool_call"
 	GraderLatency  = "latency"
 	GraderCost     = "cost"
+	GraderJudge    = "judge"
 )
 
 // Answer is what an agent answered a case: its text, the sources it cited, the tools it called,
@@ -47,11 +48,16 @@ type ToolCall struct {
 	Arguments freeform.Object `json:"arguments,omitempty" bson:"arguments,omitempty"`
 }
 
-// Grade is one grader's verdict on an answer.
+// Grade is one grader's verdict on an answer. Error says the grader could not judge (the agent
+// gave no answer, the judge's verdict could not be read): the grade does not pass. Prompt and
+// Verdict are the judge's, what it was asked and what it answered.
 type Grade struct {
-	Grader string `json:"grader"`
-	Pass   bool   `json:"pass"`
-	Reason string `json:"reason"`
+	Grader  string `json:"grader" bson:"grader"`
+	Pass    bool   `json:"pass" bson:"pass"`
+	Reason  string `json:"reason" bson:"reason"`
+	Error   bool   `json:"error,omitempty" bson:"error,omitempty"`
+	Prompt  string `json:"prompt,omitempty" bson:"prompt,omitempty"`
+	Verdict string `json:"verdict,omitempty" bson:"verdict,omitempty"`
 }
 
 // grader is a small pure function over a case and an answer, and what it needs of the case.
@@ -71,10 +77,17 @@ var graders = map[string]grader{
 	GraderTool:     {grade: calls, expects: func(c *Case) bool { return c.ExpectedTool != nil }, field: "expected_tool"},
 	GraderLatency:  {grade: inTime, expects: func(c *Case) bool { return c.MaxLatencyMS > 0 }, field: "max_latency_ms"},
 	GraderCost:     {grade: inBudget, expects: func(c *Case) bool { return c.MaxTokens > 0 || c.MaxCost > 0 }, field: "max_tokens"},
+	GraderJudge:    {grade: unjudged, expects: func(c *Case) bool { return c.Rubric != "" }, field: "rubric"},
+}
+
+// unjudged stands in for the judge, which asks a model (Judge) that Grade does not have: its
+// grade is an error.
+func unjudged(*Case, Answer) (bool, string) {
+	return false, "the judge grades in eval runs, through the agent's provider"
 }
 
 // GraderNames are the graders' names, in the order a case's grades are given.
-var GraderNames = []string{GraderExact, GraderContains, GraderRegex, GraderSchema, GraderSource, GraderTool, GraderLatency, GraderCost}
+var GraderNames = []string{GraderExact, GraderContains, GraderRegex, GraderSchema, GraderSource, GraderTool, GraderLatency, GraderCost, GraderJudge}
 
 // Grade grades a by each of c's graders, in c's order. A case that is not valid fails them all.
 func (c *Case) Grade(a Answer) []Grade {
@@ -89,7 +102,7 @@ func (c *Case) Grade(a Answer) []Grade {
 	}
 	for _, name := range c.Graders {
 		pass, reason := graders[name].grade(c, a)
-		out = append(out, Grade{Grader: name, Pass: pass, Reason: reason})
+		out = append(out, Grade{Grader: name, Pass: pass, Reason: reason, Error: name == GraderJudge})
 	}
 	return out
 }

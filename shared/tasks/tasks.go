@@ -38,6 +38,8 @@ const (
 	TypeEmailAnswer = "email:answer"
 	// TypeEmailSend sends an answer to an email through the relay.
 	TypeEmailSend = "email:send"
+	// TypeEvalRun answers and grades the cases of an eval run.
+	TypeEvalRun = "eval:run"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -193,6 +195,16 @@ func NewEmailAnswerTask(id string) Task {
 // NewEmailSendTask sends the answer id.
 func NewEmailSendTask(id string) Task {
 	return Task{Type: TypeEmailSend, ID: id, Payload: EmailPayload{ID: id}}
+}
+
+// EvalRunPayload names the eval run to carry out or go on with.
+type EvalRunPayload struct {
+	RunID string `json:"run_id"`
+}
+
+// NewEvalRunTask carries out an eval run.
+func NewEvalRunTask(runID string) Task {
+	return Task{Type: TypeEvalRun, ID: runID, Payload: EvalRunPayload{RunID: runID}}
 }
 
 // RetryIn reports how long a task whose handler failed with err should wait before it is tried

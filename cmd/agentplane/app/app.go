@@ -228,6 +228,8 @@ type Domain struct {
 	Workspaces *workspaces.Service
 	// Evals are agents' eval datasets.
 	Evals *evals.Service
+	// EvalRuns are the eval runs of agents' datasets.
+	EvalRuns *evals.Runs
 }
 
 // Domain builds the domain services once and returns them.
@@ -287,6 +289,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents)
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
+	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue())
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -382,6 +385,7 @@ func (a *App) API() (api.Deps, error) {
 		Operators:     d.Operators,
 		Workspaces:    d.Workspaces,
 		Evals:         d.Evals,
+		EvalRuns:      d.EvalRuns,
 		PublicDomain:  a.Cfg.PublicDomain,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
@@ -480,6 +484,8 @@ func (a *App) Worker() (workers.Deps, error) {
 		// Email: the mail agents receive answered, the answers sent.
 		Email: d.Email,
 		// Statistics: the chat events are folded into the agents' hours here.
+		// Eval runs: their cases answered and graded.
+		Evals: evals.NewRunner(store.NewEvalRuns(a.Conns.DB), d.evalAgents, a.Cfg.RunLease, evalConcurrency, a.Log.With("component", "evals")),
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil

@@ -33,6 +33,9 @@ var options = map[string][]asynq.Option{
 	// email:answer is a chat turn; email:send waits out the relay's outages: many retries.
 	tasks.TypeEmailAnswer: {asynq.MaxRetry(10), asynq.Timeout(5 * time.Minute)},
 	tasks.TypeEmailSend:   {asynq.MaxRetry(20), asynq.Timeout(2 * time.Minute)},
+	// eval:run answers a whole dataset (up to 1000 cases); a task stopped or failed goes on with
+	// the cases not graded.
+	tasks.TypeEvalRun: {asynq.MaxRetry(20), asynq.Timeout(time.Hour)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

@@ -64,7 +64,7 @@ func Migrate(ctx context.Context, db *mongo.Database) error {
 // unindexed are the collections read by _id alone, created here rather than by their first
 // write so that they exist when the embedded store's _id lookup indexes are made
 // (devstack's IndexIDs runs after Migrate).
-var unindexed = []string{sourceTextsColl, versionsColl}
+var unindexed = []string{sourceTextsColl, versionsColl, evalResultsColl}
 
 // namespaceExists is the server's error code for a collection created twice.
 const namespaceExists = 48
@@ -144,6 +144,10 @@ func indexes() map[string][]mongo.IndexModel {
 		},
 		evalDatasetsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
+		},
+		// An agent's eval runs, newest first (the gate's latest run of a dataset among them).
+		evalRunsColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("bot")},
 		},
 		firingsColl: {
 			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},

@@ -34,7 +34,8 @@ type a2aFailure struct {
 // its status updates in order ending completed, and a task waiting for a tool's approval resumed
 // with approve to completed. Tasks are canceled: one waiting for input at once, working ones
 // when their worker learns of it (at the run's next write, or its lease's renewal), their answer
-// never added to the chat. Its 0.3 transport (message/send, ...) is answered at the same
+// never added to the chat. An A2A key of the agent reaches it, and nothing else (not another agent
+// of the account, not the agent API) until it is deleted. Its 0.3 transport (message/send, ...) is answered at the same
 // endpoint.
 func TestA2ANodeClient(t *testing.T) {
 	t.Parallel()
@@ -186,6 +187,47 @@ func TestA2ANodeClient(t *testing.T) {
 		}
 		delete(env, "TASK_ID")
 	}
+
+	// An A2A key of the agent reaches it over the SDK, and nothing else: not another agent of the
+	// account (404, as another account's agent), not the agent API; deleted, it stops working.
+	other := b.chatBot(t, nil)
+	created := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/a2a/key/create", Key: b.key, Body: a.body(map[string]any{"name": "partner"})})
+	expect(t, created, http.StatusOK, "")
+	var made struct {
+		Key    struct{ ID string }
+		APIKey string `json:"api_key"`
+	}
+	created.Decode(t, &made)
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	scoped := map[string]string{"AGENT_URL": env["AGENT_URL"], "KEY": made.APIKey}
+	var reach struct {
+		Reached *struct {
+			Schemes  []string
+			Answered a2aTask
+		}
+		Failed a2aFailure
+	}
+	runNode(t, dir, "reach", scoped, &reach)
+	if r := reach.Reached; r == nil || r.Answered.State != "TASK_STATE_COMPLETED" || strings.Join(r.Schemes, ",") != "a2aKey,bearer" {
+		t.Fatalf("the agent's A2A key on its agent: %+v", reach)
+	}
+	scoped["AGENT_URL"] = b.client.URL + "/a2a/agents/" + other.botID
+	reach.Reached = nil
+	runNode(t, dir, "reach", scoped, &reach)
+	if f := reach.Failed; reach.Reached != nil || !f.Failed || !strings.Contains(f.Message, "404") {
+		t.Fatalf("the agent's A2A key on another agent of the account: %+v", reach)
+	}
+	expect(t, a2aCall(t, b, other.botID, made.APIKey, nil), http.StatusNotFound, "bot_not_found")
+	for _, path := range []string{"/v1/bot/read?" + a.query(""), "/v1/projects", "/v1/keys"} {
+		expect(t, b.client.Do(apitest.Request{Method: http.MethodGet, Path: path, Key: made.APIKey}), http.StatusUnauthorized, "a2a_key_not_allowed")
+	}
+	listed := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/a2a/key/readall?" + a.query(""), Key: b.key})
+	expect(t, listed, http.StatusOK, "")
+	if body := string(listed.Body); !strings.Contains(body, made.Key.ID) || strings.Contains(body, made.APIKey) {
+		t.Fatalf("the agent's A2A keys: %s", body)
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/a2a/key/delete?" + a.query("&key_id="+made.Key.ID), Key: b.key}), http.StatusOK, "")
+	expect(t, a2aCall(t, b, a.botID, made.APIKey, nil), http.StatusUnauthorized, "invalid_api_key")
 
 	fake.Set(providertest.Behavior{Reply: "We open at nine."})
 	var legacy struct {

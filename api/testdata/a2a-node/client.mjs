@@ -136,6 +136,17 @@ const phases = {
     }
     return { events, methods };
   },
+  // The agent at AGENT_URL reached with the key KEY: its card read and a message answered, or
+  // how the SDK failed.
+  async reach() {
+    let reached;
+    const failed = await failure(async () => {
+      const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+      const card = await client.getAgentCard();
+      reached = { schemes: Object.keys(card.securitySchemes ?? {}).sort(), answered: summary(taskOf(await client.sendMessage(message("When do you open?")))) };
+    });
+    return { reached, failed, methods };
+  },
   // The same agent through the SDK's A2A 0.3 transport (message/send, ...), the card's 0.3
   // interface taken: a message sent and its task read, one streamed, an unknown task not found.
   async legacy() {

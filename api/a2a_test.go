@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
@@ -31,12 +32,16 @@ type a2aFailure struct {
 // gives), a message answered and one more in its context, the task read back, a finished task
 // not cancelable, a stream resubscribed to, an unknown task not found, a message streamed with
 // its status updates in order ending completed, and a task waiting for a tool's approval resumed
-// with approve to completed. Its 0.3 transport (message/send, ...) is answered at the same
+// with approve to completed. Tasks are canceled: one waiting for input at once, working ones
+// when their worker learns of it (at the run's next write, or its lease's renewal), their answer
+// never added to the chat. An A2A key of the agent reaches it, and nothing else (not another agent
+// of the account, not the agent API) until it is deleted. Its 0.3 transport (message/send, ...) is answered at the same
 // endpoint.
 func TestA2ANodeClient(t *testing.T) {
 	t.Parallel()
 	dir := nodeClient(t, "@a2a-js/sdk", a2aNodeVersion, "a2a-node")
-	b, a, fake := agentSetup(t, nil)
+	// Model calls are not cut short (the held ones end when a cancel reaches the run's worker).
+	b, a, fake := agentSetup(t, nil, withProviderTimeout(time.Minute))
 	env := map[string]string{"AGENT_URL": b.client.URL + "/a2a/agents/" + a.botID, "KEY": b.key}
 	a.ingest(t, map[string]any{"type": "text", "title": "Opening hours", "source": "The shop opens at nine and closes at six, Monday to Saturday."})
 
@@ -119,6 +124,110 @@ func TestA2ANodeClient(t *testing.T) {
 		st[len(st)-2] != "artifactUpdate" || st[len(st)-1] != "status:TASK_STATE_COMPLETED:Added Acme." {
 		t.Fatalf("a task resumed by a streamed approve: %q", st)
 	}
+
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{call("create_deal", `{"title":"Acme"}`), {Reply: "Added Acme."}}})
+	var canceled struct {
+		Paused, Canceled, Got a2aTask
+		Again, Decided        a2aFailure
+	}
+	runNode(t, dir, "cancel", env, &canceled)
+	if canceled.Paused.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("the task to cancel: %+v", canceled.Paused)
+	}
+	if c, g := canceled.Canceled, canceled.Got; c.ID != canceled.Paused.ID || c.State != "TASK_STATE_CANCELED" || g.State != "TASK_STATE_CANCELED" {
+		t.Fatalf("a task waiting for input canceled: %+v, then read: %+v", c, g)
+	}
+	if a := canceled.Again; !a.Failed || a.Name != "JsonRpcTaskNotCancelableError" || !strings.Contains(a.Message, "ended already (it is canceled)") {
+		t.Fatalf("a canceled task canceled again: %+v", a)
+	}
+	if d := canceled.Decided; !d.Failed || !strings.Contains(d.Message, "does not wait for input") {
+		t.Fatalf("an approval of a canceled task: %+v", d)
+	}
+	if got := conversation(t, a, canceled.Paused.ContextID); len(got) != 1 {
+		t.Fatalf("the canceled run answered in its chat: %q", got)
+	}
+
+	// Working tasks canceled while their run waits for the model, which holds its answer until
+	// the test releases it: one whose model then calls a tool (the run's next write is refused,
+	// and the run ends canceled before its answer), and one whose model answers (the renewal of
+	// the run's lease is refused, and the worker gives the model call up).
+	for _, tc := range []struct {
+		name    string
+		turns   []providertest.Turn
+		noticed func(t *testing.T, cancelled int)
+	}{
+		{"at its next write", []providertest.Turn{call("list_deals", `{}`), {Reply: "There are no deals."}}, func(*testing.T, int) {}},
+		{"at its lease's renewal", []providertest.Turn{{Reply: "There are no deals."}}, func(t *testing.T, cancelled int) {
+			waitFor(t, "the worker gives the model call up", func() (bool, any) { return fake.Cancelled() > cancelled, fake.Cancelled() })
+		}},
+	} {
+		release, cancelled := make(chan struct{}), fake.Cancelled()
+		fake.Set(providertest.Behavior{Script: tc.turns, Hold: release})
+		asked := len(fake.Requests())
+		var started struct{ Started a2aTask }
+		runNode(t, dir, "start", env, &started)
+		task := started.Started
+		waitFor(t, tc.name+": the run working (its model call made)", func() (bool, any) { return len(fake.Requests()) > asked, len(fake.Requests()) })
+		env["TASK_ID"] = task.ID
+		var working struct{ Canceled a2aTask }
+		runNode(t, dir, "cancelTask", env, &working)
+		if c := working.Canceled; c.ID != task.ID || (c.State != "TASK_STATE_WORKING" && c.State != "TASK_STATE_CANCELED") {
+			t.Fatalf("%s: a working task canceled: %+v", tc.name, c)
+		}
+		tc.noticed(t, cancelled)
+		fake.Set(providertest.Behavior{Script: tc.turns})
+		close(release)
+		var followed struct{ Events []string }
+		runNode(t, dir, "follow", env, &followed)
+		if ev := followed.Events; len(ev) == 0 || !strings.HasSuffix(ev[len(ev)-1], ":TASK_STATE_CANCELED") {
+			t.Fatalf("%s: the canceled task followed to its end: %q", tc.name, ev)
+		}
+		if got := conversation(t, a, task.ContextID); len(got) != 1 {
+			t.Fatalf("%s: the canceled run answered in its chat: %q", tc.name, got)
+		}
+		delete(env, "TASK_ID")
+	}
+
+	// An A2A key of the agent reaches it over the SDK, and nothing else: not another agent of the
+	// account (404, as another account's agent), not the agent API; deleted, it stops working.
+	other := b.chatBot(t, nil)
+	created := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/a2a/key/create", Key: b.key, Body: a.body(map[string]any{"name": "partner"})})
+	expect(t, created, http.StatusOK, "")
+	var made struct {
+		Key    struct{ ID string }
+		APIKey string `json:"api_key"`
+	}
+	created.Decode(t, &made)
+	fake.Set(providertest.Behavior{Reply: "We open at nine."})
+	scoped := map[string]string{"AGENT_URL": env["AGENT_URL"], "KEY": made.APIKey}
+	var reach struct {
+		Reached *struct {
+			Schemes  []string
+			Answered a2aTask
+		}
+		Failed a2aFailure
+	}
+	runNode(t, dir, "reach", scoped, &reach)
+	if r := reach.Reached; r == nil || r.Answered.State != "TASK_STATE_COMPLETED" || strings.Join(r.Schemes, ",") != "a2aKey,bearer" {
+		t.Fatalf("the agent's A2A key on its agent: %+v", reach)
+	}
+	scoped["AGENT_URL"] = b.client.URL + "/a2a/agents/" + other.botID
+	reach.Reached = nil
+	runNode(t, dir, "reach", scoped, &reach)
+	if f := reach.Failed; reach.Reached != nil || !f.Failed || !strings.Contains(f.Message, "404") {
+		t.Fatalf("the agent's A2A key on another agent of the account: %+v", reach)
+	}
+	expect(t, a2aCall(t, b, other.botID, made.APIKey, nil), http.StatusNotFound, "bot_not_found")
+	for _, path := range []string{"/v1/bot/read?" + a.query(""), "/v1/projects", "/v1/keys"} {
+		expect(t, b.client.Do(apitest.Request{Method: http.MethodGet, Path: path, Key: made.APIKey}), http.StatusUnauthorized, "a2a_key_not_allowed")
+	}
+	listed := b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/a2a/key/readall?" + a.query(""), Key: b.key})
+	expect(t, listed, http.StatusOK, "")
+	if body := string(listed.Body); !strings.Contains(body, made.Key.ID) || strings.Contains(body, made.APIKey) {
+		t.Fatalf("the agent's A2A keys: %s", body)
+	}
+	expect(t, b.client.Do(apitest.Request{Method: http.MethodDelete, Path: "/v1/bot/a2a/key/delete?" + a.query("&key_id="+made.Key.ID), Key: b.key}), http.StatusOK, "")
+	expect(t, a2aCall(t, b, a.botID, made.APIKey, nil), http.StatusUnauthorized, "invalid_api_key")
 
 	fake.Set(providertest.Behavior{Reply: "We open at nine."})
 	var legacy struct {

@@ -59,7 +59,8 @@ func a2aTool(name, url, token string) map[string]any {
 // An agent run calls remote A2A agents served by the official JavaScript SDK as its tools: one
 // that streams, answered through its stream once the user approves the call (a remote agent
 // acts: the auto policy asks), one that does not, sent without waiting and its task read until
-// it completes, and one that never answers, given up at its time limit while the run goes on;
+// it completes, and one that never answers, given up at its time limit (its task canceled) while
+// the run goes on;
 // each call carries the tool's sealed credentials and the hop header, and each answer comes back
 // as the tool's result, cut to the tool's bound.
 func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
@@ -134,6 +135,18 @@ func TestAgentRunCallsRemoteA2AAgents(t *testing.T) {
 	}
 	if err := cur.All(context.Background(), &calls); err != nil || len(calls) != 3 {
 		t.Fatalf("%d calls recorded (%v): %v", len(calls), err, calls)
+	}
+	// The task the call gave up on was canceled, before the call ended: the remote agent saw it.
+	var remote struct{ Canceled []string }
+	req, _ := http.NewRequest(http.MethodGet, peer+"/canceled", nil)
+	req.Header.Set("Authorization", "Bearer "+a2aPeerToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&remote); err != nil || len(remote.Canceled) != 1 {
+		t.Fatalf("the tasks the remote agents were asked to cancel: %v (%v)", remote.Canceled, err)
 	}
 }
 

@@ -83,7 +83,9 @@ type options struct {
 	heartbeat   time.Duration
 	runWait     time.Duration
 	cacheTTL    time.Duration
-	logs        io.Writer
+	// providerTimeout bounds a model call (2 s when zero).
+	providerTimeout time.Duration
+	logs            io.Writer
 	// refusePrivate refuses loopback and private addresses to outbound requests, as production does.
 	refusePrivate bool
 	// publicRate and publicAgentRate are the end users' limits per client address and per agent.
@@ -117,6 +119,9 @@ func withRunWait(d time.Duration) option { return func(o *options) { o.runWait =
 
 // withCacheTTL keeps cached entries for d instead of 30 s.
 func withCacheTTL(d time.Duration) option { return func(o *options) { o.cacheTTL = d } }
+
+// withProviderTimeout bounds a model call by d instead of 2 s.
+func withProviderTimeout(d time.Duration) option { return func(o *options) { o.providerTimeout = d } }
 
 // withEmbeddings ranks memory with the vectors of the OpenAI-compatible embeddings endpoint at
 // baseURL too.
@@ -203,7 +208,7 @@ func testConfig(o options) config.Config {
 		RunWait:           o.runWait,
 		AllowPrivate:      !o.refusePrivate,
 		ProviderURL:       o.provider,
-		ProviderTimeout:   2 * time.Second,
+		ProviderTimeout:   cmp.Or(o.providerTimeout, 2*time.Second),
 		EmbeddingURL:      o.embeddings,
 		EmbeddingKey:      "test-key",
 		EmbeddingModel:    "axes",

@@ -23,6 +23,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentplane/agentplane/api/a2a"
 	"github.com/agentplane/agentplane/api/httpx"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
@@ -197,8 +198,16 @@ func bearer(c *gin.Context) (string, error) {
 	return token, nil
 }
 
-// authenticate resolves the API key to its account.
-func (s *server) authenticate(c *gin.Context) {
+// authenticate resolves the API key to its account. An agent's A2A key is refused: it reaches
+// its agent's A2A endpoint only (authenticateA2A).
+func (s *server) authenticate(c *gin.Context) { s.authenticateKey(c, false) }
+
+// authenticateA2A is authenticate for the A2A door, which an agent's A2A key reaches too (the
+// door answers it for its own agent only).
+func (s *server) authenticateA2A(c *gin.Context) { s.authenticateKey(c, true) }
+
+// authenticateKey resolves the API key to its principal; agentKeys lets agents' A2A keys in.
+func (s *server) authenticateKey(c *gin.Context, agentKeys bool) {
 	token, err := bearer(c)
 	if err != nil {
 		httpx.Fail(c, err)
@@ -207,6 +216,11 @@ func (s *server) authenticate(c *gin.Context) {
 	p, err := s.tenancy.Authenticate(c, token)
 	if err != nil {
 		httpx.Fail(c, err)
+		return
+	}
+	if p.BotID != "" && !agentKeys {
+		httpx.Fail(c, apperr.New(apperr.Unauthorized, "a2a_key_not_allowed",
+			"This key is an agent's A2A key: it reaches only that agent's A2A endpoint, "+a2a.AgentsPath+"/"+p.BotID+"."))
 		return
 	}
 	c.Set(httpx.PrincipalKey, p)

@@ -33,8 +33,8 @@ func (s *server) routes(r *gin.Engine) {
 	r.POST(mcp.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Agent)
 	r.POST("/mcp/:id", s.authenticate, s.rateLimited, s.accountBudget, s.mcp.Hosted)
 
-	r.POST(a2a.AgentsPath+"/:bot_id", s.authenticate, s.rateLimited, s.accountBudget, s.a2a.Agent)
-	r.GET(a2a.AgentsPath+"/:bot_id"+a2a.CardPath, s.authenticate, s.rateLimited, s.accountBudget, s.a2a.Card)
+	r.POST(a2a.AgentsPath+"/:bot_id", s.authenticateA2A, s.rateLimited, s.accountBudget, s.a2a.Agent)
+	r.GET(a2a.AgentsPath+"/:bot_id"+a2a.CardPath, s.authenticateA2A, s.rateLimited, s.accountBudget, s.a2a.Card)
 
 	r.GET(hooks.Path, s.hooks.Receive)
 	r.POST(hooks.Path, s.hooks.Receive)
@@ -205,6 +205,10 @@ func (s *server) routes(r *gin.Engine) {
 	inbox.POST("/bot/inbox/note", handle(s.noteInbox))
 	inbox.POST("/bot/inbox/release", handle(s.releaseInbox))
 	inbox.POST("/bot/inbox/close", handle(s.closeInbox))
+
+	v1.POST("/bot/a2a/key/create", handle(s.createA2AKey))
+	v1.GET("/bot/a2a/key/readall", handle(s.listA2AKeys))
+	v1.DELETE("/bot/a2a/key/delete", handle(s.deleteA2AKey))
 
 	v1.GET("/bot/subscriber/readall", handle(s.listSubscribers))
 	v1.POST("/bot/sso-secret", handle(s.newSSOSecret))

@@ -244,11 +244,9 @@ func NewServer(d Deps) http.Handler {
 		return err
 	}
 	s.mcp = mcp.New(mcp.Door{Log: d.Logger, Tenancy: d.Tenancy, Chats: d.Chats, Runs: d.Runs, Memory: d.Memory, Tools: d.Tools, RunWait: d.RunWait,
-		Bot:        func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
-		AgentAllow: agentAllow})
+		Bot: s.a2aBot, AgentAllow: agentAllow})
 	s.a2a = a2a.New(a2a.Door{Log: d.Logger, Chats: d.Chats, Runs: d.Runs, Tools: d.Tools, Sources: d.Sources, RunWait: d.RunWait, PublicURL: s.publicURL, Decoder: s.decoder, Heartbeat: d.Heartbeat,
-		Bot:        func(c *gin.Context, botID string) (agents.Bot, error) { return s.bot(c, &scope{BotID: botID}) },
-		AgentAllow: agentAllow})
+		Bot: s.a2aBot, AgentAllow: agentAllow})
 	s.openAI = &openai.Door{Tenancy: d.Tenancy, Agents: d.Agents, Turns: s.turns, Decoder: s.decoder, Heartbeat: d.Heartbeat,
 		Bot: func(c *gin.Context, projectID, botID string) (agents.Bot, error) {
 			return s.bot(c, &scope{ProjectID: projectID, BotID: botID})

@@ -53,6 +53,8 @@ type matrixFixture struct {
 	workspace, file, filePath string
 	// dataset is an eval dataset of the agent; evalRun a finished run of it.
 	dataset, evalRun string
+	// a2aKey is an A2A key of the agent.
+	a2aKey string
 }
 
 // naming returns f naming o's resources (everything but the key, the project and the agent).
@@ -69,7 +71,8 @@ func missingFixture(key string) matrixFixture {
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field", task: "no-such-task",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
-		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset", evalRun: "no-such-eval-run"}
+		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset", evalRun: "no-such-eval-run",
+		a2aKey: "no-such-a2a-key"}
 }
 
 // statsWindow is a fixed window for the statistics' rows, so that reading them twice answers
@@ -535,6 +538,11 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 				return map[string]any{"keywords": "matrix notes", "source_ids": []string{f.source}}
 			}},
 
+		{method: "POST", path: "/v1/bot/a2a/key/create", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"name": "matrix"} }},
+		{method: "GET", path: "/v1/bot/a2a/key/readall", scope: botScope, in: inQuery},
+		{method: "DELETE", path: "/v1/bot/a2a/key/delete", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"key_id", f.a2aKey} })},
 		{method: "GET", path: "/v1/bot/subscriber/readall", scope: botScope, in: inQuery},
 		{method: "POST", path: "/v1/bot/sso-secret", scope: botScope, in: inBody},
 		{method: "GET", path: "/v1/bot/memory/readall", scope: botScope, in: inQuery},
@@ -735,6 +743,8 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		Body: map[string]any{"project_id": project, "name": "Bot " + tag, "model": "gpt-4o-mini"}})["bot"].(map[string]any)
 	f.bot = bot["id"].(string)
 	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: key, Body: scoped(map[string]any{"heartbeat": 1, "instruction": "Matrix of " + tag})})
+	f.a2aKey = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/a2a/key/create", Key: key,
+		Body: scoped(map[string]any{"name": "A2A " + tag})})["key"].(map[string]any)["id"].(string)
 	f.channel = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/channel/create", Key: key, Body: scoped(map[string]any{
 		"type": "telegram", "name": "Channel of " + tag, "api_base_url": m.telegram.URL,
 		"credentials": map[string]any{"bot_token": m.telegram.Token}})})["channel"].(map[string]any)["id"].(string)

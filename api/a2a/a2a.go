@@ -158,8 +158,8 @@ func (hopLimit) Before(ctx context.Context, _ *a2asrv.CallContext, _ *a2asrv.Req
 	return ctx, nil, nil
 }
 
-// Card serves the agent card of the agent the path names, to its account's keys only: it names
-// the agent's tools and memory sources, which are the account's own. The card is A2A 1.0's
+// Card serves the agent card of the agent the path names, to its account's keys (and its own A2A
+// keys) only: it names the agent's tools and memory sources, which are the account's own. The card is A2A 1.0's
 // with 0.3's fields beside (url, protocolVersion, ...), as the SDK's compatibility layer
 // writes it, so that clients of either version read it.
 func (d *Door) Card(c *gin.Context) {
@@ -190,9 +190,13 @@ func (d *Door) Card(c *gin.Context) {
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             skills,
-		SecuritySchemes: a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
-			Description: "The account's API key, as the agent API takes it."}},
-		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": a2a.SecuritySchemeScopes{}}},
+		SecuritySchemes: a2a.NamedSecuritySchemes{
+			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "The account's API key, as the agent API takes it."},
+			"a2aKey": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
+				Description: "An A2A key of this agent (POST /v1/bot/a2a/key/create): it reaches this agent's A2A endpoint and nothing else."},
+		},
+		// Either one.
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": a2a.SecuritySchemeScopes{}}, {"a2aKey": a2a.SecuritySchemeScopes{}}},
 	}
 	for _, v := range ProtocolVersions {
 		card.SupportedInterfaces = append(card.SupportedInterfaces,

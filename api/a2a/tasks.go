@@ -103,22 +103,19 @@ func (t *tasks) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTask
 	return nil, fmt.Errorf("%w: tasks are not listed; read one by its id", a2a.ErrUnsupportedOperation)
 }
 
-// CancelTask refuses: an agent run is not stopped once started. A task waiting for input is
-// ended by rejecting its tool call.
+// CancelTask cancels the task's run: one submitted or waiting for input ends canceled at once,
+// one working at its worker's next write or lease renewal (it is answered working, and ends
+// canceled). A task over already is not cancelable.
 func (t *tasks) CancelTask(ctx context.Context, params *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	e, err := t.run(ctx, params.ID)
+	a := callerOf(ctx)
+	e, err := t.door.Runs.Cancel(ctx, a.bot.ProjectID, a.bot.ID, string(params.ID))
+	if apperr.As(err).Code == "run_not_cancelable" {
+		return nil, fmt.Errorf("%w: %s", a2a.ErrTaskNotCancelable, apperr.As(err).Message)
+	}
 	if err != nil {
-		return nil, err
+		return nil, t.rpcError(err, a2a.ErrTaskNotFound)
 	}
-	task, err := t.task(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	if task.Status.State.Terminal() {
-		return nil, fmt.Errorf("%w: the task is %s already", a2a.ErrTaskNotCancelable, task.Status.State)
-	}
-	return nil, fmt.Errorf("%w: an agent run is not stopped once started; a task waiting for input ends when its tool call is rejected (send reject)",
-		a2a.ErrTaskNotCancelable)
+	return t.task(ctx, e)
 }
 
 // GetTaskPushConfig refuses: push notifications are not offered.
@@ -315,6 +312,8 @@ func (t *tasks) task(ctx context.Context, e agentruns.Execution) (*a2a.Task, err
 		task.Status.State = a2a.TaskStateSubmitted
 	case agentruns.StatusRunning:
 		task.Status.State = a2a.TaskStateWorking
+	case agentruns.StatusCanceled:
+		task.Status.State, task.Status.Message = a2a.TaskStateCanceled, say("The task was canceled before the agent answered.")
 	case agentruns.StatusFailed:
 		_, err := t.door.Runs.Reply(ctx, e)
 		task.Status.State, task.Status.Message = a2a.TaskStateFailed, say(apperr.As(err).Message)

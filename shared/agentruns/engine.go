@@ -89,9 +89,13 @@ func (r *Runner) Run(parent context.Context, t tasks.AgentRunPayload, final bool
 		return r.repo.Renew(ctx, e.ID, owner, r.now().Add(r.lease))
 	}, h.run)
 	switch {
-	case err == nil, lost:
+	case err == nil:
 		// A run that ended moved its execution out of the live ones with its last change.
 		return nil
+	case lost || errors.Is(err, errLost):
+		// Another worker took the run, or a cancel was asked for: the run's writes and the
+		// renewals of its lease are refused once it is.
+		return h.canceled(parent)
 	case parent.Err() != nil:
 		// Shutting down: give the run back at once, so that the task, which asynq queues again,
 		// is taken by the next worker without waiting for the lease to expire.
@@ -135,6 +139,10 @@ type holder struct {
 }
 
 func (h *holder) run(ctx context.Context) error {
+	if h.e.CancelRequested {
+		// A worker that held the run stopped before it could end it canceled.
+		return h.cancel(ctx)
+	}
 	var err error
 	if h.bot, err = h.bots.Get(ctx, h.e.ProjectID, h.e.BotID); err != nil {
 		return err
@@ -426,6 +434,29 @@ func (h *holder) end(ctx context.Context, msg chats.Message) error {
 	}
 	h.chats.Heard(ctx, h.turn)
 	return nil
+}
+
+// canceled ends the run canceled when a cancel of it was asked for while this worker still holds
+// it (read once: the refusal of a write or of a renewal does not say why); a run another worker
+// took is left to it.
+func (h *holder) canceled(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), releaseTimeout)
+	defer cancel()
+	e, err := h.repo.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ID)
+	if err != nil || !e.CancelRequested || e.Owner != h.owner || e.Status != StatusRunning {
+		return err
+	}
+	h.e.Log = e.Log
+	return h.cancel(ctx)
+}
+
+// cancel ends the run canceled, as it stands: what it did so far is kept, and it adds nothing
+// to the chat.
+func (h *holder) cancel(ctx context.Context) error {
+	h.log.Info("agent run canceled", "execution_id", h.e.ID)
+	h.e.Status = StatusCanceled
+	return h.advance(ctx, Change{Set: map[string]any{"status": StatusCanceled, "calls": h.e.Calls, "usage": h.e.Usage, "owner": ""},
+		Log: []Entry{h.entry(EventCanceled, map[string]any{})}, End: true})
 }
 
 // fail ends the run with err, as an error entry carrying its kind, code and message.

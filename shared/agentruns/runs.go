@@ -34,13 +34,15 @@ const (
 	StatusApproval = "awaiting_approval"
 	StatusDone     = "succeeded"
 	StatusFailed   = "failed"
+	// StatusCanceled ends a run canceled before its end (Service.Cancel).
+	StatusCanceled = "canceled"
 )
 
 // MaxCalls caps the model calls of a run (the 10x credit cap); the last one must answer.
 const MaxCalls = 10
 
 // Stream events of a run. Every one but Delta is kept in the execution's log, numbered from 1;
-// Approval, Done and Error end what a client follows (a run resumed after approval goes on
+// Approval, Done, Error and Canceled end what a client follows (a run resumed after approval goes on
 // with more entries).
 const (
 	EventStored   = "stored"
@@ -49,6 +51,7 @@ const (
 	EventApproval = "approval"
 	EventDone     = "done"
 	EventError    = "error"
+	EventCanceled = "canceled"
 	EventDelta    = "delta"
 )
 
@@ -103,7 +106,7 @@ func (e Execution) stop() (Entry, bool) {
 	}
 	last := e.Log[len(e.Log)-1]
 	switch {
-	case last.Event == EventDone || last.Event == EventError:
+	case last.Event == EventDone || last.Event == EventError || last.Event == EventCanceled:
 		return last, true
 	case last.Event == EventApproval && e.Status == StatusApproval:
 		return last, true
@@ -178,6 +181,10 @@ type Execution struct {
 	// EndUser is the user whose memories the run's prompts get and whose message may add to
 	// them (chats.Turn.EndUser); "" for none.
 	EndUser string `bson:"end_user,omitempty"`
+	// CancelRequested asks the worker holding the run to end it canceled (Service.Cancel): the
+	// worker's writes of the run, and the renewals of its lease, are refused once it is set,
+	// so the worker learns of it without reading for it.
+	CancelRequested bool `bson:"cancel_requested,omitempty"`
 }
 
 // Change is what a worker persists about the execution it holds: fields to set and a cycle
@@ -187,8 +194,9 @@ type Change struct {
 	Unset []string
 	Cycle *Cycle
 	Log   []Entry
-	// End says the change ends the run (done or failed): the execution, once changed, moves out
-	// of the live ones, soon after the call.
+	// End says the change ends the run (done, failed or canceled): the execution, once
+	// changed, moves out of the live ones, soon after the call. A change that does not end the
+	// run is refused once a cancel was asked for (Execution.CancelRequested).
 	End bool
 }
 
@@ -200,10 +208,12 @@ type Repo interface {
 	// Claim takes the lease of a queued or running execution whose lease is free or expired,
 	// setting it running; ok is false (with the current execution) when it cannot be taken.
 	Claim(ctx context.Context, id, owner string, until, now time.Time) (e Execution, ok bool, err error)
-	// Renew extends the owner's lease; false when it was lost.
+	// Renew extends the owner's lease; false when it was lost, or a cancel of the run was asked
+	// for.
 	Renew(ctx context.Context, id, owner string, until time.Time) (bool, error)
 	// Advance applies c to the execution held by owner, whose log has logged entries; false
-	// when the lease was lost.
+	// when the lease was lost, or (for a change that does not end the run) a cancel of the run
+	// was asked for.
 	Advance(ctx context.Context, id, owner string, logged int, c Change) (bool, error)
 	// Release gives up the owner's lease of a run it stops before its end, queueing it again.
 	Release(ctx context.Context, id, owner string, now time.Time) error
@@ -215,6 +225,12 @@ type Repo interface {
 	Stale(ctx context.Context, queuedBefore, leaseBefore time.Time, limit int) ([]string, error)
 	// Waiting returns the chat's execution that waits for an approval: NotFound when none does.
 	Waiting(ctx context.Context, projectID, botID, chatID string) (Execution, error)
+	// Cancel cancels the execution e (as read): one no worker holds (queued, or waiting for an
+	// approval) ends canceled at once, its log adding entry (numbered after the others); a
+	// running one is asked to (CancelRequested), for its worker to end. An execution that
+	// changed since it was read is read again. It returns the execution as it then is; changed
+	// is false when it had ended already.
+	Cancel(ctx context.Context, e Execution, entry Entry, now time.Time) (canceled Execution, changed bool, err error)
 	// Decide records the decision on the pending tool call of cycle and queues the run again;
 	// false when the execution does not wait for that decision.
 	Decide(ctx context.Context, projectID, botID, id string, cycle int, approved bool, arguments string, now time.Time) (bool, error)

@@ -176,7 +176,8 @@ func await(ctx context.Context, notices <-chan Progress, tick <-chan time.Time, 
 }
 
 // Reply is the chat object of the execution as it stands: the answer or the approval it waits
-// for, else the steps so far with hasMoreSteps. A failed run is its error.
+// for, else the steps so far with hasMoreSteps. A failed run is its error; a canceled one a
+// Conflict, run_canceled.
 func (s *Service) Reply(ctx context.Context, e Execution) (chats.Reply, error) {
 	if last, ok := e.stop(); ok {
 		switch last.Event {
@@ -190,6 +191,8 @@ func (s *Service) Reply(ctx context.Context, e Execution) (chats.Reply, error) {
 			return v.Chat, nil
 		case EventError:
 			return chats.Reply{}, FailureOf(last).Err()
+		case EventCanceled:
+			return chats.Reply{}, apperr.New(apperr.Conflict, "run_canceled", fmt.Sprintf("The run %s was canceled before it answered.", e.ID))
 		}
 	}
 	set, err := s.tools.For(ctx, e.ProjectID, e.BotID)
@@ -305,6 +308,33 @@ func (s *Service) Decide(ctx context.Context, projectID, botID string, a Approva
 		return Execution{}, notWaiting(e)
 	}
 	return e, s.queue.Enqueue(ctx, tasks.NewAgentRunResumeTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: a.ProviderKey}, e.Pending.Cycle))
+}
+
+// Cancel cancels the agent's run id: one queued or waiting for an approval ends canceled now;
+// one running at its worker's next write or lease renewal, where the worker learns of the
+// cancel kept with the run (it may run in another process). It returns the run as it then is.
+// A run that ended already, or one a heartbeat, a channel or an email started (its origin
+// settles it), is a Conflict, run_not_cancelable.
+func (s *Service) Cancel(ctx context.Context, projectID, botID, id string) (Execution, error) {
+	e, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		return e, err
+	}
+	if e.Origin != "" {
+		return e, apperr.New(apperr.Conflict, "run_not_cancelable", fmt.Sprintf("The run %s was started by a %s, which settles it: it is not canceled.", e.ID, e.Origin))
+	}
+	raw, _ := json.Marshal(map[string]any{})
+	e, changed, err := s.repo.Cancel(ctx, e, Entry{Event: EventCanceled, Data: string(raw)}, s.now())
+	switch {
+	case err != nil:
+		return e, err
+	case !changed:
+		return e, apperr.New(apperr.Conflict, "run_not_cancelable", fmt.Sprintf("The run %s ended already (it is %s): it cannot be canceled.", e.ID, e.Status))
+	}
+	if last, ok := e.stop(); ok && e.Status == StatusCanceled {
+		s.relay.Notify(ctx, e.ID, noticeOf(last))
+	}
+	return e, nil
 }
 
 // staleAfter is how long a queued run may wait, or an expired lease stay unclaimed, before the

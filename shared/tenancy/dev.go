@@ -69,6 +69,6 @@ func (s *Service) ensureKey(ctx context.Context, secret string) error {
 	case apperr.As(err).Kind != apperr.NotFound:
 		return err
 	}
-	_, _, err = s.insertKey(ctx, DevAccountID, "dev", secret)
+	_, _, err = s.insertKey(ctx, Key{AccountID: DevAccountID, Name: "dev"}, secret)
 	return err
 }

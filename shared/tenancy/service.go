@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -62,12 +63,12 @@ func (s *Service) CreateKey(ctx context.Context, accountID, name string) (Key, s
 	if err != nil {
 		return Key{}, "", err
 	}
-	return s.insertKey(ctx, accountID, name, newSecret())
+	return s.insertKey(ctx, Key{AccountID: accountID, Name: name}, newSecret())
 }
 
-func (s *Service) insertKey(ctx context.Context, accountID, name, secret string) (Key, string, error) {
-	k := Key{ID: ids.New(), AccountID: accountID, Name: name, Prefix: displayPrefix(secret),
-		Hash: HashKey(secret), CreatedAt: s.now()}
+// insertKey stores k (its account, name and scope set) as the key of secret.
+func (s *Service) insertKey(ctx context.Context, k Key, secret string) (Key, string, error) {
+	k.ID, k.Prefix, k.Hash, k.CreatedAt = ids.New(), displayPrefix(secret), HashKey(secret), s.now()
 	if err := s.repo.InsertKey(ctx, k); err != nil {
 		return Key{}, "", err
 	}
@@ -92,7 +93,50 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Principal, e
 	if !hashesEqual(k.Hash, hash) || k.RevokedAt != nil {
 		return Principal{}, bad
 	}
-	return Principal{AccountID: k.AccountID, KeyID: k.ID}, nil
+	p := Principal{AccountID: k.AccountID, KeyID: k.ID}
+	if k.BotID != "" {
+		p.BotID, p.Projects = k.BotID, []string{k.ProjectID}
+	}
+	return p, nil
+}
+
+// CreateAgentKey creates an A2A key of the agent botID of the account's project projectID (the
+// caller authorised both): it reaches that agent's A2A endpoint only. The secret is returned
+// here and never again.
+func (s *Service) CreateAgentKey(ctx context.Context, accountID, projectID, botID, name string) (Key, string, error) {
+	if strings.TrimSpace(name) == "" {
+		name = "a2a"
+	}
+	name, err := checkName("name", name)
+	if err != nil {
+		return Key{}, "", err
+	}
+	return s.insertKey(ctx, Key{AccountID: accountID, Name: name, ProjectID: projectID, BotID: botID}, newSecret())
+}
+
+// AgentKeys lists the A2A keys of the account's agent botID that work, without secrets.
+func (s *Service) AgentKeys(ctx context.Context, accountID, botID string) ([]Key, error) {
+	keys, err := s.repo.Keys(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(keys, func(k Key) bool { return k.BotID != botID || k.RevokedAt != nil }), nil
+}
+
+// DeleteAgentKey revokes the A2A key keyID of the account's agent botID: it stops working at
+// once. Any other key (another agent's, an account's API key) is not found.
+func (s *Service) DeleteAgentKey(ctx context.Context, accountID, botID, keyID string) error {
+	if keyID = strings.TrimSpace(keyID); keyID == "" {
+		return apperr.Invalidf("key_id", "is required")
+	}
+	keys, err := s.AgentKeys(ctx, accountID, botID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(keys, func(k Key) bool { return k.ID == keyID }) {
+		return apperr.NotFoundf("key")
+	}
+	return s.repo.RevokeKey(ctx, accountID, keyID, s.now())
 }
 
 // Keys lists the account's keys, revoked ones included, without secrets.

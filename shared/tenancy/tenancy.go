@@ -32,6 +32,10 @@ type Key struct {
 	Hash      string     `json:"-" bson:"hash"`
 	CreatedAt time.Time  `json:"created_at" bson:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at" bson:"revoked_at,omitempty"`
+	// ProjectID and BotID make the key an agent's A2A key: it reaches that agent's A2A endpoint
+	// (its card and methods) and nothing else. Both are empty for an account's API key.
+	ProjectID string `json:"project_id,omitempty" bson:"project_id,omitempty"`
+	BotID     string `json:"bot_id,omitempty" bson:"bot_id,omitempty"`
 }
 
 // Principal is who a request acts as: the account of the key it presented, or of the operator
@@ -42,8 +46,11 @@ type Principal struct {
 	// OperatorID is the operator of an operator token (KeyID is then empty).
 	OperatorID string
 	// Projects are the projects the principal may address: nil for every project of the account
-	// (an API key), else only these (an operator's).
+	// (an API key), else only these (an operator's, or an agent's A2A key's).
 	Projects []string
+	// BotID is the one agent an agent's A2A key reaches, through its A2A endpoint only; empty
+	// for any other principal.
+	BotID string
 }
 
 // Repo persists tenancy records. Methods return apperr NotFound errors for missing records and

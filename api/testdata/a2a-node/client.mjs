@@ -101,6 +101,52 @@ const phases = {
     }
     return { paused, resumed, again, second, streamed, methods };
   },
+  // A task waiting for a tool's approval canceled, then read; canceled again, it is over, and
+  // an approval of it is refused.
+  async cancel() {
+    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    const paused = summary(taskOf(await client.sendMessage(message("Add a deal for Acme."))));
+    const canceled = summary(await client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
+    const got = summary(await client.getTask({ id: paused.id, tenant: "", historyLength: undefined }));
+    const again = await failure(() => client.cancelTask({ id: paused.id, tenant: "", metadata: undefined }));
+    const decided = await failure(() => client.sendMessage(message("approve", { taskId: paused.id })));
+    return { paused, canceled, got, again, decided, methods };
+  },
+  // A task started without waiting for it (returnImmediately).
+  async start() {
+    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    const request = message("What deals are there?");
+    request.configuration = { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true };
+    return { started: summary(taskOf(await client.sendMessage(request))), methods };
+  },
+  // The task TASK_ID canceled.
+  async cancelTask() {
+    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    return { canceled: summary(await client.cancelTask({ id: process.env.TASK_ID, tenant: "", metadata: undefined })), methods };
+  },
+  // The task TASK_ID followed to its end (resubscribed to): its events' states, in order.
+  async follow() {
+    const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+    const events = [];
+    for await (const ev of client.resubscribeTask({ id: process.env.TASK_ID, tenant: "" })) {
+      const p = ev.payload;
+      if (p?.$case === "task") events.push(`task:${state(p.value.status?.state)}`);
+      else if (p?.$case === "statusUpdate") events.push(`status:${state(p.value.status?.state)}`);
+      else events.push(String(p?.$case));
+    }
+    return { events, methods };
+  },
+  // The agent at AGENT_URL reached with the key KEY: its card read and a message answered, or
+  // how the SDK failed.
+  async reach() {
+    let reached;
+    const failed = await failure(async () => {
+      const client = await factory.createFromUrl(`${AGENT_URL}/.well-known/agent-card.json`, "");
+      const card = await client.getAgentCard();
+      reached = { schemes: Object.keys(card.securitySchemes ?? {}).sort(), answered: summary(taskOf(await client.sendMessage(message("When do you open?")))) };
+    });
+    return { reached, failed, methods };
+  },
   // The same agent through the SDK's A2A 0.3 transport (message/send, ...), the card's 0.3
   // interface taken: a message sent and its task read, one streamed, an unknown task not found.
   async legacy() {

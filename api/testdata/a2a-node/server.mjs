@@ -5,7 +5,9 @@
 //   echo    A2A 1.0 and 0.3, streams: "remote says (hop <X-A2A-Hop>, A2A-Version <header>):
 //           <text>" as an artifact, then completed
 //   plain   A2A 0.3 only, does not stream: the same answer in the completed task's status message
-//   silent  A2A 1.0 and 0.3, does not stream, and never answers (its task stays working)
+//   silent  A2A 1.0 and 0.3, does not stream, and never answers (its task stays working until
+//           canceled)
+// GET /canceled answers {"canceled": [...]}: the ids of the tasks the agents were asked to cancel.
 import express from "express";
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, TaskState, Role } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, STATE_HEADERS_KEY } from "@a2a-js/sdk/server";
@@ -31,11 +33,21 @@ const status = (taskId, contextId, state, message) => AgentEvent.statusUpdate({
   taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata: undefined,
 });
 
-// executor answers as the agent name does.
+// canceled are the ids of the tasks a cancel was asked for, in order; contexts the context of
+// each task.
+const canceled = [];
+const contexts = new Map();
+app.get("/canceled", (req, res) => res.json({ canceled }));
+
+// executor answers as the agent name does; a task canceled ends so.
 const executor = (name) => ({
-  cancelTask: async () => {},
+  cancelTask: async (taskId, bus) => {
+    canceled.push(taskId);
+    bus.publish(status(taskId, contexts.get(taskId) ?? "", TaskState.TASK_STATE_CANCELED, undefined));
+  },
   execute: async (ctx, bus) => {
     const { taskId, contextId, userMessage } = ctx;
+    contexts.set(taskId, contextId);
     const headers = ctx.context.state.get(STATE_HEADERS_KEY) ?? {};
     const asked = userMessage.parts.filter((p) => p.content?.$case === "text").map((p) => p.content.value).join(" ");
     const answer = `remote says (hop ${headers["x-a2a-hop"] ?? "none"}, A2A-Version ${headers["a2a-version"] ?? "none"}): ${asked}`;

@@ -45,6 +45,9 @@ const (
 	pollMax   = 5 * time.Second
 )
 
+// cancelTimeout bounds the cancel of a remote task that a call stopped waiting for.
+const cancelTimeout = 5 * time.Second
+
 // Client talks to remote A2A agents: it is the tools' connector of type a2a.
 type Client struct {
 	http *http.Client
@@ -184,8 +187,8 @@ type args struct {
 }
 
 // Call sends the message of raw to the agent op names and follows the task it starts to its end
-// (or to its asking for input), within e's time limit: its answer, artifacts, and the ids to go
-// on with, as text. A call from a run that answers the last hop of a chain of agent calls is
+// (or to its asking for input), within e's time limit (a task not over then is canceled): its
+// answer, artifacts, and the ids to go on with, as text. A call from a run that answers the last hop of a chain of agent calls is
 // not made.
 func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation, raw json.RawMessage) (tools.Output, error) {
 	var in args
@@ -204,6 +207,7 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 	if err != nil {
 		return tools.Output{}, apperr.Invalidf("config.url", "is not a URL")
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
 	hc := c.client(e, origin, hop)
@@ -224,10 +228,24 @@ func (c *Client) Call(ctx context.Context, e tools.Endpoint, op tools.Operation,
 		err = c.send(ctx, client, msg, &r)
 	}
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			stopTask(parent, client, &r)
+		}
 		return tools.Output{}, failure(ctx, err, e.Timeout)
 	}
 	text, failed := r.text()
 	return tools.OutputOf(text, failed, e.MaxBytes), nil
+}
+
+// stopTask asks the agent to cancel r's task, which the call stopped waiting for at its time
+// limit: nobody follows it any more. What the agent answers changes nothing: the call failed.
+func stopTask(parent context.Context, client *sdk.Client, r *result) {
+	if r.task == nil || r.settled() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), cancelTimeout)
+	defer cancel()
+	_, _ = client.CancelTask(ctx, &a2a.CancelTaskRequest{ID: r.task.ID})
 }
 
 // stream sends msg as a stream, taking its events into r; a stream that ends before its task

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/batch"
 )
 
@@ -67,7 +68,7 @@ func (r Executions) Get(ctx context.Context, projectID, botID, id string) (agent
 // MoveEnded moves up to limit executions that ended but are still among the live ones (a worker
 // stopped before it moved them) to the finished ones, in one batch.
 func (r Executions) MoveEnded(ctx context.Context, limit int) (int, error) {
-	cur, err := r.coll().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed}}}}},
+	cur, err := r.coll().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{agentruns.StatusDone, agentruns.StatusFailed, agentruns.StatusCanceled}}}}},
 		options.Find().SetLimit(int64(limit)))
 	if err != nil {
 		return 0, wrap(err, agentruns.Resource)
@@ -151,14 +152,19 @@ func (r Executions) Claim(ctx context.Context, id, owner string, until, now time
 	return e.Execution, err == nil, wrap(err, agentruns.Resource)
 }
 
+// notCanceled is the condition of a worker's writes that do not end its run, its lease's renewals
+// among them: no cancel of the run was asked for. The refusal tells the worker of a cancel
+// without a read at each cycle.
+var notCanceled = bson.E{Key: "cancel_requested", Value: bson.D{{Key: "$ne", Value: true}}}
+
 func (r Executions) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
-	return renew(ctx, r.coll(), id, owner, until, agentruns.Resource)
+	return renew(ctx, r.coll(), id, owner, until, agentruns.Resource, notCanceled)
 }
 
-// renew extends owner's lease (owner, lease_until) of the document id to until; false when owner
-// no longer holds it.
-func renew(ctx context.Context, coll *mongo.Collection, id, owner string, until time.Time, resource string) (bool, error) {
-	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}},
+// renew extends owner's lease (owner, lease_until) of the document id to until, while the
+// document matches conditions too; false when owner no longer holds it (or it does not match).
+func renew(ctx context.Context, coll *mongo.Collection, id, owner string, until time.Time, resource string, conditions ...bson.E) (bool, error) {
+	res, err := coll.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}}, conditions...),
 		bson.D{{Key: "$set", Value: bson.D{{Key: "lease_until", Value: until}}}})
 	if err != nil {
 		return false, wrap(err, resource)
@@ -205,11 +211,72 @@ func (r Executions) Advance(ctx context.Context, id, owner string, logged int, c
 		r.moves.Add(e)
 		return true, nil
 	}
-	res, err := r.coll().UpdateOne(ctx, filter, update)
+	res, err := r.coll().UpdateOne(ctx, append(filter, notCanceled), update)
 	if err != nil {
 		return false, wrap(err, agentruns.Resource)
 	}
 	return res.MatchedCount == 1, nil
+}
+
+// cancelTries bounds the writes of a cancel racing the run's own changes.
+const cancelTries = 5
+
+func (r Executions) Cancel(ctx context.Context, e agentruns.Execution, entry agentruns.Entry, now time.Time) (agentruns.Execution, bool, error) {
+	for range cancelTries {
+		switch e.Status {
+		case agentruns.StatusQueued, agentruns.StatusApproval:
+			out, ok, err := r.end(ctx, e, entry, now)
+			if ok || err != nil {
+				return out, ok, err
+			}
+		case agentruns.StatusRunning:
+			res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: e.ID}, {Key: "status", Value: agentruns.StatusRunning}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "cancel_requested", Value: true}}}})
+			if err != nil {
+				return e, false, wrap(err, agentruns.Resource)
+			}
+			if res.MatchedCount == 1 {
+				e.CancelRequested = true
+				return e, true, nil
+			}
+		default:
+			return e, false, nil
+		}
+		var err error
+		if e, err = r.Get(ctx, e.ProjectID, e.BotID, e.ID); err != nil {
+			return e, false, err
+		}
+	}
+	return e, false, apperr.New(apperr.Conflict, "run_busy", "The run changed at every attempt to cancel it: try again.")
+}
+
+// end ends e, queued or waiting for an approval as read (no worker holds it), canceled, its log
+// adding entry; false when it changed since it was read.
+func (r Executions) end(ctx context.Context, e agentruns.Execution, entry agentruns.Entry, now time.Time) (agentruns.Execution, bool, error) {
+	entry.Seq = len(e.Log) + 1
+	filter := bson.D{{Key: "_id", Value: e.ID}, {Key: "status", Value: e.Status}, {Key: "owner", Value: ""}, {Key: "logged", Value: len(e.Log)}}
+	update := bson.D{
+		{Key: "$set", Value: bson.D{{Key: "status", Value: agentruns.StatusCanceled}, {Key: "cancel_requested", Value: true},
+			{Key: "logged", Value: entry.Seq}, {Key: "updated_at", Value: now}}},
+		{Key: "$push", Value: bson.D{{Key: "log", Value: entry}}},
+		{Key: "$unset", Value: bson.D{{Key: "pending", Value: ""}}},
+	}
+	res := r.coll().FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After))
+	var ended bson.Raw
+	err := res.Decode(&ended)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return e, false, nil
+	}
+	var out execution
+	if err == nil {
+		// The document read once, decoded twice (the client's registry decodes the execution).
+		err = res.Decode(&out)
+	}
+	if err != nil {
+		return e, false, wrap(err, agentruns.Resource)
+	}
+	r.moves.Add(ended)
+	return out.Execution, true, nil
 }
 
 func (r Executions) Decide(ctx context.Context, projectID, botID, id string, cycle int, approved bool, arguments string, now time.Time) (bool, error) {

@@ -4,7 +4,7 @@
 // counts the ones whose client went away before the answer was complete.
 //
 // Use its URL as the BaseURL of provider.NewOpenAI, and [Server.Set] a [Behavior] to make it
-// slow, failing, hanging or cut off:
+// slow, failing, hanging, held or cut off:
 //
 //	fake := providertest.New(t)
 //	fake.Set(providertest.Behavior{Reply: "Paris.", ChunkDelay: 10 * time.Millisecond})
@@ -52,6 +52,9 @@ type Behavior struct {
 	FirstByteDelay time.Duration
 	// Hang makes the server never answer, until the client goes away.
 	Hang bool
+	// Hold, when not nil, makes the server wait until it is closed before it answers (a client
+	// that goes away meanwhile counts as cancelled): a test releases the answer when it wants.
+	Hold <-chan struct{}
 	// Status is a non-200 status to answer with, with the body
 	// {"error": {"message": ErrorMessage, "type": ..., "param": null, "code": ...}}.
 	Status int
@@ -276,6 +279,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.pause(ctx, b.FirstByteDelay) {
 		return
+	}
+	if b.Hold != nil {
+		select {
+		case <-b.Hold:
+		case <-ctx.Done():
+			s.noteCancelled()
+			return
+		case <-s.done:
+			return
+		}
 	}
 	if b.Hang {
 		select {

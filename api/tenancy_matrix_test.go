@@ -1151,8 +1151,10 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	secret := do("POST", "/v1/bot/crm/deals", scope(map[string]any{"title": "Deal " + tag, "value": 999}))["deal"].(map[string]any)["uuid"].(string)
 	hook := newReceiver(t)
 	wf := do("POST", "/v1/bot/workflow/create", scope(matrixWorkflow("Workflow "+tag, hook.URL)))["workflow"].(map[string]any)["uuid"].(string)
+	task := do("POST", "/v1/bot/crm/tasks", scope(map[string]any{"title": "Task " + tag}))["task"].(map[string]any)["uuid"].(string)
 	q := "?project_id=" + otherProject.ID + "&bot_id=" + otherBot
 	dealBefore := do("GET", "/v1/bot/crm/deals/"+secret+q, nil)
+	tasksBefore := do("GET", "/v1/bot/crm/tasks"+q, nil)
 
 	refused := func(t *testing.T, c map[string]any, action string) {
 		t.Helper()
@@ -1166,6 +1168,8 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 		call("update_deal", fmt.Sprintf(`{"deal_id":%q,"title":"Taken","value":1}`, secret)),
 		call("run_workflow", fmt.Sprintf(`{"workflow_id":%q}`, wf)),
 		call("list_deals", `{}`),
+		call("complete_task", fmt.Sprintf(`{"task_id":%q}`, task)),
+		call("create_task", fmt.Sprintf(`{"title":"Follow up","deal_id":%q}`, secret)),
 		{Reply: "Done."},
 	}})
 	_, chat := a.chat(t, map[string]any{"message": "Look at that deal, change it and run the workflow", "reasoning_mode": "agent"})
@@ -1173,7 +1177,7 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 		t.Fatal("no answer")
 	}
 	cs := cycles(t, chat)
-	if len(cs) != 4 {
+	if len(cs) != 6 {
 		t.Fatalf("%d cycles: %v", len(cs), cs)
 	}
 	refused(t, cs[0], "get_deal")
@@ -1181,6 +1185,16 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	refused(t, cs[2], "run_workflow")
 	if obs := cs[3]["observation"].(string); cs[3]["actionSuccess"] != true || !strings.Contains(obs, mine.UUID) || strings.Contains(obs, secret) || strings.Contains(obs, tag) {
 		t.Errorf("list_deals %v", cs[3])
+	}
+	refused(t, cs[4], "complete_task")
+	// A task linked to another account's deal is refused as a deal the agent does not have.
+	if obs, _ := cs[5]["observation"].(string); cs[5]["actionSuccess"] != false || !strings.Contains(obs, "deal_id must be the uuid of a deal of the agent") {
+		t.Errorf("create_task naming another account's deal was not refused: %v", cs[5])
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/tasks?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if mineTasks := res.JSON(t); mineTasks["total"] != float64(0) {
+		t.Errorf("a task was made with another account's deal: %v", mineTasks)
 	}
 
 	// An approval whose parameters replace the model's deal with another account's.
@@ -1210,5 +1224,8 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	}
 	if runs := do("GET", "/v1/bot/workflow/runs"+q, nil); runs["total"] != float64(0) {
 		t.Errorf("another account's workflow ran: %v", runs)
+	}
+	if after := do("GET", "/v1/bot/crm/tasks"+q, nil); fmt.Sprint(after) != fmt.Sprint(tasksBefore) {
+		t.Errorf("another account's task changed: %v, was %v", after, tasksBefore)
 	}
 }

@@ -162,6 +162,9 @@ type Repo interface {
 	Task(ctx context.Context, projectID, botID, id string) (Task, error)
 	// Tasks lists one page of the live tasks f selects.
 	Tasks(ctx context.Context, f TaskFilter, page paging.Page) ([]Task, int, error)
+	// DueTasks lists at most limit live tasks whose task.due is to be sent at or before now,
+	// soonest first.
+	DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error)
 	// ReplaceTask writes t over the stored task of revision t.Rev-1 (Conflict otherwise).
 	ReplaceTask(ctx context.Context, t Task, ev outbox.Event) error
 	// DeleteTask tombstones t, with ev.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/paging"
@@ -57,6 +58,16 @@ func (r CRM) Tasks(ctx context.Context, f crm.TaskFilter, page paging.Page) ([]c
 	tasks := []crm.Task{}
 	total, err := findPageSorted(ctx, r.db.Collection(tasksColl), filter, sort, page, &tasks)
 	return tasks, total, wrap(err, crm.TaskResource)
+}
+
+func (r CRM) DueTasks(ctx context.Context, now time.Time, limit int) ([]crm.Task, error) {
+	cur, err := r.db.Collection(tasksColl).Find(ctx, bson.D{{Key: "notice_at", Value: bson.D{{Key: "$gt", Value: time.Time{}}, {Key: "$lte", Value: now}}}, notDeleted},
+		options.Find().SetSort(bson.D{{Key: "notice_at", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, wrap(err, crm.TaskResource)
+	}
+	var tasks []crm.Task
+	return tasks, wrap(cur.All(ctx, &tasks), crm.TaskResource)
 }
 
 func (r CRM) ReplaceTask(ctx context.Context, t crm.Task, ev outbox.Event) error {

@@ -345,6 +345,10 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "POST", path: "/v1/bot/crm/tasks/:task_id/snooze", scope: botScope, in: inBody, resource: true,
 			body: func(matrixFixture) map[string]any { return map[string]any{"until": "2031-01-01T09:00:00Z"} }},
 		{method: "DELETE", path: "/v1/bot/crm/tasks/:task_id", scope: botScope, in: inQuery, resource: true, last: 2},
+		{method: "GET", path: "/v1/bot/crm/setup", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/templates", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/crm/templates/apply", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"template_key": "sales"} }},
 
 		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
 		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},

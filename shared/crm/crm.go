@@ -102,6 +102,8 @@ type Pipeline struct {
 	IsDefault bool      `json:"is_default" bson:"-"`
 	Stages    []Stage   `json:"stages" bson:"-"`
 	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+	// TemplateKey is the template the pipeline was made from, if any.
+	TemplateKey string `json:"template_key,omitempty" bson:"template_key,omitempty"`
 }
 
 // DealFilter narrows a deal list.
@@ -126,6 +128,7 @@ type Repo interface {
 	UpdateContact(ctx context.Context, c Contact, ev outbox.Event) error
 	Contact(ctx context.Context, projectID, id string) (Contact, error)
 	Contacts(ctx context.Context, projectID string, page paging.Page) ([]Contact, int, error)
+	CountContacts(ctx context.Context, projectID string) (int, error)
 	// SearchContacts lists the contacts whose name, email, phone or company contains query,
 	// ignoring case.
 	SearchContacts(ctx context.Context, projectID, query string, page paging.Page) ([]Contact, int, error)
@@ -162,6 +165,8 @@ type Repo interface {
 	Task(ctx context.Context, projectID, botID, id string) (Task, error)
 	// Tasks lists one page of the live tasks f selects.
 	Tasks(ctx context.Context, f TaskFilter, page paging.Page) ([]Task, int, error)
+	// CountTasks counts the live tasks f selects.
+	CountTasks(ctx context.Context, f TaskFilter) (int, error)
 	// DueTasks lists at most limit live tasks whose task.due is to be sent at or before now,
 	// soonest first.
 	DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error)

@@ -89,6 +89,11 @@ func (r CRM) Contact(ctx context.Context, projectID, id string) (crm.Contact, er
 	return c, wrap(err, "contact")
 }
 
+func (r CRM) CountContacts(ctx context.Context, projectID string) (int, error) {
+	n, err := r.db.Collection(contactsColl).CountDocuments(ctx, bson.D{{Key: "project_id", Value: projectID}})
+	return int(n), wrap(err, crm.ContactResource)
+}
+
 func (r CRM) Contacts(ctx context.Context, projectID string, page paging.Page) ([]crm.Contact, int, error) {
 	contacts := []crm.Contact{}
 	total, err := findPage(ctx, r.db.Collection(contactsColl), bson.D{{Key: "project_id", Value: projectID}}, page, &contacts)

@@ -26,28 +26,7 @@ func (r CRM) Task(ctx context.Context, projectID, botID, id string) (crm.Task, e
 }
 
 func (r CRM) Tasks(ctx context.Context, f crm.TaskFilter, page paging.Page) ([]crm.Task, int, error) {
-	filter := bson.D{{Key: "project_id", Value: f.ProjectID}, {Key: "bot_id", Value: f.BotID}, notDeleted}
-	if f.Status != "" {
-		filter = append(filter, bson.E{Key: "status", Value: f.Status})
-	}
-	due := bson.D{}
-	if !f.DueFrom.IsZero() {
-		due = append(due, bson.E{Key: "$gte", Value: f.DueFrom})
-	}
-	if !f.DueBefore.IsZero() {
-		due = append(due, bson.E{Key: "$lt", Value: f.DueBefore})
-	}
-	if len(due) > 0 {
-		filter = append(filter, bson.E{Key: "due_at", Value: due})
-	}
-	if !f.Now.IsZero() {
-		// An unsnoozed task's snoozed_until is the zero time, before any now.
-		op := "$lte"
-		if f.Snoozed {
-			op = "$gt"
-		}
-		filter = append(filter, bson.E{Key: "snoozed_until", Value: bson.D{{Key: op, Value: f.Now}}})
-	}
+	filter := taskFilter(f)
 	sort := bson.D{{Key: "_id", Value: 1}}
 	switch {
 	case f.ByDue:
@@ -76,4 +55,36 @@ func (r CRM) ReplaceTask(ctx context.Context, t crm.Task, ev outbox.Event) error
 
 func (r CRM) DeleteTask(ctx context.Context, t crm.Task, at time.Time, ev outbox.Event) error {
 	return tombstone(ctx, r.db.Collection(tasksColl), t.UUID, at, ev, crm.TaskResource)
+}
+
+// taskFilter selects the live tasks f selects.
+func taskFilter(f crm.TaskFilter) bson.D {
+	filter := bson.D{{Key: "project_id", Value: f.ProjectID}, {Key: "bot_id", Value: f.BotID}, notDeleted}
+	if f.Status != "" {
+		filter = append(filter, bson.E{Key: "status", Value: f.Status})
+	}
+	due := bson.D{}
+	if !f.DueFrom.IsZero() {
+		due = append(due, bson.E{Key: "$gte", Value: f.DueFrom})
+	}
+	if !f.DueBefore.IsZero() {
+		due = append(due, bson.E{Key: "$lt", Value: f.DueBefore})
+	}
+	if len(due) > 0 {
+		filter = append(filter, bson.E{Key: "due_at", Value: due})
+	}
+	if !f.Now.IsZero() {
+		// An unsnoozed task's snoozed_until is the zero time, before any now.
+		op := "$lte"
+		if f.Snoozed {
+			op = "$gt"
+		}
+		filter = append(filter, bson.E{Key: "snoozed_until", Value: bson.D{{Key: op, Value: f.Now}}})
+	}
+	return filter
+}
+
+func (r CRM) CountTasks(ctx context.Context, f crm.TaskFilter) (int, error) {
+	n, err := r.db.Collection(tasksColl).CountDocuments(ctx, taskFilter(f))
+	return int(n), wrap(err, crm.TaskResource)
 }

@@ -38,3 +38,13 @@ func (s *server) applyCRMTemplate(c *gin.Context) (any, error) {
 	applied, err := s.crm.ApplyTemplate(c, req.ProjectID, botID, req.ApplyInput)
 	return gin.H{"applied": applied}, err
 }
+
+func (s *server) crmReport(c *gin.Context) (any, error) {
+	var sc scope
+	bot, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	report, err := s.crm.Report(c, sc.ProjectID, bot.ID, crm.ReportQuery{From: c.Query("from"), To: c.Query("to")})
+	return gin.H{"report": report}, err
+}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/api/apitest"
 )
 
 // valuesOf lists the name (or key) of each object of a list.
@@ -124,5 +127,86 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			expect(t, c.do("POST", "/v1/bot/crm/templates/apply", tc.body), http.StatusUnprocessableEntity, "invalid_field")
 		})
+	}
+}
+
+// The report over a window: deals made, won and lost; the stages' holdings, entries, leavings
+// and time; the conversion from stage to stage; the tasks.
+func TestCRMReport(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.crmAPI(t)
+	report := func(query string) *apitest.Response {
+		return b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/report" + c.q() + query, Key: b.key})
+	}
+	began := time.Now()
+	deal := func(body map[string]any) string {
+		t.Helper()
+		return c.ok(t, "POST", "/v1/bot/crm/deals", body)["deal"].(map[string]any)["uuid"].(string)
+	}
+	acme := deal(map[string]any{"title": "Acme", "value": 300})
+	beta := deal(map[string]any{"title": "Beta", "value": 50, "currency": "EUR"})
+	deal(map[string]any{"title": "Gamma", "value": 100})
+	c.ok(t, "PUT", "/v1/bot/crm/deals/"+acme, map[string]any{"stage": "Qualified"})
+	c.ok(t, "PUT", "/v1/bot/crm/deals/"+acme, map[string]any{"status": "won"})
+	c.ok(t, "PUT", "/v1/bot/crm/deals/"+beta, map[string]any{"status": "lost"})
+	c.ok(t, "POST", "/v1/bot/crm/tasks", map[string]any{"title": "Late", "due_at": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)})
+	c.ok(t, "POST", "/v1/bot/crm/tasks", map[string]any{"title": "Done", "status": "done"})
+	c.ok(t, "POST", "/v1/bot/crm/tasks", map[string]any{"title": "Someday"})
+
+	res := report("")
+	expect(t, res, http.StatusOK, "")
+	r := res.JSON(t)["report"].(map[string]any)
+	elapsed := time.Since(began).Seconds()
+	if got := fmt.Sprint(r["deals"]); got != "map[created:3 lost:1 lost_value_by_currency:map[EUR:50] win_rate:0.5 won:1 won_value_by_currency:map[USD:300]]" {
+		t.Fatalf("deals %s", got)
+	}
+	stages := map[string]map[string]any{}
+	for _, st := range r["stages"].([]any) {
+		stages[st.(map[string]any)["name"].(string)] = st.(map[string]any)
+	}
+	for name, want := range map[string]string{
+		"Lead":      "1 map[USD:100] 3 2",
+		"Qualified": "0 map[] 1 1",
+		"Proposal":  "0 map[] 0 0",
+		"Won":       "1 map[USD:300] 1 0",
+		"Lost":      "1 map[EUR:50] 1 0",
+	} {
+		st := stages[name]
+		if got := fmt.Sprint(st["deal_count"], st["value_by_currency"], st["entered"], st["left"]); got != want {
+			t.Errorf("stage %s: %s, want %s", name, got, want)
+		}
+		avg, _ := st["average_seconds_in_stage"].(float64)
+		if (st["left"] == float64(0)) != (st["average_seconds_in_stage"] == nil) || avg < 0 || avg > elapsed+1 {
+			t.Errorf("stage %s: average time %v", name, st["average_seconds_in_stage"])
+		}
+	}
+	conv := map[string]string{}
+	for _, step := range r["conversion"].([]any) {
+		s := step.(map[string]any)
+		conv[s["from_stage"].(string)+">"+s["to_stage"].(string)] = fmt.Sprint(s["entered"], s["converted"], s["rate"])
+	}
+	if want := map[string]string{"Lead>Qualified": "3 1 0.3333", "Qualified>Proposal": "1 1 1", "Proposal>Negotiation": "0 0 <nil>",
+		"Negotiation>Won": "0 0 <nil>"}; !reflect.DeepEqual(conv, want) {
+		t.Errorf("conversion %v, want %v", conv, want)
+	}
+	if got := fmt.Sprint(r["tasks"]); got != "map[done:1 open:2 overdue:1]" {
+		t.Errorf("tasks %s", got)
+	}
+
+	// A window before all this: nothing happened in it; the stages still hold their deals.
+	res = report("&from=2020-01-01&to=2020-02-01")
+	expect(t, res, http.StatusOK, "")
+	r = res.JSON(t)["report"].(map[string]any)
+	if got := fmt.Sprint(r["deals"], r["tasks"]); got != "map[created:0 lost:0 lost_value_by_currency:map[] win_rate:<nil> won:0 won_value_by_currency:map[]] map[done:0 open:2 overdue:1]" ||
+		r["from"] != "2020-01-01T00:00:00Z" || r["to"] != "2020-02-01T00:00:00Z" {
+		t.Errorf("past window %s %v %v", got, r["from"], r["to"])
+	}
+	if lead := r["stages"].([]any)[0].(map[string]any); lead["deal_count"] != float64(1) || lead["entered"] != float64(0) {
+		t.Errorf("past window's Lead %v", lead)
+	}
+
+	for _, q := range []string{"&from=2026-02-01&to=2026-01-01", "&from=yesterday", "&from=2024-01-01&to=2025-06-01"} {
+		expect(t, report(q), http.StatusUnprocessableEntity, "invalid_field")
 	}
 }

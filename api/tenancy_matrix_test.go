@@ -78,6 +78,15 @@ func statsWindow(matrixFixture) string {
 	return qs("from", "2026-01-01T00:00:00Z", "to", "2036-01-01T00:00:00Z")
 }
 
+// reportStart and reportEnd are a fixed window around the test for the CRM report's row (at most
+// 366 days long), so that reading it twice answers the same.
+var (
+	reportStart = time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
+	reportEnd   = time.Now().UTC().Add(24 * time.Hour).Format(time.RFC3339)
+)
+
+func reportWindow(matrixFixture) string { return qs("from", reportStart, "to", reportEnd) }
+
 // matrixScope is what a route names besides the caller's account.
 type matrixScope int
 
@@ -349,6 +358,7 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/crm/templates", scope: botScope, in: inQuery},
 		{method: "POST", path: "/v1/bot/crm/templates/apply", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any { return map[string]any{"template_key": "sales"} }},
+		{method: "GET", path: "/v1/bot/crm/report", scope: botScope, in: inQuery, query: reportWindow},
 
 		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
 		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},

@@ -4,6 +4,7 @@ package crm
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -39,6 +40,28 @@ type Deal struct {
 	Rev       int64           `bson:"rev"`
 	// Ops are the idempotency keys of the latest updates made with one.
 	Ops []string `bson:"ops,omitempty"`
+	// Visits are the stages the deal was in, oldest first (at most MaxVisits), the last its
+	// current one; deals stored before visits were kept have none.
+	Visits []Visit `bson:"visits,omitempty"`
+}
+
+// MaxVisits bounds the stage visits a deal keeps: older ones are dropped.
+const MaxVisits = 50
+
+// Visit is a deal's time in a stage: from EnteredAt until LeftAt (zero while it is there).
+type Visit struct {
+	StageID   string    `bson:"stage_id"`
+	EnteredAt time.Time `bson:"entered_at"`
+	LeftAt    time.Time `bson:"left_at"`
+}
+
+// visited is visits after the deal moved to stageID at at.
+func visited(visits []Visit, stageID string, at time.Time) []Visit {
+	out := slices.Clone(visits[max(len(visits)-MaxVisits+1, 0):])
+	if n := len(out); n > 0 && out[n-1].LeftAt.IsZero() {
+		out[n-1].LeftAt = at
+	}
+	return append(out, Visit{StageID: stageID, EnteredAt: at})
 }
 
 // View is a deal as the interface shows it.
@@ -142,6 +165,9 @@ type Repo interface {
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
+	// EachDeal calls fn with each live deal of the agent updated at or after since, read from a
+	// cursor into one Deal that fn must not keep.
+	EachDeal(ctx context.Context, projectID, botID string, since time.Time, fn func(*Deal) error) error
 	// DealTotals counts the live deals f selects, and sums their values, by stage and currency.
 	DealTotals(ctx context.Context, f DealFilter) ([]DealTotal, error)
 	// ReplaceDeal writes d over the stored deal of revision d.Rev-1 (Conflict otherwise).

@@ -153,6 +153,9 @@ type TaskFilter struct {
 	Now                time.Time
 	// ByDue orders the list by due time (then id), else by id.
 	ByDue bool
+	// CompletedFrom and CompletedBefore select the tasks done in that window (when
+	// CompletedBefore is set).
+	CompletedFrom, CompletedBefore time.Time
 }
 
 // TaskQuery is a task list as a request asks for it.

@@ -295,3 +295,24 @@ func (r CRM) ReplaceStage(ctx context.Context, s crm.Stage, ev outbox.Event) err
 func (r CRM) DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error) {
 	return deleteWithEvent(ctx, r.db, r.db.Collection(stagesColl), bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, ev)
 }
+
+func (r CRM) EachDeal(ctx context.Context, projectID, botID string, since time.Time, fn func(*crm.Deal) error) error {
+	filter := append(dealFilter(crm.DealFilter{ProjectID: projectID, BotID: botID}), bson.E{Key: "updated_at", Value: bson.D{{Key: "$gte", Value: since}}})
+	cur, err := r.db.Collection(dealsColl).Find(ctx, filter,
+		options.Find().SetBatchSize(500).SetProjection(bson.D{{Key: "_outbox", Value: 0}, {Key: "fields", Value: 0}}))
+	if err != nil {
+		return wrap(err, "deal")
+	}
+	defer cur.Close(ctx)
+	var d crm.Deal
+	for cur.Next(ctx) {
+		d = crm.Deal{}
+		if err := cur.Decode(&d); err != nil {
+			return wrap(err, "deal")
+		}
+		if err := fn(&d); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), "deal")
+}

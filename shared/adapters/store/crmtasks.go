@@ -81,6 +81,9 @@ func taskFilter(f crm.TaskFilter) bson.D {
 		}
 		filter = append(filter, bson.E{Key: "snoozed_until", Value: bson.D{{Key: op, Value: f.Now}}})
 	}
+	if !f.CompletedBefore.IsZero() {
+		filter = append(filter, bson.E{Key: "completed_at", Value: bson.D{{Key: "$gte", Value: f.CompletedFrom}, {Key: "$lt", Value: f.CompletedBefore}}})
+	}
 	return filter
 }
 

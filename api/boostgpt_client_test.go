@@ -148,6 +148,21 @@ func TestBoostGPTClientSession(t *testing.T) {
 	if deleted := c.call("DELETE", "/v1/bot/crm/fields/"+fieldID, nil, "project_id", p, "bot_id", botID); deleted["stored_values"] != float64(1) {
 		t.Fatalf("field deleted %v", deleted)
 	}
+	// fetchCRMTemplates, applyCRMTemplate (with the README's name), fetchCRMSetup, fetchCRMReport.
+	if templates := c.call("GET", "/v1/bot/crm/templates", nil, "project_id", p, "bot_id", botID); templates["total"] != float64(4) {
+		t.Fatalf("templates %v", templates)
+	}
+	applied := c.call("POST", "/v1/bot/crm/templates/apply", map[string]any{"template_key": "sales", "name": "Q3 Pipeline"})["applied"].(map[string]any)
+	if applied["pipeline"].(map[string]any)["name"] != "Q3 Pipeline" || applied["created"].(map[string]any)["pipelines"] != float64(1) {
+		t.Fatalf("template applied %v", applied)
+	}
+	crmSetup := c.call("GET", "/v1/bot/crm/setup", nil, "project_id", p, "bot_id", botID)["setup"].(map[string]any)
+	if counts := crmSetup["counts"].(map[string]any); counts["won_deals"] != float64(1) || counts["contacts"] != float64(1) || counts["pipelines"] != float64(2) {
+		t.Fatalf("setup %v", crmSetup)
+	}
+	if report := c.call("GET", "/v1/bot/crm/report", nil, "project_id", p, "bot_id", botID)["report"].(map[string]any); report["deals"].(map[string]any)["won"] != float64(1) {
+		t.Fatalf("report %v", report)
+	}
 
 	wf := c.call("POST", "/v1/bot/workflow/create", map[string]any{"name": "Note wins", "trigger_type": "event", "trigger_event": "deal.won",
 		"conditions": nil, "actions": []any{map[string]any{"type": "send_message", "params": map[string]any{"message": "Won: {{data.title}}"}}}})["workflow"].(map[string]any)

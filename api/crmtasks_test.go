@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
 
 // taskTitles lists the titles of a task list, as a client reads them.
@@ -169,5 +172,59 @@ func TestCRMTasks(t *testing.T) {
 	expect(t, c.do("DELETE", "/v1/bot/crm/tasks/"+late["uuid"].(string), nil), http.StatusNotFound, "task_not_found")
 	if got := taskTitles(t, c.ok(t, "GET", "/v1/bot/crm/tasks", nil)); len(got) != 5 {
 		t.Fatalf("after the deletion %v", got)
+	}
+}
+
+// An agent creates a task linked to a deal and its contact, finds it among the overdue ones, then
+// completes it (twice: the second changes nothing).
+func TestCRMTaskTools(t *testing.T) {
+	t.Parallel()
+	b, a, fake := agentSetup(t, map[string]any{"auto_approve_tools": 1})
+	deal := b.deal(t, "POST", "/v1/bot/crm/deals", a.body(map[string]any{"title": "Pilot", "contact": map[string]any{"email": "ada@example.com"}}))
+	due := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("create_task", fmt.Sprintf(`{"title":"Call Ada","due_at":%q,"priority":"high","deal_id":%q,"contact_id":%q}`,
+			due.Format(time.RFC3339), deal.UUID, deal.Contact.UUID)),
+		call("list_tasks", `{"view":"overdue"}`),
+		{Reply: "I will call Ada."},
+	}})
+	_, chat := a.chat(t, map[string]any{"message": "Remind me to call Ada about the pilot", "reasoning_mode": "agent"})
+	cs := cycles(t, chat)
+	if len(cs) != 2 || cs[0]["action"] != "create_task" || cs[0]["actionSuccess"] != true || cs[1]["action"] != "list_tasks" ||
+		cs[1]["actionSuccess"] != true || !strings.Contains(cs[1]["observation"].(string), "Call Ada") {
+		t.Fatalf("cycles %v", cs)
+	}
+	list := func(status string) []any {
+		t.Helper()
+		res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/tasks?" + a.query("&status="+status), Key: b.key})
+		expect(t, res, http.StatusOK, "")
+		return res.JSON(t)["tasks"].([]any)
+	}
+	open := list("open")
+	if len(open) != 1 {
+		t.Fatalf("open tasks %v", open)
+	}
+	task := open[0].(map[string]any)
+	if task["title"] != "Call Ada" || task["priority"] != "high" || task["deal_id"] != deal.UUID || task["contact_id"] != deal.Contact.UUID ||
+		task["due_at"] != due.Format(time.RFC3339) {
+		t.Fatalf("task %v", task)
+	}
+	id := task["uuid"].(string)
+	fake.Set(providertest.Behavior{Script: []providertest.Turn{
+		call("complete_task", fmt.Sprintf(`{"task_id":%q}`, id)),
+		call("complete_task", fmt.Sprintf(`{"task_id":%q}`, id)),
+		{Reply: "Done."},
+	}})
+	_, chat = a.chat(t, map[string]any{"message": "I called Ada", "reasoning_mode": "agent"})
+	cs = cycles(t, chat)
+	if len(cs) != 2 || cs[0]["actionSuccess"] != true || cs[1]["actionSuccess"] != true || !strings.Contains(cs[1]["observation"].(string), `"status":"done"`) {
+		t.Fatalf("cycles %v", cs)
+	}
+	done := list("done")
+	if len(done) != 1 || len(list("open")) != 0 {
+		t.Fatalf("done tasks %v", done)
+	}
+	if task = done[0].(map[string]any); task["uuid"] != id || task["completed_at"] == nil || task["updated_at"] != task["completed_at"] {
+		t.Fatalf("completed task %v", task)
 	}
 }

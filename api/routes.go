@@ -129,6 +129,10 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/crm/fields", handle(s.createCRMField))
 	v1.PUT("/bot/crm/fields/:field_id", handle(s.updateCRMField))
 	v1.DELETE("/bot/crm/fields/:field_id", handle(s.deleteCRMField))
+	v1.GET("/bot/crm/setup", handle(s.crmSetup))
+	v1.GET("/bot/crm/templates", handle(s.listCRMTemplates))
+	v1.POST("/bot/crm/templates/apply", handle(s.applyCRMTemplate))
+	v1.GET("/bot/crm/report", handle(s.crmReport))
 
 	v1.POST("/bot/workflow/create", handle(s.createWorkflow))
 	v1.PUT("/bot/workflow/update", handle(s.updateWorkflow))

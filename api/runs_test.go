@@ -123,7 +123,7 @@ func TestAgentRun(t *testing.T) {
 		t.Fatalf("answer %v", chat)
 	}
 	agent := chat["agent"].(map[string]any)
-	if agent["credit_used"] != "4" || agent["reasoning_type"] != "agent" || chat["availableTools"] != float64(8) {
+	if agent["credit_used"] != "4" || agent["reasoning_type"] != "agent" || chat["availableTools"] != float64(11) {
 		t.Fatalf("agent message %v, tools %v", agent, chat["availableTools"])
 	}
 	if src := chat["sources"].([]any); len(src) != 1 || src[0].(map[string]any)["citation_number"] != float64(1) {

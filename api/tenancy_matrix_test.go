@@ -81,6 +81,15 @@ func statsWindow(matrixFixture) string {
 	return qs("from", "2026-01-01T00:00:00Z", "to", "2036-01-01T00:00:00Z")
 }
 
+// reportStart and reportEnd are a fixed window around the test for the CRM report's row (at most
+// 366 days long), so that reading it twice answers the same.
+var (
+	reportStart = time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
+	reportEnd   = time.Now().UTC().Add(24 * time.Hour).Format(time.RFC3339)
+)
+
+func reportWindow(matrixFixture) string { return qs("from", reportStart, "to", reportEnd) }
+
 // matrixScope is what a route names besides the caller's account.
 type matrixScope int
 
@@ -353,6 +362,11 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "POST", path: "/v1/bot/crm/tasks/:task_id/snooze", scope: botScope, in: inBody, resource: true,
 			body: func(matrixFixture) map[string]any { return map[string]any{"until": "2031-01-01T09:00:00Z"} }},
 		{method: "DELETE", path: "/v1/bot/crm/tasks/:task_id", scope: botScope, in: inQuery, resource: true, last: 2},
+		{method: "GET", path: "/v1/bot/crm/setup", scope: botScope, in: inQuery},
+		{method: "GET", path: "/v1/bot/crm/templates", scope: botScope, in: inQuery},
+		{method: "POST", path: "/v1/bot/crm/templates/apply", scope: botScope, in: inBody,
+			body: func(matrixFixture) map[string]any { return map[string]any{"template_key": "sales"} }},
+		{method: "GET", path: "/v1/bot/crm/report", scope: botScope, in: inQuery, query: reportWindow},
 
 		{method: "GET", path: "/v1/mcp/connectors", scope: accountScope},
 		{method: "GET", path: "/v1/mcp/connectors/:name", scope: accountScope},
@@ -1184,8 +1198,10 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	secret := do("POST", "/v1/bot/crm/deals", scope(map[string]any{"title": "Deal " + tag, "value": 999}))["deal"].(map[string]any)["uuid"].(string)
 	hook := newReceiver(t)
 	wf := do("POST", "/v1/bot/workflow/create", scope(matrixWorkflow("Workflow "+tag, hook.URL)))["workflow"].(map[string]any)["uuid"].(string)
+	task := do("POST", "/v1/bot/crm/tasks", scope(map[string]any{"title": "Task " + tag}))["task"].(map[string]any)["uuid"].(string)
 	q := "?project_id=" + otherProject.ID + "&bot_id=" + otherBot
 	dealBefore := do("GET", "/v1/bot/crm/deals/"+secret+q, nil)
+	tasksBefore := do("GET", "/v1/bot/crm/tasks"+q, nil)
 
 	refused := func(t *testing.T, c map[string]any, action string) {
 		t.Helper()
@@ -1199,6 +1215,8 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 		call("update_deal", fmt.Sprintf(`{"deal_id":%q,"title":"Taken","value":1}`, secret)),
 		call("run_workflow", fmt.Sprintf(`{"workflow_id":%q}`, wf)),
 		call("list_deals", `{}`),
+		call("complete_task", fmt.Sprintf(`{"task_id":%q}`, task)),
+		call("create_task", fmt.Sprintf(`{"title":"Follow up","deal_id":%q}`, secret)),
 		{Reply: "Done."},
 	}})
 	_, chat := a.chat(t, map[string]any{"message": "Look at that deal, change it and run the workflow", "reasoning_mode": "agent"})
@@ -1206,7 +1224,7 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 		t.Fatal("no answer")
 	}
 	cs := cycles(t, chat)
-	if len(cs) != 4 {
+	if len(cs) != 6 {
 		t.Fatalf("%d cycles: %v", len(cs), cs)
 	}
 	refused(t, cs[0], "get_deal")
@@ -1214,6 +1232,16 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	refused(t, cs[2], "run_workflow")
 	if obs := cs[3]["observation"].(string); cs[3]["actionSuccess"] != true || !strings.Contains(obs, mine.UUID) || strings.Contains(obs, secret) || strings.Contains(obs, tag) {
 		t.Errorf("list_deals %v", cs[3])
+	}
+	refused(t, cs[4], "complete_task")
+	// A task linked to another account's deal is refused as a deal the agent does not have.
+	if obs, _ := cs[5]["observation"].(string); cs[5]["actionSuccess"] != false || !strings.Contains(obs, "deal_id must be the uuid of a deal of the agent") {
+		t.Errorf("create_task naming another account's deal was not refused: %v", cs[5])
+	}
+	res := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/tasks?" + a.query(""), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	if mineTasks := res.JSON(t); mineTasks["total"] != float64(0) {
+		t.Errorf("a task was made with another account's deal: %v", mineTasks)
 	}
 
 	// An approval whose parameters replace the model's deal with another account's.
@@ -1243,5 +1271,8 @@ func TestTenancyMatrixToolArguments(t *testing.T) {
 	}
 	if runs := do("GET", "/v1/bot/workflow/runs"+q, nil); runs["total"] != float64(0) {
 		t.Errorf("another account's workflow ran: %v", runs)
+	}
+	if after := do("GET", "/v1/bot/crm/tasks"+q, nil); fmt.Sprint(after) != fmt.Sprint(tasksBefore) {
+		t.Errorf("another account's task changed: %v, was %v", after, tasksBefore)
 	}
 }

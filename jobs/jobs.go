@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -36,6 +37,8 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Retention deletes records past their retention.
 	Retention *retention.Service
+	// CRM sends task.due for the tasks that came due.
+	CRM *crm.Service
 }
 
 // scheduleReload is how often the schedule workflows are read again: a change to one takes
@@ -47,6 +50,9 @@ const relayInterval = time.Second
 
 // heartbeatInterval is how often due heartbeats are looked for: a firing starts within it.
 const heartbeatInterval = time.Second
+
+// taskDueInterval is how often tasks that came due are looked for: task.due is sent within it.
+const taskDueInterval = 5 * time.Second
 
 // Schedule runs the schedules and the outbox relay until ctx ends, then waits for entries that are
 // enqueueing.
@@ -83,7 +89,7 @@ func Schedule(ctx context.Context, d Deps) error {
 	}
 	c.Start()
 	d.Logger.Info("scheduler started", "entries", len(c.Entries()))
-	relayed, scheduled, beating := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	relayed, scheduled, beating, due := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(relayed)
 		d.Outbox.Relay(ctx, relayInterval, d.Metrics.OutboxBacklog)
@@ -101,11 +107,21 @@ func Schedule(ctx context.Context, d Deps) error {
 			return true
 		})
 	}()
+	go func() {
+		defer close(due)
+		every.Tick(ctx, taskDueInterval, func() bool {
+			if _, err := d.CRM.NoticeDue(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+				log.Warn("sending task.due", "error", err)
+			}
+			return true
+		})
+	}()
 	<-ctx.Done()
 	<-c.Stop().Done()
 	<-relayed
 	<-scheduled
 	<-beating
+	<-due
 	d.Logger.Info("scheduler stopped")
 	return nil
 }

@@ -137,6 +137,18 @@ func NewToolbox(s Services) *Toolbox {
 			Parameters: object(dealFields, "title"), run: s.createDeal},
 		{Name: "update_deal", Description: "Changes a deal of the agent's CRM: title, value, currency, status, stage or contact.", Changes: true,
 			Parameters: object(withID, "deal_id"), run: s.updateDeal},
+		{Name: "create_task", Description: "Adds a task (a thing to do: a call, a proposal to send) to the agent's CRM, optionally due at a time and linked to a contact or a deal of the CRM.", Changes: true,
+			Parameters: object(map[string]any{"title": str("What is to be done."), "description": str("Details."),
+				"due_at":     str("When it is due: an RFC 3339 time such as 2026-12-01T09:00:00Z, or a date such as 2026-12-01."),
+				"priority":   map[string]any{"type": "string", "enum": []any{"low", "normal", "high"}},
+				"contact_id": str("The uuid of a contact of the CRM the task is about."), "deal_id": str("The uuid of a deal the task is about.")}, "title"),
+			run: s.createTask},
+		{Name: "complete_task", Description: "Marks a task of the agent's CRM done.", Changes: true,
+			Parameters: object(map[string]any{"task_id": str("The task's uuid.")}, "task_id"), run: s.completeTask},
+		{Name: "list_tasks", Description: "Lists the agent's CRM tasks: open ones due today, upcoming or overdue, snoozed ones, or by status.",
+			Parameters: object(map[string]any{"view": map[string]any{"type": "string", "enum": []any{"today", "upcoming", "overdue", "snoozed"}},
+				"status": map[string]any{"type": "string", "enum": []any{"open", "done"}}, "page": map[string]any{"type": "integer", "minimum": 1}}),
+			run: s.listTasks},
 		{Name: "calendar_check_availability", Description: "Lists the free meeting slots of the agent's calendar between two times (RFC 3339; the next 7 days by default).",
 			Parameters: object(map[string]any{"from": str("RFC 3339 start, e.g. 2026-12-01T00:00:00Z."), "to": str("RFC 3339 end.")}),
 			run:        s.availability},
@@ -398,6 +410,45 @@ func (s Services) updateDeal(ctx context.Context, sc Scope, raw json.RawMessage,
 		return Result{}, err
 	}
 	return observe(map[string]any{"updated": v}), nil
+}
+
+func (s Services) createTask(ctx context.Context, sc Scope, raw json.RawMessage, key string) (Result, error) {
+	var in crm.TaskInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return Result{}, apperr.Invalidf("arguments", "%v", err)
+	}
+	t, err := s.CRM.CreateTaskOnce(ctx, sc.ProjectID, sc.BotID, in, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"created": t}), nil
+}
+
+func (s Services) completeTask(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	t, err := s.CRM.CompleteTask(ctx, sc.ProjectID, sc.BotID, a.TaskID)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"completed": t}), nil
+}
+
+func (s Services) listTasks(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {
+	var a struct {
+		View   string `json:"view"`
+		Status string `json:"status"`
+		Page   int    `json:"page"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	page := paging.Page{Page: max(a.Page, 1), PerPage: 20}
+	list, total, err := s.CRM.Tasks(ctx, sc.ProjectID, sc.BotID, crm.TaskQuery{Status: a.Status, View: a.View}, page)
+	if err != nil {
+		return Result{}, err
+	}
+	return observe(map[string]any{"total": total, "page": page.Page, "tasks": list}), nil
 }
 
 func (s Services) availability(ctx context.Context, sc Scope, raw json.RawMessage, _ string) (Result, error) {

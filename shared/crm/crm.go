@@ -4,6 +4,7 @@ package crm
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -39,6 +40,28 @@ type Deal struct {
 	Rev       int64           `bson:"rev"`
 	// Ops are the idempotency keys of the latest updates made with one.
 	Ops []string `bson:"ops,omitempty"`
+	// Visits are the stages the deal was in, oldest first (at most MaxVisits), the last its
+	// current one; deals stored before visits were kept have none.
+	Visits []Visit `bson:"visits,omitempty"`
+}
+
+// MaxVisits bounds the stage visits a deal keeps: older ones are dropped.
+const MaxVisits = 50
+
+// Visit is a deal's time in a stage: from EnteredAt until LeftAt (zero while it is there).
+type Visit struct {
+	StageID   string    `bson:"stage_id"`
+	EnteredAt time.Time `bson:"entered_at"`
+	LeftAt    time.Time `bson:"left_at"`
+}
+
+// visited is visits after the deal moved to stageID at at.
+func visited(visits []Visit, stageID string, at time.Time) []Visit {
+	out := slices.Clone(visits[max(len(visits)-MaxVisits+1, 0):])
+	if n := len(out); n > 0 && out[n-1].LeftAt.IsZero() {
+		out[n-1].LeftAt = at
+	}
+	return append(out, Visit{StageID: stageID, EnteredAt: at})
 }
 
 // View is a deal as the interface shows it.
@@ -102,6 +125,8 @@ type Pipeline struct {
 	IsDefault bool      `json:"is_default" bson:"-"`
 	Stages    []Stage   `json:"stages" bson:"-"`
 	CreatedAt time.Time `json:"created_at" bson:"created_at"`
+	// TemplateKey is the template the pipeline was made from, if any.
+	TemplateKey string `json:"template_key,omitempty" bson:"template_key,omitempty"`
 }
 
 // DealFilter narrows a deal list.
@@ -126,6 +151,7 @@ type Repo interface {
 	UpdateContact(ctx context.Context, c Contact, ev outbox.Event) error
 	Contact(ctx context.Context, projectID, id string) (Contact, error)
 	Contacts(ctx context.Context, projectID string, page paging.Page) ([]Contact, int, error)
+	CountContacts(ctx context.Context, projectID string) (int, error)
 	// SearchContacts lists the contacts whose name, email, phone or company contains query,
 	// ignoring case.
 	SearchContacts(ctx context.Context, projectID, query string, page paging.Page) ([]Contact, int, error)
@@ -139,6 +165,9 @@ type Repo interface {
 	InsertDeal(ctx context.Context, d Deal, ev outbox.Event) error
 	Deal(ctx context.Context, projectID, botID, id string) (Deal, error)
 	Deals(ctx context.Context, f DealFilter, page paging.Page) ([]Deal, int, error)
+	// EachDeal calls fn with each live deal of the agent updated at or after since, read from a
+	// cursor into one Deal that fn must not keep.
+	EachDeal(ctx context.Context, projectID, botID string, since time.Time, fn func(*Deal) error) error
 	// DealTotals counts the live deals f selects, and sums their values, by stage and currency.
 	DealTotals(ctx context.Context, f DealFilter) ([]DealTotal, error)
 	// ReplaceDeal writes d over the stored deal of revision d.Rev-1 (Conflict otherwise).
@@ -162,6 +191,11 @@ type Repo interface {
 	Task(ctx context.Context, projectID, botID, id string) (Task, error)
 	// Tasks lists one page of the live tasks f selects.
 	Tasks(ctx context.Context, f TaskFilter, page paging.Page) ([]Task, int, error)
+	// CountTasks counts the live tasks f selects.
+	CountTasks(ctx context.Context, f TaskFilter) (int, error)
+	// DueTasks lists at most limit live tasks whose task.due is to be sent at or before now,
+	// soonest first.
+	DueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error)
 	// ReplaceTask writes t over the stored task of revision t.Rev-1 (Conflict otherwise).
 	ReplaceTask(ctx context.Context, t Task, ev outbox.Event) error
 	// DeleteTask tombstones t, with ev.

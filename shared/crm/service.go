@@ -95,6 +95,7 @@ func (s *Service) createDeal(ctx context.Context, projectID, botID string, in De
 	if err := place(&d, pipelineFor(stages, pid, in.Stage), in, true); err != nil {
 		return View{}, err
 	}
+	d.Visits = visited(nil, d.StageID, now)
 	if d.Fields, err = s.withFields(ctx, projectID, EntityDeal, nil, in.Fields, true, ""); err != nil {
 		return View{}, err
 	}
@@ -285,6 +286,9 @@ func (s *Service) updateDeal(ctx context.Context, projectID, botID, dealID strin
 	}
 	next.ContactID = contact.UUID
 	next.UpdatedAt = s.now()
+	if next.StageID != cur.StageID {
+		next.Visits = visited(cur.Visits, next.StageID, next.UpdatedAt)
+	}
 	next.Rev = cur.Rev + 1
 	if key != "" {
 		next.Ops = append(slices.Clone(cur.Ops[max(len(cur.Ops)-maxOps+1, 0):]), key)

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/paging"
@@ -52,7 +54,7 @@ var (
 )
 
 // taskEvents are the events of tasks, about the task.
-var taskEvents = outbox.Declare[Task](outbox.TaskCreated, outbox.TaskUpdated, outbox.TaskDeleted)
+var taskEvents = outbox.Declare[Task](outbox.TaskCreated, outbox.TaskUpdated, outbox.TaskDeleted, outbox.TaskDue)
 
 // Task is a thing to do for an agent's CRM: a call to make, a proposal to send, linked to a
 // contact or a deal of the project. Its times are zero when unset.
@@ -75,6 +77,22 @@ type Task struct {
 	CreatedAt          time.Time `bson:"created_at"`
 	UpdatedAt          time.Time `bson:"updated_at"`
 	Rev                int64     `bson:"rev"`
+	// NoticeAt is when the task's task.due event is to be sent (its due time, or the end of its
+	// snooze when later); zero when none is to be: the task is done, has no due time, or
+	// NoticedDue, the due time of the last event sent, is its due time.
+	NoticeAt   time.Time `bson:"notice_at"`
+	NoticedDue time.Time `bson:"noticed_due"`
+}
+
+// plan sets when the task's task.due event is to be sent.
+func (t *Task) plan() {
+	t.NoticeAt = time.Time{}
+	if t.Status == TaskOpen && !t.DueAt.IsZero() && !t.NoticedDue.Equal(t.DueAt) {
+		t.NoticeAt = t.DueAt
+		if t.SnoozedUntil.After(t.DueAt) {
+			t.NoticeAt = t.SnoozedUntil
+		}
+	}
 }
 
 // optTime is t, or nil when it is zero.
@@ -135,6 +153,9 @@ type TaskFilter struct {
 	Now                time.Time
 	// ByDue orders the list by due time (then id), else by id.
 	ByDue bool
+	// CompletedFrom and CompletedBefore select the tasks done in that window (when
+	// CompletedBefore is set).
+	CompletedFrom, CompletedBefore time.Time
 }
 
 // TaskQuery is a task list as a request asks for it.
@@ -246,8 +267,23 @@ func (s *Service) linkTask(ctx context.Context, t *Task, in TaskInput) error {
 
 // CreateTask adds a task for the agent botID.
 func (s *Service) CreateTask(ctx context.Context, projectID, botID string, in TaskInput) (Task, error) {
+	return s.createTask(ctx, projectID, botID, in, ids.New())
+}
+
+// CreateTaskOnce creates a task once per idempotency key: called again with the same key (an
+// agent's step redone after a crash) it returns the task the first call created.
+func (s *Service) CreateTaskOnce(ctx context.Context, projectID, botID string, in TaskInput, key string) (Task, error) {
+	id := uuid.NewSHA1(opNamespace, []byte(projectID+"/task/"+key)).String()
+	t, err := s.createTask(ctx, projectID, botID, in, id)
+	if apperr.As(err).Kind == apperr.Conflict {
+		return s.repo.Task(ctx, projectID, botID, id)
+	}
+	return t, err
+}
+
+func (s *Service) createTask(ctx context.Context, projectID, botID string, in TaskInput, id string) (Task, error) {
 	now := s.now()
-	t := Task{UUID: ids.New(), ProjectID: projectID, BotID: botID, Status: TaskOpen, Priority: PriorityNormal, CreatedAt: now, UpdatedAt: now, Rev: 1}
+	t := Task{UUID: id, ProjectID: projectID, BotID: botID, Status: TaskOpen, Priority: PriorityNormal, CreatedAt: now, UpdatedAt: now, Rev: 1}
 	if err := in.apply(&t, true); err != nil {
 		return Task{}, err
 	}
@@ -257,6 +293,7 @@ func (s *Service) CreateTask(ctx context.Context, projectID, botID string, in Ta
 	if t.Status == TaskDone {
 		t.CompletedAt = now
 	}
+	t.plan()
 	ev := taskEvents.New(ctx, outbox.TaskCreated, projectID, botID, t)
 	if err := s.repo.InsertTask(ctx, t, ev); err != nil {
 		return Task{}, err
@@ -284,6 +321,16 @@ func (s *Service) UpdateTask(ctx context.Context, projectID, botID, id string, i
 		}
 		return nil
 	})
+}
+
+// CompleteTask marks a task of the agent done; a task done already is returned as it is.
+func (s *Service) CompleteTask(ctx context.Context, projectID, botID, id string) (Task, error) {
+	t, err := s.repo.Task(ctx, projectID, botID, strings.TrimSpace(id))
+	if err != nil || t.Status == TaskDone {
+		return t, err
+	}
+	done := TaskDone
+	return s.UpdateTask(ctx, projectID, botID, id, TaskInput{Status: &done})
 }
 
 // SnoozeTask hides an open task from the today, upcoming and overdue views until until (an RFC
@@ -321,6 +368,7 @@ func (s *Service) changeTask(ctx context.Context, projectID, botID, id string, c
 		if err := change(&t); err != nil {
 			return Task{}, err
 		}
+		t.plan()
 		t.Rev++
 		ev := taskEvents.New(ctx, outbox.TaskUpdated, projectID, botID, t)
 		if err := s.repo.ReplaceTask(ctx, t, ev); err != nil {
@@ -401,4 +449,34 @@ func (s *Service) taskFilter(projectID, botID string, q TaskQuery) (TaskFilter, 
 		f.Snoozed, f.ByDue = true, false
 	}
 	return f, nil
+}
+
+// dueBatch bounds the tasks one NoticeDue sends task.due for; the rest wait for the next.
+const dueBatch = 100
+
+// NoticeDue sends task.due for the tasks whose due time (or snooze end) has come by now, once
+// per task and due time however many schedulers call it at once: each event rides in the
+// task's write of the revision read, which only one of them makes. It returns how many it sent.
+func (s *Service) NoticeDue(ctx context.Context, now time.Time) (int, error) {
+	due, err := s.repo.DueTasks(ctx, now, dueBatch)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range due {
+		t.NoticedDue = t.DueAt
+		t.plan()
+		t.Rev++
+		ev := taskEvents.New(ctx, outbox.TaskDue, t.ProjectID, t.BotID, t)
+		switch err := s.repo.ReplaceTask(ctx, t, ev); {
+		case apperr.As(err).Kind == apperr.Conflict:
+			// Another scheduler sent it, or a change came first (and planned the task anew).
+			continue
+		case err != nil:
+			return n, err
+		}
+		s.events.Dispatch(ctx, outbox.Ref{Resource: TaskResource, ID: t.UUID}, ev)
+		n++
+	}
+	return n, nil
 }

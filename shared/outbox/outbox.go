@@ -224,6 +224,7 @@ const (
 	TaskCreated          = "task.created"
 	TaskUpdated          = "task.updated"
 	TaskDeleted          = "task.deleted"
+	TaskDue              = "task.due"
 	ChatUpdated          = "chat.updated"
 	ChatMessageUpdated   = "chat.message.updated"
 	ChatMessageDeleted   = "chat.message.deleted"
@@ -273,7 +274,7 @@ var Types = []string{
 	BotCreated, BotUpdated, BotDeleted, CalendarUpdated, BookingCreated,
 	DealCreated, DealUpdated, DealStageChanged, DealWon, DealLost, DealDeleted,
 	ContactCreated, ContactUpdated, ContactDeleted, PipelineCreated, PipelineUpdated, PipelineDeleted,
-	StageCreated, StageUpdated, StageDeleted, TaskCreated, TaskUpdated, TaskDeleted,
+	StageCreated, StageUpdated, StageDeleted, TaskCreated, TaskUpdated, TaskDeleted, TaskDue,
 	WorkflowCreated, WorkflowUpdated, WorkflowDeleted, WorkflowRunSucceeded, WorkflowRunFailed,
 	ChatMessageCreated, ChatUpdated, ChatMessageUpdated, ChatMessageDeleted,
 	SourceCreated, SourceReady, SourceFailed, SourceUpdated, SourceSynced, SourceExpired, SourceDeleted,

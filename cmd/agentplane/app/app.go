@@ -539,7 +539,8 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
 		Sources:   sources.NewPlanner(a.sources(), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
 		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules")),
-		Retention: retention.New(store.NewRetention(a.Conns.DB), a.Cfg.Retention, retention.DefaultBatch, a.Log.With("component", "retention"))}, nil
+		Retention: retention.New(store.NewRetention(a.Conns.DB), a.Cfg.Retention, retention.DefaultBatch, a.Log.With("component", "retention")),
+		CRM:       d.CRM}, nil
 }
 
 // sources is the sources' store, whose changes of agents' live lists every process's cache of

@@ -89,6 +89,11 @@ func (r CRM) Contact(ctx context.Context, projectID, id string) (crm.Contact, er
 	return c, wrap(err, "contact")
 }
 
+func (r CRM) CountContacts(ctx context.Context, projectID string) (int, error) {
+	n, err := r.db.Collection(contactsColl).CountDocuments(ctx, bson.D{{Key: "project_id", Value: projectID}})
+	return int(n), wrap(err, crm.ContactResource)
+}
+
 func (r CRM) Contacts(ctx context.Context, projectID string, page paging.Page) ([]crm.Contact, int, error) {
 	contacts := []crm.Contact{}
 	total, err := findPage(ctx, r.db.Collection(contactsColl), bson.D{{Key: "project_id", Value: projectID}}, page, &contacts)
@@ -289,4 +294,25 @@ func (r CRM) ReplaceStage(ctx context.Context, s crm.Stage, ev outbox.Event) err
 
 func (r CRM) DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error) {
 	return deleteWithEvent(ctx, r.db, r.db.Collection(stagesColl), bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, ev)
+}
+
+func (r CRM) EachDeal(ctx context.Context, projectID, botID string, since time.Time, fn func(*crm.Deal) error) error {
+	filter := append(dealFilter(crm.DealFilter{ProjectID: projectID, BotID: botID}), bson.E{Key: "updated_at", Value: bson.D{{Key: "$gte", Value: since}}})
+	cur, err := r.db.Collection(dealsColl).Find(ctx, filter,
+		options.Find().SetBatchSize(500).SetProjection(bson.D{{Key: "_outbox", Value: 0}, {Key: "fields", Value: 0}}))
+	if err != nil {
+		return wrap(err, "deal")
+	}
+	defer cur.Close(ctx)
+	var d crm.Deal
+	for cur.Next(ctx) {
+		d = crm.Deal{}
+		if err := cur.Decode(&d); err != nil {
+			return wrap(err, "deal")
+		}
+		if err := fn(&d); err != nil {
+			return err
+		}
+	}
+	return wrap(cur.Err(), "deal")
 }

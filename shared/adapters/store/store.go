@@ -104,6 +104,8 @@ func indexes() map[string][]mongo.IndexModel {
 			// The views: an agent's open tasks by due time, and its snoozed ones.
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "status", Value: 1}, {Key: "due_at", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("due")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "status", Value: 1}, {Key: "snoozed_until", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("snoozed")},
+			// The scheduler's: tasks whose task.due is to be sent, soonest first.
+			{Keys: bson.D{{Key: "notice_at", Value: 1}}, Options: options.Index().SetName("notice")},
 			outboxIndex(),
 		},
 		contactsColl: {

@@ -1,7 +1,6 @@
 // Command teststore runs a command beside an embedded store of its own, built without the race
 // detector: `make test` runs `go test -race ./...` through it, so the tests' store (FerretDB on
-// SQLite, most of the tests' CPU) runs at its normal speed while the tests' own code is checked
-// for races. The command finds the store through AGENTPLANE_MONGO_URI and its data directory
+// SQLite) runs at its normal speed while the tests' own code is checked for races. The command finds the store through AGENTPLANE_MONGO_URI and its data directory
 // through AGENTPLANE_TEST_STORE_DIR (testenv reads both), its process id through
 // AGENTPLANE_TEST_STORE_PID (benchmarks count its CPU); the store stops when the command ends,
 // whose exit code teststore exits with.

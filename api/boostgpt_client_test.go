@@ -280,6 +280,31 @@ func TestBoostGPTClientWorkspaces(t *testing.T) {
 	if res, body := b.siteGet(t, "", "/w/"+sub+"/src/main.js"); res.StatusCode != http.StatusOK || body != "// updated content" {
 		t.Fatalf("site: %d %q", res.StatusCode, body)
 	}
+	// addCustomDomain, getDomainInfo, refreshDomainStatus (once the records are there), the site at
+	// the domain, removeCustomDomain.
+	added := c.call("POST", "/v1/bot/workspace/domain/add", map[string]any{"bot_id": botID, "workspace_uuid": wsID, "custom_domain": "app.example.test"})
+	if added["custom_domain"] != "app.example.test" || added["status"] != "pending" {
+		t.Fatalf("domain added %v", added)
+	}
+	info := c.call("GET", "/v1/bot/workspace/domain/info", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID)
+	for _, r := range info["records"].([]any) {
+		rec := r.(map[string]any)
+		if rec["type"] == "TXT" {
+			b.dns.SetTXT(rec["name"].(string), rec["value"].(string))
+		} else {
+			b.dns.SetCNAME(rec["name"].(string), rec["value"].(string))
+		}
+	}
+	if st := c.call("GET", "/v1/bot/workspace/domain/status", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID); st["status"] != "active" ||
+		st["url"] != "https://app.example.test/" {
+		t.Fatalf("domain status %v", st)
+	}
+	if res, body := b.siteGet(t, "app.example.test", "/src/main.js"); res.StatusCode != http.StatusOK || body != "// updated content" {
+		t.Fatalf("site at the domain: %d %q", res.StatusCode, body)
+	}
+	if removed := c.call("DELETE", "/v1/bot/workspace/domain/remove", nil, "project_id", p, "bot_id", botID, "workspace_uuid", wsID); removed["custom_domain"] != nil {
+		t.Fatalf("domain removed %v", removed)
+	}
 	if un := c.call("PUT", "/v1/bot/workspace/unpublish", map[string]any{"bot_id": botID, "workspace_uuid": wsID}); un["published"] != false {
 		t.Fatalf("unpublished %v", un)
 	}

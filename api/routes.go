@@ -16,8 +16,8 @@ import (
 // routes is the whole API surface at a glance.
 func (s *server) routes(r *gin.Engine) {
 	s.opsRoutes(r)
-	// A host under the public domain that names a published workspace is its site, whatever
-	// the path.
+	// A host under the public domain that names a published workspace, or a workspace's active
+	// custom domain, is its site, whatever the path.
 	r.Use(s.siteHost)
 	r.GET("/v1/openapi.json", s.openapi)
 
@@ -198,6 +198,10 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/workspace/suggest-subdomain", handle(s.suggestSubdomain))
 	v1.PUT("/bot/workspace/publish", handle(s.publishWorkspace))
 	v1.PUT("/bot/workspace/unpublish", handle(s.unpublishWorkspace))
+	v1.POST("/bot/workspace/domain/add", handle(s.addWorkspaceDomain))
+	v1.DELETE("/bot/workspace/domain/remove", handle(s.removeWorkspaceDomain))
+	v1.GET("/bot/workspace/domain/status", handle(s.checkWorkspaceDomain))
+	v1.GET("/bot/workspace/domain/info", handle(s.workspaceDomainInfo))
 
 	inbox := r.Group("/v1", s.inboxAuth, s.rateLimited, s.accountBudget)
 	inbox.GET("/bot/inbox", handle(s.listInbox))

@@ -124,6 +124,8 @@ type Deps struct {
 	// PublicDomain is the domain whose subdomains are agents' pages and published workspaces'
 	// sites ("" for none).
 	PublicDomain string
+	// OwnHosts are the deployment's own host names (its API's): no site's custom domain.
+	OwnHosts []string
 	// Watch streams a project's domain events of the types a subject pattern selects, as they
 	// are published (the inbox's live stream).
 	Watch func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
@@ -169,9 +171,11 @@ type server struct {
 	publicURL string
 	// publicDomain is the domain whose subdomains are agents' pages and workspaces' sites.
 	publicDomain string
-	email        *email.Service
-	inbox        *inbox.Service
-	watch        func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
+	// ownHosts are the deployment's own host names, never looked up as a site's domain.
+	ownHosts []string
+	email    *email.Service
+	inbox    *inbox.Service
+	watch    func(ctx context.Context, projectID, types string) (<-chan outbox.Event, error)
 	// workspaces are agents' file trees.
 	workspaces *workspaces.Service
 	// evals are agents' eval datasets, evalRuns their runs.
@@ -235,7 +239,7 @@ func NewServer(d Deps) http.Handler {
 	s.userMemory = d.UserMemory
 	s.stats = d.Stats
 	s.channels, s.publicURL = d.Channels, strings.TrimRight(d.PublicURL, "/")
-	s.publicDomain = d.PublicDomain
+	s.publicDomain, s.ownHosts = d.PublicDomain, d.OwnHosts
 	s.hooks = &hooks.Door{Channels: d.Channels}
 	s.inbox, s.watch, s.email = d.Inbox, d.Watch, d.Email
 	// agentAllow takes one message of the agent's rate limit for the key keyID.

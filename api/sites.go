@@ -3,6 +3,7 @@ package api
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -79,6 +80,65 @@ func (s *server) unpublishWorkspace(c *gin.Context) (any, error) {
 	return s.publication(c, w), nil
 }
 
+// domainAnswer is a workspace as the custom domain calls answer it: with its domain's name,
+// status, records and problem (null when it has none), and the site's URL there once active.
+func domainAnswer(w workspaces.Workspace) gin.H {
+	out := gin.H{"workspace": w, "custom_domain": nil, "status": nil, "records": []workspaces.DomainRecord{}, "problem": nil, "url": nil}
+	if d := w.Domain; d != nil {
+		out["custom_domain"], out["status"], out["records"], out["problem"] = d.Name, d.Status, d.Records, d.Problem
+		if d.Status == workspaces.DomainActive {
+			out["url"] = "https://" + d.Name + "/"
+		}
+	}
+	return out
+}
+
+func (s *server) addWorkspaceDomain(c *gin.Context) (any, error) {
+	req, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	w, err = s.workspaces.AddDomain(c, w, req.CustomDomain)
+	if err != nil {
+		return nil, err
+	}
+	return domainAnswer(w), nil
+}
+
+func (s *server) removeWorkspaceDomain(c *gin.Context) (any, error) {
+	_, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	w, err = s.workspaces.RemoveDomain(c, w)
+	if err != nil {
+		return nil, err
+	}
+	return domainAnswer(w), nil
+}
+
+// checkWorkspaceDomain looks the domain's records up and answers what was found.
+func (s *server) checkWorkspaceDomain(c *gin.Context) (any, error) {
+	_, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	w, err = s.workspaces.CheckDomain(c, w)
+	if err != nil {
+		return nil, err
+	}
+	return domainAnswer(w), nil
+}
+
+// workspaceDomainInfo answers the domain as last checked, without a look-up.
+func (s *server) workspaceDomainInfo(c *gin.Context) (any, error) {
+	_, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return domainAnswer(w), nil
+}
+
 // siteRoot sends /w/{subdomain} to /w/{subdomain}/, where the site's relative links resolve.
 func (s *server) siteRoot(c *gin.Context) {
 	c.Redirect(http.StatusMovedPermanently, SitePath+"/"+c.Param("subdomain")+"/")
@@ -91,7 +151,8 @@ func (s *server) site(c *gin.Context) {
 }
 
 // siteHost serves the site of the workspace a request's host names (a subdomain of the public
-// domain), at every path; a host that names none goes on to the routes (an agent's page).
+// domain, or another host that is a workspace's active custom domain), at every path; a host
+// that names none goes on to the routes (an agent's page, the API).
 func (s *server) siteHost(c *gin.Context) {
 	if s.publicDomain == "" || (c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead) {
 		return
@@ -100,11 +161,18 @@ func (s *server) siteHost(c *gin.Context) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	sub, ok := strings.CutSuffix(strings.TrimSuffix(strings.ToLower(host), "."), "."+s.publicDomain)
-	if !ok || strings.Contains(sub, ".") {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	sub, ok := strings.CutSuffix(host, "."+s.publicDomain)
+	var w workspaces.Workspace
+	var err error
+	switch {
+	case ok && !strings.Contains(sub, "."):
+		w, err = s.workspaces.Published(c, sub)
+	case ok || host == s.publicDomain || net.ParseIP(host) != nil || !strings.Contains(host, ".") || slices.Contains(s.ownHosts, host):
 		return
+	default:
+		w, err = s.workspaces.AtDomain(c, host)
 	}
-	w, err := s.workspaces.Published(c, sub)
 	if err != nil {
 		if apperr.As(err).Kind != apperr.NotFound {
 			httpx.Fail(c, err)

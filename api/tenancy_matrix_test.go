@@ -660,6 +660,16 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			}},
 		{method: "PUT", path: "/v1/bot/workspace/unpublish", scope: botScope, in: inBody, resource: true, last: 2,
 			body: func(f matrixFixture) map[string]any { return map[string]any{"workspace_uuid": f.workspace} }},
+		{method: "POST", path: "/v1/bot/workspace/domain/add", scope: botScope, in: inBody, resource: true,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "custom_domain": "site-" + strings.ToLower(f.workspace[:8]) + ".shop.test"}
+			}},
+		{method: "GET", path: "/v1/bot/workspace/domain/status", scope: botScope, in: inQuery, resource: true, last: 1, noSnapshot: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "GET", path: "/v1/bot/workspace/domain/info", scope: botScope, in: inQuery, resource: true, last: 1,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "DELETE", path: "/v1/bot/workspace/domain/remove", scope: botScope, in: inQuery, resource: true, last: 2,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
 
 		{method: "GET", path: "/v1/bot/stats/summary", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/votes", scope: botScope, in: inQuery, query: statsWindow},

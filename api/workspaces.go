@@ -29,6 +29,7 @@ type workspaceRequest struct {
 	NewPath       string      `json:"new_path"`
 	Version       flex.OptInt `json:"version"`
 	Subdomain     string      `json:"subdomain"`
+	CustomDomain  string      `json:"custom_domain"`
 }
 
 // workspaceOf reads the request (its body, if any) and authorises its agent and workspace

@@ -60,6 +60,14 @@ type Hosts struct {
 	Own []string
 	// TXT looks up verification records.
 	TXT TXTResolver
+	// Sites says which domains the deployment's other sites (published workspaces) have verified
+	// (nil: none).
+	Sites SiteDomains
+}
+
+// SiteDomains says whether a site other than an agent's page has verified domain.
+type SiteDomains interface {
+	HasDomain(ctx context.Context, domain string) (bool, error)
 }
 
 // ReservedSubdomains are subdomains no agent may take: names a deployment gives its own hosts.
@@ -80,21 +88,46 @@ func under(host, name string) bool {
 	return name != "" && (host == name || strings.HasSuffix(host, "."+name))
 }
 
-// checkDomain adds the problems of an agent's own domain to p.
-func (h Hosts) checkDomain(p *apperr.Problems, domain string) {
+// checkDomain adds the problems of a site's own domain to p, under field.
+func (h Hosts) checkDomain(p *apperr.Problems, field, domain string) {
 	switch {
 	case domain == "":
 	case net.ParseIP(strings.Trim(domain, "[]")) != nil:
-		p.Add("domain", "must be a host name, not an IP address")
+		p.Add(field, "must be a host name, not an IP address")
 	case len(domain) > 253 || !hostPattern.MatchString(domain):
-		p.Add("domain", "must be a host name such as help.example.com")
+		p.Add(field, "must be a host name such as help.example.com")
 	case strings.Trim(domain[strings.LastIndexByte(domain, '.')+1:], "0123456789") == "":
-		p.Add("domain", "must be a host name, not an IP address")
+		p.Add(field, "must be a host name, not an IP address")
 	case under(domain, "localhost"):
-		p.Add("domain", "must be a public host name, not localhost")
+		p.Add(field, "must be a public host name, not localhost")
 	case under(domain, h.PublicDomain) || slices.ContainsFunc(h.Own, func(own string) bool { return under(domain, own) }):
-		p.Add("domain", "is this service's own host; an agent's page is already at its subdomain of it")
+		p.Add(field, "is this service's own host; a site is already at its subdomain of it")
 	}
+}
+
+// CheckDomain says whether another site of the deployment (a published workspace) may take
+// domain as its own, named by field in problems: the domain as stored (lower case, no final
+// dot); Invalid when it is empty, no public host name or the deployment's own, a Conflict
+// (domain_taken) when an agent's page is served at it.
+func (s *Service) CheckDomain(ctx context.Context, field, domain string) (string, error) {
+	domain = normalizeHost(domain)
+	var p apperr.Problems
+	if domain == "" {
+		p.Add(field, "is required: a host name such as app.example.com")
+	}
+	s.hosts.checkDomain(&p, field, domain)
+	if err := p.Err(); err != nil {
+		return "", err
+	}
+	_, err := s.repo.ByDomain(ctx, domain)
+	switch {
+	case err == nil:
+		return "", &apperr.Error{Kind: apperr.Conflict, Code: "domain_taken", Message: "domain " + domain + " is an agent's",
+			Details: []apperr.Detail{{Field: field, Problem: "is an agent's"}}}
+	case apperr.As(err).Kind == apperr.NotFound:
+		return domain, nil
+	}
+	return "", err
 }
 
 // checkSubdomain adds the problems of an agent's subdomain to p.
@@ -124,8 +157,8 @@ func claimDomain(cur, next *Bot) {
 
 // VerifyDomain looks up the agent's verification record and answers the agent with what was
 // found: verified when a TXT record at its name holds its value (the agent's page is then served
-// at the domain), else pending with the problem. A domain another agent has verified first is a
-// Conflict (domain_taken); an agent with no domain is Invalid.
+// at the domain), else pending with the problem. A domain another agent or a workspace's site
+// has verified first is a Conflict (domain_taken); an agent with no domain is Invalid.
 func (s *Service) VerifyDomain(ctx context.Context, projectID, idOrUUID string) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		if next.Domain == "" {
@@ -144,6 +177,16 @@ func (s *Service) VerifyDomain(ctx context.Context, projectID, idOrUUID string) 
 			return apperr.Unavailablef("dns", err)
 		case !slices.Contains(found, v.RecordValue):
 			v.Problem = "the TXT records at " + v.RecordName + " do not hold " + v.RecordValue
+		}
+		if v.Problem == "" && s.hosts.Sites != nil {
+			taken, err := s.hosts.Sites.HasDomain(ctx, next.Domain)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return &apperr.Error{Kind: apperr.Conflict, Code: "domain_taken", Message: "domain " + next.Domain + " is a workspace's site",
+					Details: []apperr.Detail{{Field: "domain", Problem: "is a workspace's site"}}}
+			}
 		}
 		if v.Problem == "" {
 			if v.Status != DomainVerified {

@@ -226,7 +226,7 @@ func validate(b Bot, h Hosts) error {
 	for field, v := range map[string]string{"avatar": b.Avatar, "avatar_link": b.AvatarLink} {
 		checkURL(&p, field, v)
 	}
-	h.checkDomain(&p, b.Domain)
+	h.checkDomain(&p, "domain", b.Domain)
 	limits.Items(&p, "allowed_origins", len(b.AllowedOrigins), MaxAllowedOrigins)
 	for i, o := range b.AllowedOrigins {
 		if !Origin(o) {

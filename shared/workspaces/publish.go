@@ -18,9 +18,11 @@ import (
 // subdomains of agents' pages and the reserved ones.
 
 // Names is what the deployment's other sites (agents' pages) say of a subdomain a workspace
-// would take: Invalid when it is no DNS label or is reserved, a Conflict when it is taken.
+// would take: Invalid when it is no DNS label or is reserved, a Conflict when it is taken; and
+// of a domain of its own (CheckDomain: the domain as stored, or Invalid or a Conflict).
 type Names interface {
 	CheckSubdomain(ctx context.Context, subdomain string) error
+	CheckDomain(ctx context.Context, field, domain string) (string, error)
 }
 
 // suggestTries bounds the candidates Suggest tries before it gives up.

@@ -18,16 +18,17 @@ import (
 
 // Service keeps agents' workspaces and their files.
 type Service struct {
-	repo   Repo
-	names  Names
-	now    func() time.Time
-	writes keylock.Locks // file writes of this process, one at a time per file
+	repo    Repo
+	names   Names
+	domains Domains
+	now     func() time.Time
+	writes  keylock.Locks // file writes of this process, one at a time per file
 }
 
-// NewService returns the workspace service; names says which subdomains the deployment's
-// other sites have (nil: none).
-func NewService(repo Repo, names Names) *Service {
-	return &Service{repo: repo, names: names, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// NewService returns the workspace service; names says which subdomains and domains the
+// deployment's other sites have (nil: none), domains how custom domains are checked.
+func NewService(repo Repo, names Names, domains Domains) *Service {
+	return &Service{repo: repo, names: names, domains: domains, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // Create makes a workspace of the agent named name; an agent has at most MaxPerAgent.

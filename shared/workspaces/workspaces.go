@@ -51,8 +51,12 @@ type Workspace struct {
 	// since when.
 	Subdomain   string     `json:"subdomain" bson:"subdomain,omitempty"`
 	PublishedAt *time.Time `json:"published_at" bson:"published_at,omitempty"`
-	CreatedAt   time.Time  `json:"created_at" bson:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at" bson:"updated_at"`
+	// Domain is its custom domain (nil: none); VerifiedDomain the domain's name once its TXT
+	// record is found (one workspace's at most).
+	Domain         *Domain   `json:"domain" bson:"domain,omitempty"`
+	VerifiedDomain string    `json:"-" bson:"verified_domain,omitempty"`
+	CreatedAt      time.Time `json:"created_at" bson:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at" bson:"updated_at"`
 }
 
 // FileInfo is a file without its content: what a listing shows.
@@ -122,6 +126,11 @@ type Repo interface {
 	SetSubdomain(ctx context.Context, projectID, id, subdomain string, at *time.Time) error
 	// BySubdomain is the workspace published at subdomain, of any project.
 	BySubdomain(ctx context.Context, subdomain string) (Workspace, error)
+	// SetDomain sets the workspace's custom domain and verified domain ("": none), or unsets
+	// both when d is nil: a verified domain another workspace has is a Conflict.
+	SetDomain(ctx context.Context, projectID, id string, d *Domain, verified string) error
+	// ByDomain is the workspace whose verified domain is host, of any project.
+	ByDomain(ctx context.Context, host string) (Workspace, error)
 	// EachFile calls fn with each file of the workspace, content included, in the order of their
 	// paths, one at a time (a download streams them).
 	EachFile(ctx context.Context, projectID, workspaceID string, fn func(File) error) error

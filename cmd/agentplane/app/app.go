@@ -258,7 +258,8 @@ func (a *App) Domain() (Domain, error) {
 	d := Domain{
 		Tenancy: tenancy.NewService(cache.Tenancy(store.NewTenancy(db), a.notices, size, ttl)),
 		Agents: agents.NewService(cache.Agents(agents.SealKeys(store.NewAgents(db), box), a.notices, size, ttl), store.NewVersions(db), ev,
-			agents.Hosts{PublicDomain: a.Cfg.PublicDomain, Own: a.Cfg.PublicHosts, TXT: dnstxt.New(a.Cfg.DNSResolver)}),
+			agents.Hosts{PublicDomain: a.Cfg.PublicDomain, Own: a.Cfg.PublicHosts, TXT: dnstxt.New(a.Cfg.DNSResolver),
+				Sites: store.NewWorkspaces(db)}),
 		CRM:       crm.NewService(cache.CRM(store.NewCRM(db), a.notices, size, ttl), ev, a.Cfg.DefaultCurrency),
 		Calendar:  calendar.NewService(store.NewCalendars(db), ev),
 		Memory:    mem,
@@ -286,7 +287,8 @@ func (a *App) Domain() (Domain, error) {
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
-	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents)
+	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents,
+		workspaces.Domains{DNS: dnstxt.New(a.Cfg.DNSResolver), Target: a.Cfg.PublicDomain})
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
 	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue())
@@ -387,6 +389,7 @@ func (a *App) API() (api.Deps, error) {
 		Evals:         d.Evals,
 		EvalRuns:      d.EvalRuns,
 		PublicDomain:  a.Cfg.PublicDomain,
+		OwnHosts:      a.Cfg.PublicHosts,
 		Sources:       d.Sources,
 		Memory:        d.Memory,
 		Chats:         d.Chats,

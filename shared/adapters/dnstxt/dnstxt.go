@@ -1,5 +1,5 @@
-// Package dnstxt looks up TXT records (agents.TXTResolver) through a configured DNS server, or
-// the system's resolver.
+// Package dnstxt looks up TXT records (agents.TXTResolver) and aliases (CNAME records) through a
+// configured DNS server, or the system's resolver.
 package dnstxt
 
 import (
@@ -33,4 +33,14 @@ func (r *Resolver) LookupTXT(ctx context.Context, name string) ([]string, error)
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	return r.r.LookupTXT(ctx, strings.TrimSuffix(name, ".")+".")
+}
+
+// LookupCNAME returns the canonical name name is an alias of (name itself when it is no
+// alias), without the final dot; a *net.DNSError whose IsNotFound is true when the name does not
+// exist.
+func (r *Resolver) LookupCNAME(ctx context.Context, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	cname, err := r.r.LookupCNAME(ctx, strings.TrimSuffix(name, ".")+".")
+	return strings.TrimSuffix(strings.ToLower(cname), "."), err
 }

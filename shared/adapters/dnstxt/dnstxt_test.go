@@ -39,3 +39,19 @@ func TestLookupTXT(t *testing.T) {
 		t.Fatalf("a server that does not answer: %v", err)
 	}
 }
+
+// An alias is answered as its canonical name, a name that is none as not found.
+func TestLookupCNAME(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := dnstxttest.Start(t)
+	srv.SetCNAME("app.shop.example", "Sites.Example.")
+	r := dnstxt.New(srv.Addr)
+	if got, err := r.LookupCNAME(ctx, "app.shop.example"); err != nil || got != "sites.example" {
+		t.Fatalf("alias %q, %v", got, err)
+	}
+	var dnsErr *net.DNSError
+	if got, err := r.LookupCNAME(ctx, "www.shop.example"); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Fatalf("a name that does not exist: %q, %v", got, err)
+	}
+}

@@ -252,12 +252,14 @@ func indexes() map[string][]mongo.IndexModel {
 			outboxIndex(),
 		},
 		// Workspaces: an agent's, oldest first; the published ones by subdomain, one each (sparse:
-		// only published workspaces have the field). Their files: a workspace's by path, one file per
+		// only published workspaces have the field); those with a verified custom domain by it,
+		// one each. Their files: a workspace's by path, one file per
 		// path (the unique index is what refuses a second).
 		workspacesColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
 			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true).SetName("subdomain_unique")},
+			{Keys: bson.D{{Key: "verified_domain", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true).SetName("verified_domain_unique")},
 		},
 		workspaceFilesColl: {
 			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "path", Value: 1}}, Options: options.Index().SetUnique(true).SetName("workspace_path_unique")},

@@ -118,6 +118,47 @@ func (r Workspaces) BySubdomain(ctx context.Context, subdomain string) (workspac
 	return w, wrap(err, workspaces.Resource)
 }
 
+// SetDomain sets or, for nil, unsets the workspace's domain; a verified domain of "" is unset
+// (absent, which the sparse unique index of verified domains leaves out).
+func (r Workspaces) SetDomain(ctx context.Context, projectID, id string, d *workspaces.Domain, verified string) error {
+	set := bson.D{{Key: "updated_at", Value: time.Now().UTC().Truncate(time.Millisecond)}}
+	unset := bson.D{}
+	if d == nil {
+		unset = append(unset, bson.E{Key: "domain", Value: ""})
+	} else {
+		set = append(set, bson.E{Key: "domain", Value: d})
+	}
+	if verified == "" {
+		unset = append(unset, bson.E{Key: "verified_domain", Value: ""})
+	} else {
+		set = append(set, bson.E{Key: "verified_domain", Value: verified})
+	}
+	update := bson.D{{Key: "$set", Value: set}}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, update)
+	if err != nil {
+		return wrap(err, workspaces.Resource)
+	}
+	if res.MatchedCount == 0 {
+		return apperr.NotFoundf(workspaces.Resource)
+	}
+	return nil
+}
+
+func (r Workspaces) ByDomain(ctx context.Context, host string) (workspaces.Workspace, error) {
+	var w workspaces.Workspace
+	err := r.coll().FindOne(ctx, bson.D{{Key: "verified_domain", Value: host}}).Decode(&w)
+	return w, wrap(err, workspaces.Resource)
+}
+
+// HasDomain reports whether a workspace has verified domain (agents.SiteDomains).
+func (r Workspaces) HasDomain(ctx context.Context, domain string) (bool, error) {
+	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: "verified_domain", Value: domain}}, options.Count().SetLimit(1))
+	return n > 0, wrap(err, workspaces.Resource)
+}
+
 func (r Workspaces) InsertFile(ctx context.Context, f workspaces.File) error {
 	_, err := r.files().InsertOne(ctx, f)
 	return wrap(err, workspaces.FileResource)

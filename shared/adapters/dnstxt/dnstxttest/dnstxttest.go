@@ -1,5 +1,5 @@
 // Package dnstxttest is a real DNS server on loopback for tests: it answers the TXT records a
-// test sets, and NXDOMAIN for every other name.
+// test sets and the aliases (CNAME records) it sets, and NXDOMAIN for every other name.
 package dnstxttest
 
 import (
@@ -17,6 +17,8 @@ type Server struct {
 	Addr string
 	mu   sync.Mutex
 	txt  map[string][]string
+	// cname holds aliases: a name's canonical name.
+	cname map[string]string
 }
 
 // Start starts a server, stopped when t ends.
@@ -26,7 +28,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: pc.LocalAddr().String(), txt: map[string][]string{}}
+	s := &Server{Addr: pc.LocalAddr().String(), txt: map[string][]string{}, cname: map[string]string{}}
 	started := make(chan struct{})
 	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(s.answer), NotifyStartedFunc: func() { close(started) }}
 	go func() { _ = srv.ActivateAndServe() }()
@@ -42,12 +44,28 @@ func (s *Server) SetTXT(name string, values ...string) {
 	s.txt[dns.Fqdn(strings.ToLower(name))] = values
 }
 
+// SetCNAME makes name an alias of target (answered to a query of any type for name), or no
+// alias when target is "".
+func (s *Server) SetCNAME(name, target string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if target == "" {
+		delete(s.cname, dns.Fqdn(strings.ToLower(name)))
+		return
+	}
+	s.cname[dns.Fqdn(strings.ToLower(name))] = dns.Fqdn(strings.ToLower(target))
+}
+
 func (s *Server) answer(w dns.ResponseWriter, req *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.Authoritative = true
 	s.mu.Lock()
 	for _, q := range req.Question {
+		if target, ok := s.cname[strings.ToLower(q.Name)]; ok {
+			m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 60}, Target: target})
+			continue
+		}
 		values, ok := s.txt[strings.ToLower(q.Name)]
 		if !ok || len(values) == 0 {
 			m.Rcode = dns.RcodeNameError

@@ -2,7 +2,8 @@ package agents
 
 import (
 	"context"
-	"hash/fnv"
+	"crypto/sha256"
+	"encoding/binary"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -52,12 +53,11 @@ func (s *Service) canaryOf(ctx context.Context, next *Bot, set *Canary) error {
 	return nil
 }
 
-// InCanary reports whether the chat chatID falls in the share of chats the canary gets: the
+// InCanary reports whether the chat chatID falls in the share of chats the canary gets: the SHA-256
 // hash of its id, as a fraction of 1, is below share. The same chat always falls the same way.
 func InCanary(chatID string, share float64) bool {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(strings.TrimSpace(chatID)))
-	return float64(h.Sum64()>>11)/(1<<53) < share
+	sum := sha256.Sum256([]byte(strings.TrimSpace(chatID)))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) < share
 }
 
 // ForChat is the agent as the chat chatID gets it when the request named no version: on (the

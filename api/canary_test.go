@@ -12,7 +12,8 @@ import (
 
 // A canary sends its share of new chats to the candidate version, chosen by the hash of the
 // chat's id: of 40 chats at share 0.5 some get the candidate's instruction and the others the
-// published one, each chat keeps its version for its next message, and the summary's answers
+// published one, each chat keeps its version for its next message, the OpenAI door's new chats
+// are split the same way, and the summary's answers
 // and votes by version add up to its totals. Removing the canary sends its chats back to the
 // published version. A canary naming no version of the agent, or a share not strictly between
 // 0 and 1, is 422.
@@ -77,6 +78,18 @@ func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 		byVersion[v] = append(byVersion[v], chatID)
 		answers[v] = append(answers[v], answer)
 	}
+	// The OpenAI door's new chats are split the same way.
+	door := map[float64]int{}
+	for range 4 {
+		res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/chat/completions", Key: b.key,
+			Body: map[string]any{"model": "agent:" + a.botID, "messages": []any{map[string]any{"role": "user", "content": "Hi"}}}})
+		expect(t, res, http.StatusOK, "")
+		ext := res.JSON(t)["agentplane"].(map[string]any)
+		if want := map[bool]float64{true: candidate, false: published}[agents.InCanary(ext["chat_id"].(string), 0.5)]; ext["version"] != want {
+			t.Fatalf("the OpenAI door's chat %v answered with version %v, its hash gives %v", ext["chat_id"], ext["version"], want)
+		}
+		door[ext["version"].(float64)]++
+	}
 	if len(byVersion[published]) == 0 || len(byVersion[candidate]) == 0 {
 		t.Fatalf("chats by version %v: both versions should have some of %d", byVersion, chatsCount)
 	}
@@ -93,7 +106,7 @@ func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 		vs, _ := s["versions"].(map[string]any)
 		c, _ := vs[key(candidate)].(map[string]any)
 		p, _ := vs[key(published)].(map[string]any)
-		return s["agent_messages"] == 2.0*chatsCount && c["upvotes"] == 1.0 && p["downvotes"] == 1.0
+		return s["agent_messages"] == 2.0*chatsCount+4 && c["upvotes"] == 1.0 && p["downvotes"] == 1.0
 	})["stats"].(map[string]any)
 	vs := s["versions"].(map[string]any)
 	if len(vs) != 2 {
@@ -102,8 +115,8 @@ func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 	sum := map[string]float64{}
 	for v, chats := range byVersion {
 		got := vs[key(v)].(map[string]any)
-		if got["agent_messages"] != float64(2*len(chats)) {
-			t.Errorf("version %v: %v answers, want %d", v, got["agent_messages"], 2*len(chats))
+		if want := 2*len(chats) + door[v]; got["agent_messages"] != float64(want) {
+			t.Errorf("version %v: %v answers, want %d", v, got["agent_messages"], want)
 		}
 		for _, k := range []string{"agent_messages", "tokens", "upvotes", "downvotes"} {
 			sum[k] += got[k].(float64)

@@ -13,10 +13,9 @@ import (
 // A canary sends its share of new chats to the candidate version, chosen by the hash of the
 // chat's id: of 40 chats at share 0.5 some get the candidate's instruction and the others the
 // published one, each chat keeps its version for its next message, the OpenAI door's new chats
-// are split the same way, and the summary's answers
-// and votes by version add up to its totals. Removing the canary sends its chats back to the
-// published version. A canary naming no version of the agent, or a share not strictly between
-// 0 and 1, is 422.
+// are split the same way, and the summary's answers and votes by version add up to its totals.
+// Removing the canary sends its chats back to the published version. A canary naming no version
+// of the agent, or a share not strictly between 0 and 1, is 422.
 func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 	t.Parallel()
 	fake := providertest.New(t)

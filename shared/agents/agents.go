@@ -81,6 +81,8 @@ type Bot struct {
 	PublishedVersion int `json:"published_version" bson:"published_version"`
 	// PublishGate, when set, holds each publish until an eval run of the version passes it.
 	PublishGate *PublishGate `json:"publish_gate" bson:"publish_gate,omitempty"`
+	// Canary, when set, sends a share of the agent's new chats to a candidate version.
+	Canary *Canary `json:"canary" bson:"canary,omitempty"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`
@@ -161,6 +163,7 @@ func (b Bot) clone() Bot {
 		c.DomainVerification = &v
 	}
 	c.HandoffPhrases = slices.Clone(b.HandoffPhrases)
+	c.Canary = b.Canary.clone()
 	if b.Latest != nil {
 		v := b.Latest.clone()
 		c.Latest = &v

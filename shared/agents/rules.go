@@ -83,6 +83,8 @@ type Patch struct {
 	Versioning             *bool              `json:"versioning"`
 	// PublishGate replaces the agent's gate; one without a dataset removes it.
 	PublishGate *PublishGate `json:"publish_gate"`
+	// Canary replaces the agent's canary; one without a version removes it.
+	Canary *Canary `json:"canary"`
 }
 
 // MaxGateThresholds bounds the graders a publish gate names.

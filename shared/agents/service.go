@@ -147,6 +147,9 @@ func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p 
 			}
 		}
 		versioned(*cur, next, by, s.now(), false)
+		if p.Canary != nil {
+			return s.canaryOf(ctx, next, p.Canary)
+		}
 		return nil
 	})
 }

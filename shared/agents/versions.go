@@ -322,12 +322,12 @@ func (s *Service) At(ctx context.Context, b Bot, n int) (Bot, error) {
 	if n == b.Serving() {
 		return b, nil
 	}
+	if c := b.Canary; c != nil && c.Config != nil && n == c.Version {
+		return b.on(n, *c.Config), nil
+	}
 	v, err := s.stored(ctx, b, n)
 	if err != nil {
 		return Bot{}, err
 	}
-	at := b.clone()
-	v.Config.applyTo(&at)
-	at.serving = n
-	return at, nil
+	return b.on(n, v.Config), nil
 }

@@ -103,6 +103,9 @@ type Chat struct {
 	Plan *Plan `json:"-" bson:"plan,omitempty"`
 	// Mode is the chat's default chat_mode (ask when empty).
 	Mode string `json:"mode" bson:"mode,omitempty"`
+	// Version is the agent's version the chat began with: its messages that name none get it
+	// while it is the published version or the canary's (agents.Bot.ForChat).
+	Version int `json:"version,omitempty" bson:"version,omitempty"`
 	// Subscriber is the end user whose chat it is, when one started it (on the agent's page or
 	// widget): only they go on with it, besides the account's keys.
 	Subscriber string `json:"-" bson:"subscriber,omitempty"`

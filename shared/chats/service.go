@@ -193,6 +193,9 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	if err != nil {
 		return Turn{}, err
 	}
+	if bot = bot.ForChat(chat.UUID, chat.Version, isNew); isNew {
+		chat.Version = bot.Serving()
+	}
 	var earlier, prior []Message
 	if isNew {
 		prior = s.prior(bot, asker, chat, in, rt)

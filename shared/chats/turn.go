@@ -76,6 +76,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	if err != nil {
 		return Outcome{}, err
 	}
+	bot = t.Bot
 	if t.Chat.Held {
 		// A person took the chat over: the message is kept for them, and no model answers it.
 		none := s.AgentMessage(t, "", t.User.Model, 0, llm.Usage{}, []memory.Ref{})

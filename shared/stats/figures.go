@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -78,6 +79,22 @@ type Totals struct {
 	CreditsUsed   float64 `json:"credits_used"`
 	Tokens        int     `json:"tokens"`
 	EstimatedCost float64 `json:"estimated_cost"`
+	// Versions are the agent's answers by the version that wrote them (its number in decimal),
+	// with their votes: how a canary compares with the published version.
+	Versions map[string]VersionTotals `json:"versions"`
+}
+
+// VersionTotals are the answers of one version of the agent and their votes.
+type VersionTotals struct {
+	AgentMessages int     `json:"agent_messages"`
+	Tokens        int     `json:"tokens"`
+	CreditsUsed   float64 `json:"credits_used"`
+	EstimatedCost float64 `json:"estimated_cost"`
+	// AvgReplyMS is the answers' average estimated_time_ms.
+	AvgReplyMS float64 `json:"avg_reply_ms"`
+	Upvotes    int     `json:"upvotes"`
+	Downvotes  int     `json:"downvotes"`
+	replyMS    int64
 }
 
 type totals struct {
@@ -85,7 +102,9 @@ type totals struct {
 	chats, users map[string]bool
 }
 
-func newTotals() *totals { return &totals{chats: map[string]bool{}, users: map[string]bool{}} }
+func newTotals() *totals {
+	return &totals{t: Totals{Versions: map[string]VersionTotals{}}, chats: map[string]bool{}, users: map[string]bool{}}
+}
 
 func (s *totals) add(h Hourly) {
 	for c := range h.Chats {
@@ -100,12 +119,38 @@ func (s *totals) add(h Hourly) {
 	s.t.CreditsUsed += h.Credits
 	s.t.Tokens += h.Tokens
 	s.t.EstimatedCost += h.Cost
+	for n, vh := range h.Versions {
+		v := s.t.Versions[n]
+		v.AgentMessages += vh.AgentMessages
+		v.Tokens += vh.Tokens
+		v.CreditsUsed += vh.Credits
+		v.EstimatedCost += vh.Cost
+		v.replyMS += vh.ReplyMS
+		s.t.Versions[n] = v
+	}
+	for _, vote := range h.Voted {
+		if vote.Version > 0 {
+			n := strconv.Itoa(vote.Version)
+			v := s.t.Versions[n]
+			v.Upvotes += vote.Upvotes
+			v.Downvotes += vote.Downvotes
+			s.t.Versions[n] = v
+		}
+	}
 }
 
 func (s *totals) result() Totals {
 	t := s.t
 	t.Chats, t.Users = len(s.chats), len(s.users)
 	t.CreditsUsed, t.EstimatedCost = round(t.CreditsUsed), round(t.EstimatedCost)
+	t.Versions = make(map[string]VersionTotals, len(s.t.Versions))
+	for n, v := range s.t.Versions {
+		v.CreditsUsed, v.EstimatedCost = round(v.CreditsUsed), round(v.EstimatedCost)
+		if v.AgentMessages > 0 {
+			v.AvgReplyMS = round(float64(v.replyMS) / float64(v.AgentMessages))
+		}
+		t.Versions[n] = v
+	}
 	return t
 }
 

@@ -39,6 +39,18 @@ type Hourly struct {
 	// first token (streamed answers only).
 	Reply      Histogram `bson:"reply"`
 	FirstToken Histogram `bson:"first_token"`
+	// Versions counts the agent's answers by the version of the agent that wrote them (in
+	// decimal; answers written before versions were are in none).
+	Versions map[string]VersionHour `bson:"versions,omitempty"`
+}
+
+// VersionHour is what one version of the agent answered in an hour.
+type VersionHour struct {
+	AgentMessages int     `bson:"agent_messages"`
+	Tokens        int     `bson:"tokens"`
+	Credits       float64 `bson:"credits"`
+	Cost          float64 `bson:"cost"`
+	ReplyMS       int64   `bson:"reply_ms"`
 }
 
 // HourlyID names the hour of an agent holding at: one document per agent and hour.
@@ -69,6 +81,8 @@ type Fact struct {
 	ReplyMS      int64
 	FirstTokenMS int64
 	CreatedAt    time.Time
+	// Version is the agent's version that wrote an answer (0: none recorded).
+	Version int
 }
 
 // add counts f in the hour.
@@ -95,6 +109,19 @@ func (h *Hourly) add(f Fact) {
 		}
 		if f.FirstTokenMS > 0 {
 			h.FirstToken.add(f.FirstTokenMS)
+		}
+		if f.Version > 0 {
+			if h.Versions == nil {
+				h.Versions = map[string]VersionHour{}
+			}
+			key := strconv.Itoa(f.Version)
+			v := h.Versions[key]
+			v.AgentMessages++
+			v.Tokens += f.Tokens
+			v.Credits += number(f.CreditUsed)
+			v.Cost += number(f.EstimatedCost)
+			v.ReplyMS += f.ReplyMS
+			h.Versions[key] = v
 		}
 	}
 }
@@ -201,4 +228,6 @@ type Vote struct {
 	Upvotes   int       `bson:"upvotes"`
 	Downvotes int       `bson:"downvotes"`
 	CreatedAt time.Time `bson:"created_at"`
+	// Version is the agent's version that wrote the message (0: none recorded).
+	Version int `bson:"version,omitempty"`
 }

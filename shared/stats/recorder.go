@@ -198,7 +198,7 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 			f := factOf(m)
 			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.add(f) }})
 		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
-			v := Vote{ChatID: m.ChatID, Role: m.Role, Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt}
+			v := Vote{ChatID: m.ChatID, Role: m.Role, Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Version: m.Version}
 			if ev.Type == outbox.ChatMessageDeleted {
 				v.Upvotes, v.Downvotes = 0, 0
 			}
@@ -289,5 +289,5 @@ func (r *Recorder) message(ctx context.Context, ev outbox.Event) (chats.Message,
 func factOf(m chats.Message) Fact {
 	ms, _ := strconv.ParseInt(m.EstimatedTimeMS, 10, 64)
 	return Fact{ChatID: m.ChatID, Author: m.User.UUID, Role: m.Role, ReasoningType: m.ReasoningType, Tokens: m.Tokens,
-		CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, ReplyMS: ms, FirstTokenMS: m.FirstTokenMS, CreatedAt: m.CreatedAt}
+		CreditUsed: m.CreditUsed, EstimatedCost: m.EstimatedCost, ReplyMS: ms, FirstTokenMS: m.FirstTokenMS, CreatedAt: m.CreatedAt, Version: m.Version}
 }

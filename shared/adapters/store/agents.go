@@ -108,6 +108,9 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 	if b.DomainVerification == nil {
 		unset = append(unset, bson.E{Key: "domain_verification", Value: ""})
 	}
+	if b.Canary == nil {
+		unset = append(unset, bson.E{Key: "canary", Value: ""})
+	}
 	if unset != nil {
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}

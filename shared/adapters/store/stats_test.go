@@ -163,14 +163,21 @@ func TestStatsSummaryOfASeededHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Stats != tc.want {
+			// The facts record no version: no totals by version.
+			unversioned := func(t stats.Totals) stats.Totals {
+				if len(t.Versions) == 0 {
+					t.Versions = nil
+				}
+				return t
+			}
+			if !reflect.DeepEqual(unversioned(r.Stats), tc.want) {
 				t.Fatalf("summary %+v, want %+v", r.Stats, tc.want)
 			}
 			if len(r.Series) != len(tc.series) {
 				t.Fatalf("%d buckets, want %d", len(r.Series), len(tc.series))
 			}
 			for i, b := range r.Series {
-				if b.Stats != tc.series[i] || !b.Start.Equal(w.From.AddDate(0, 0, i*map[string]int{"day": 1, "week": 7}[tc.interval])) {
+				if !reflect.DeepEqual(unversioned(b.Stats), tc.series[i]) || !b.Start.Equal(w.From.AddDate(0, 0, i*map[string]int{"day": 1, "week": 7}[tc.interval])) {
 					t.Fatalf("bucket %d %v %+v, want %+v", i, b.Start, b.Stats, tc.series[i])
 				}
 			}

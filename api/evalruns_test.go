@@ -334,4 +334,10 @@ func TestEvalJudgeAndPublishGate(t *testing.T) {
 			}
 		})
 	}
+
+	// A gate removed holds nothing: the next draft publishes without a run.
+	expect(t, update(map[string]any{"instruction": "Answer in one sentence."}), http.StatusOK, "")
+	expect(t, publish(), http.StatusConflict, "publish_gate_no_run")
+	expect(t, update(map[string]any{"publish_gate": map[string]any{"dataset_id": ""}}), http.StatusOK, "")
+	expect(t, publish(), http.StatusOK, "")
 }

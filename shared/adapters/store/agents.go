@@ -94,8 +94,9 @@ func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([
 	return bots, total, wrap(err, "bot")
 }
 
-// Replace removes the verification fields b has not (absent rather than empty: the unique index
-// of verified domains leaves out the agents without one).
+// Replace removes the fields b has not that $set of b leaves as they were (they are omitted when
+// empty): the verification fields (absent rather than empty: the unique index of verified domains
+// leaves out the agents without one), the canary and the publish gate.
 func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) error {
 	update, err := setOf(b, ev)
 	if err != nil {
@@ -110,6 +111,9 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 	}
 	if b.Canary == nil {
 		unset = append(unset, bson.E{Key: "canary", Value: ""})
+	}
+	if b.PublishGate == nil {
+		unset = append(unset, bson.E{Key: "publish_gate", Value: ""})
 	}
 	if unset != nil {
 		update = append(update, bson.E{Key: "$unset", Value: unset})

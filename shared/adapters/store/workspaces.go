@@ -102,6 +102,11 @@ func (r Workspaces) SetSubdomain(ctx context.Context, projectID, id, subdomain s
 		update = bson.D{{Key: "$unset", Value: bson.D{{Key: "subdomain", Value: ""}, {Key: "published_at", Value: ""}}},
 			{Key: "$set", Value: bson.D{{Key: "updated_at", Value: now}}}}
 	}
+	return r.update(ctx, projectID, id, update)
+}
+
+// update applies update to the project's workspace id.
+func (r Workspaces) update(ctx context.Context, projectID, id string, update bson.D) error {
 	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, update)
 	if err != nil {
 		return wrap(err, workspaces.Resource)
@@ -113,8 +118,13 @@ func (r Workspaces) SetSubdomain(ctx context.Context, projectID, id, subdomain s
 }
 
 func (r Workspaces) BySubdomain(ctx context.Context, subdomain string) (workspaces.Workspace, error) {
+	return r.by(ctx, "subdomain", subdomain)
+}
+
+// by finds the workspace whose field key is value.
+func (r Workspaces) by(ctx context.Context, key, value string) (workspaces.Workspace, error) {
 	var w workspaces.Workspace
-	err := r.coll().FindOne(ctx, bson.D{{Key: "subdomain", Value: subdomain}}).Decode(&w)
+	err := r.coll().FindOne(ctx, bson.D{{Key: key, Value: value}}).Decode(&w)
 	return w, wrap(err, workspaces.Resource)
 }
 
@@ -137,20 +147,11 @@ func (r Workspaces) SetDomain(ctx context.Context, projectID, id string, d *work
 	if len(unset) > 0 {
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}
-	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}}, update)
-	if err != nil {
-		return wrap(err, workspaces.Resource)
-	}
-	if res.MatchedCount == 0 {
-		return apperr.NotFoundf(workspaces.Resource)
-	}
-	return nil
+	return r.update(ctx, projectID, id, update)
 }
 
 func (r Workspaces) ByDomain(ctx context.Context, host string) (workspaces.Workspace, error) {
-	var w workspaces.Workspace
-	err := r.coll().FindOne(ctx, bson.D{{Key: "verified_domain", Value: host}}).Decode(&w)
-	return w, wrap(err, workspaces.Resource)
+	return r.by(ctx, "verified_domain", host)
 }
 
 // HasDomain reports whether a workspace has verified domain (agents.SiteDomains).

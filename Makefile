@@ -10,13 +10,7 @@ FUZZTIME ?= 5000x
 # duration: Go 1.26's fuzzing coordinator may fail a run with "context deadline exceeded" when a
 # duration ends while a worker is mid-input (golang/go#75804, fixed in Go 1.27), and a count has
 # no deadline to race.
-FUZZ = ./api:FuzzDecode $(FUZZ_SMALL)
-# FUZZ_SMALL are the targets `make test` fuzzes: those whose test binaries build small. Fuzzing
-# instruments every package of the test binary, and the api package's holds the whole service
-# and its test stack (about 1,140 packages, against 450 for api/httpx): building it for
-# FuzzDecode took longer than every other step of `make test` on a cold build cache. make test
-# still runs FuzzDecode's seeds, as a test; `make fuzz` fuzzes it.
-FUZZ_SMALL = ./api/httpx:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
+FUZZ = ./api/httpx:FuzzDecode ./api/httpx:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./shared/workflows:FuzzMatches \
 	./shared/workflows:FuzzRender ./shared/memory/text:FuzzSplit ./shared/memory/text:FuzzExtractHTML
 
 .PHONY: run test build vet fmt-check bench fuzz faults
@@ -25,14 +19,16 @@ FUZZ_SMALL = ./api/httpx:FuzzSSE ./shared/adapters/safehttp:FuzzCheckURL ./share
 run:
 	$(GO) run ./cmd/agentplane dev
 
-## test: every test, with the race detector, plus vet, gofmt and a short run of the fuzz targets
-## of FUZZ_SMALL.
+## test: every test, with the race detector, plus vet, gofmt and a short run of every fuzz target.
+## Fuzzing instruments every package of a test binary: the targets live in packages whose test
+## binaries build small (the api package's holds the whole service and its test stack, about
+## 1,140 packages; api/httpx's 450).
 ## The tests share one embedded store that cmd/teststore runs built without the race detector
 ## (under it the store runs 5-8 times slower).
 test: fmt-check vet
 	$(GO) build -o bin/teststore ./cmd/teststore
 	bin/teststore $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) --no-print-directory fuzz FUZZ="$(FUZZ_SMALL)"
+	$(MAKE) --no-print-directory fuzz
 
 ## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a real search)
 fuzz:

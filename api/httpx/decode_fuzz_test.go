@@ -1,4 +1,4 @@
-package api
+package httpx_test
 
 import (
 	"bytes"
@@ -10,13 +10,17 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/api/httpx"
+	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // FuzzDecode holds the decoder and the validation after it to "bad input gets a 4xx": whatever
-// the body, decoding it into the requests of chat, deals and workflows fails with a client
-// error or succeeds, and what it accepts validates without a server error.
+// the body, decoding it into what the requests of chat, deals, contacts and workflows hold (the
+// API's requests are these inputs beside the project and agent ids) fails with a client error or
+// succeeds, and what it accepts validates without a server error.
 func FuzzDecode(f *testing.F) {
 	for _, seed := range []string{
 		`{"project_id":"p","bot_id":"b","message":"hi","top":"3","stream":false}`,
@@ -44,15 +48,18 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("%s of %q: %v, a server error", what, body, err)
 			}
 		}
-		var chat chatRequest
+		var chat struct {
+			chats.Input
+			Version agents.VersionName `json:"version"`
+		}
 		err := decode(&chat)
 		clientError("decoding a chat", err)
 		if err == nil {
 			clientError("validating a chat", chat.Input.Validate())
 		}
-		var deal dealRequest
+		var deal crm.DealInput
 		clientError("decoding a deal", decode(&deal))
-		var contact contactRequest
+		var contact crm.ContactInput
 		clientError("decoding a contact", decode(&contact))
 		var w workflows.Input
 		if err := decode(&w); err == nil && w.TriggerType != nil {

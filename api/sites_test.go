@@ -66,9 +66,10 @@ func TestWorkspacePublish(t *testing.T) {
 	if got := rival.ok("GET", "/v1/bot/workspace/suggest-subdomain", nil)["subdomain"]; got != "my-caf-site-2" {
 		t.Fatalf("suggested %v to the rival", got)
 	}
-	// An agent's subdomain is another site's too.
+	// An agent's subdomain is another site's too, and a published workspace's is no agent's.
 	agent := b.newTenantBot(t, "Agent Page")
 	expect(t, rival.do("PUT", "/v1/bot/workspace/publish", map[string]any{"subdomain": agent.subdomain}), http.StatusConflict, "subdomain_taken")
+	expect(t, agent.update(map[string]any{"subdomain": "my-caf-site"}), http.StatusConflict, "subdomain_taken")
 
 	for _, sub := range []string{"", "ab", "-site", "site-", "my_site", "my.site", "sité", strings.Repeat("a", 64), "www", "console"} {
 		expect(t, rival.do("PUT", "/v1/bot/workspace/publish", map[string]any{"subdomain": sub}), http.StatusUnprocessableEntity, "")

@@ -60,14 +60,16 @@ type Hosts struct {
 	Own []string
 	// TXT looks up verification records.
 	TXT TXTResolver
-	// Sites says which domains the deployment's other sites (published workspaces) have verified
-	// (nil: none).
+	// Sites says which domains and subdomains the deployment's other sites (published
+	// workspaces) have (nil: none).
 	Sites SiteDomains
 }
 
-// SiteDomains says whether a site other than an agent's page has verified domain.
+// SiteDomains says whether a site other than an agent's page has verified domain, or is
+// published at subdomain of the public domain.
 type SiteDomains interface {
 	HasDomain(ctx context.Context, domain string) (bool, error)
+	HasSubdomain(ctx context.Context, subdomain string) (bool, error)
 }
 
 // ReservedSubdomains are subdomains no agent may take: names a deployment gives its own hosts.

@@ -126,8 +126,8 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 // request changed the agent first, p is applied again to what it left. A change of the agent's
 // behaviour (Config) is a new version: published at once, or, for a versioned agent, its draft
 // (p applies to the draft's behaviour, and the agent keeps the published one). A domain another
-// agent serves is a Conflict (domain_taken), as is a subdomain another agent has
-// (subdomain_taken).
+// agent serves is a Conflict (domain_taken), as is a subdomain another agent or a published
+// workspace has (subdomain_taken).
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p Patch) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		cur.latest().Config.applyTo(next)
@@ -144,6 +144,14 @@ func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p 
 				return domainTaken(next.Domain)
 			case err != nil && !apperr.IsNotFound(err):
 				return err
+			}
+		}
+		if next.Subdomain != cur.Subdomain && s.hosts.Sites != nil {
+			switch taken, err := s.hosts.Sites.HasSubdomain(ctx, next.Subdomain); {
+			case err != nil:
+				return err
+			case taken:
+				return apperr.New(apperr.Conflict, "subdomain_taken", "The subdomain "+next.Subdomain+" is a workspace's site: choose another.")
 			}
 		}
 		versioned(*cur, next, by, s.now(), false)

@@ -156,7 +156,17 @@ func (r Workspaces) ByDomain(ctx context.Context, host string) (workspaces.Works
 
 // HasDomain reports whether a workspace has verified domain (agents.SiteDomains).
 func (r Workspaces) HasDomain(ctx context.Context, domain string) (bool, error) {
-	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: "verified_domain", Value: domain}}, options.Count().SetLimit(1))
+	return r.has(ctx, "verified_domain", domain)
+}
+
+// HasSubdomain reports whether a workspace is published at subdomain (agents.SiteDomains).
+func (r Workspaces) HasSubdomain(ctx context.Context, subdomain string) (bool, error) {
+	return r.has(ctx, "subdomain", subdomain)
+}
+
+// has reports whether a workspace's field key is value.
+func (r Workspaces) has(ctx context.Context, key, value string) (bool, error) {
+	n, err := r.coll().CountDocuments(ctx, bson.D{{Key: key, Value: value}}, options.Count().SetLimit(1))
 	return n > 0, wrap(err, workspaces.Resource)
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/evals"
 )
 
 type createBotRequest struct {
@@ -55,6 +56,11 @@ func (s *server) updateBot(c *gin.Context) (any, error) {
 	}
 	if g := req.PublishGate; g != nil {
 		if err := s.evals.CheckGate(c, req.ProjectID, id, g.DatasetID, g.Thresholds); err != nil {
+			return nil, err
+		}
+	}
+	if o := req.OnlineEval; o != nil {
+		if err := evals.CheckOnline(o.Rate, o.Criteria); err != nil {
 			return nil, err
 		}
 	}

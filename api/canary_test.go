@@ -67,7 +67,7 @@ func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 	var answers = map[float64][]string{}
 	for range chatsCount {
 		chatID, answer, v := asked(t, map[string]any{"message": "Hello"})
-		if want := map[bool]float64{true: candidate, false: published}[agents.InCanary(chatID, 0.5)]; v != want {
+		if want := map[bool]float64{true: candidate, false: published}[agents.InShare(chatID, 0.5)]; v != want {
 			t.Fatalf("chat %s began on version %v, its hash gives %v", chatID, v, want)
 		}
 		again, _, v2 := asked(t, map[string]any{"message": "And then?", "chat_id": chatID})
@@ -84,7 +84,7 @@ func TestCanarySplitsNewChatsByVersion(t *testing.T) {
 			Body: map[string]any{"model": "agent:" + a.botID, "messages": []any{map[string]any{"role": "user", "content": "Hi"}}}})
 		expect(t, res, http.StatusOK, "")
 		ext := res.JSON(t)["agentplane"].(map[string]any)
-		if want := map[bool]float64{true: candidate, false: published}[agents.InCanary(ext["chat_id"].(string), 0.5)]; ext["version"] != want {
+		if want := map[bool]float64{true: candidate, false: published}[agents.InShare(ext["chat_id"].(string), 0.5)]; ext["version"] != want {
 			t.Fatalf("the OpenAI door's chat %v answered with version %v, its hash gives %v", ext["chat_id"], ext["version"], want)
 		}
 		door[ext["version"].(float64)]++

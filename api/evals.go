@@ -133,3 +133,18 @@ func (s *server) readEvalRun(c *gin.Context) (any, error) {
 	rep, err := s.evalRuns.Read(c, sc.ProjectID, b.ID, c.Query("run_id"), c.Query("baseline"))
 	return rep, err
 }
+
+// readOnlineEvals reports the agent's online pass rates of the last `days` days, per grader by
+// day and by version.
+func (s *server) readOnlineEvals(c *gin.Context) (any, error) {
+	var sc scope
+	b, err := s.bot(c, &sc)
+	if err != nil {
+		return nil, err
+	}
+	days, err := queryInt(c, "days", evals.DefaultOnlineDays)
+	if err != nil {
+		return nil, err
+	}
+	return s.online.Rates(c, sc.ProjectID, b.ID, days)
+}

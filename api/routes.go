@@ -91,6 +91,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.POST("/bot/eval/run/create", handle(s.createEvalRun))
 	v1.GET("/bot/eval/run/readall", handle(s.listEvalRuns))
 	v1.GET("/bot/eval/run/read", handle(s.readEvalRun))
+	v1.GET("/bot/eval/online", handle(s.readOnlineEvals))
 
 	v1.PUT("/bot/calendar/settings", handle(s.updateCalendar))
 	v1.GET("/bot/calendar/settings", handle(s.readCalendar))

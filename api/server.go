@@ -121,6 +121,8 @@ type Deps struct {
 	Evals *evals.Service
 	// EvalRuns are the eval runs of agents' datasets.
 	EvalRuns *evals.Runs
+	// OnlineEvals are the gradings of agents' live answers.
+	OnlineEvals *evals.Online
 	// PublicDomain is the domain whose subdomains are agents' pages and published workspaces'
 	// sites ("" for none).
 	PublicDomain string
@@ -181,6 +183,8 @@ type server struct {
 	// evals are agents' eval datasets, evalRuns their runs.
 	evals    *evals.Service
 	evalRuns *evals.Runs
+	// online grades agents' live answers.
+	online *evals.Online
 	// openAI is the OpenAI-compatible door, mcp the MCP one, public the end users' one, hooks
 	// the messaging platforms'.
 	openAI *openai.Door
@@ -220,6 +224,7 @@ func NewServer(d Deps) http.Handler {
 		workspaces:   d.Workspaces,
 		evals:        d.Evals,
 		evalRuns:     d.EvalRuns,
+		online:       d.OnlineEvals,
 		runWait:      d.RunWait,
 		heartbeat:    d.Heartbeat,
 		metrics:      d.Metrics,

@@ -298,6 +298,7 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/eval/run/readall", scope: botScope, in: inQuery},
 		{method: "GET", path: "/v1/bot/eval/run/read", scope: botScope, in: inQuery, resource: true,
 			query: q(func(f matrixFixture) []string { return []string{"run_id", f.evalRun} })},
+		{method: "GET", path: "/v1/bot/eval/online", scope: botScope, in: inQuery},
 
 		{method: "PUT", path: "/v1/bot/calendar/settings", scope: botScope, in: inQuery,
 			body: func(matrixFixture) map[string]any { return map[string]any{"is_enabled": true} }},

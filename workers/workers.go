@@ -69,6 +69,8 @@ type Deps struct {
 	Stats *stats.Recorder
 	// Evals carry out eval runs.
 	Evals *evals.Runner
+	// OnlineEvals grade agents' live answers.
+	OnlineEvals *evals.Online
 }
 
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
@@ -238,6 +240,13 @@ func mux(d Deps, stopping <-chan struct{}) *asynq.ServeMux {
 			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
 		}
 		return d.Evals.Execute(ctx, t.RunID, final(ctx), stopping)
+	})
+	m.HandleFunc(tasks.TypeOnlineEval, func(ctx context.Context, task *asynq.Task) error {
+		var t tasks.OnlineEvalPayload
+		if err := json.Unmarshal(task.Payload(), &t); err != nil {
+			return fmt.Errorf("%w: payload: %v", asynq.SkipRetry, err)
+		}
+		return d.OnlineEvals.Grade(ctx, t)
 	})
 	return m
 }

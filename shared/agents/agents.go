@@ -83,6 +83,8 @@ type Bot struct {
 	PublishGate *PublishGate `json:"publish_gate" bson:"publish_gate,omitempty"`
 	// Canary, when set, sends a share of the agent's new chats to a candidate version.
 	Canary *Canary `json:"canary" bson:"canary,omitempty"`
+	// OnlineEval, when set, grades a share of the agent's live answers with rule graders.
+	OnlineEval *OnlineEval `json:"online_eval" bson:"online_eval,omitempty"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`

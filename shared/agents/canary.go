@@ -53,17 +53,18 @@ func (s *Service) canaryOf(ctx context.Context, next *Bot, set *Canary) error {
 	return nil
 }
 
-// InCanary reports whether the chat chatID falls in the share of chats the canary gets: the SHA-256
-// hash of its id, as a fraction of 1, is below share. The same chat always falls the same way.
-func InCanary(chatID string, share float64) bool {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(chatID)))
+// InShare reports whether id (a chat's, for the canary; a message's, for online grading) falls
+// in share: the SHA-256 hash of the id, as a fraction of 1, is below share. The same id always
+// falls the same way.
+func InShare(id string, share float64) bool {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(id)))
 	return float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) < share
 }
 
 // ForChat is the agent as the chat chatID gets it when the request named no version: on (the
 // version the chat began with; 0 for a new chat) while it is the published version or the
 // canary's, else, for a new chat, the canary's version when the chat falls in its share
-// (InCanary), else the published version. A chat on a canary that ended, or on a version no
+// (InShare), else the published version. A chat on a canary that ended, or on a version no
 // longer published, goes on with the published version. An agent a request gave a version
 // (At) keeps it.
 func (b Bot) ForChat(chatID string, on int, isNew bool) Bot {
@@ -71,7 +72,7 @@ func (b Bot) ForChat(chatID string, on int, isNew bool) Bot {
 	if b.serving > 0 || c == nil || c.Config == nil || c.Version == b.Serving() {
 		return b
 	}
-	if (isNew && InCanary(chatID, c.Share)) || (!isNew && on == c.Version) {
+	if (isNew && InShare(chatID, c.Share)) || (!isNew && on == c.Version) {
 		return b.on(c.Version, *c.Config)
 	}
 	return b

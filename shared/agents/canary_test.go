@@ -9,14 +9,14 @@ import (
 
 // The canary's share of chats is close to its share of chat ids, and the same id always falls
 // the same way.
-func TestInCanaryTakesItsShare(t *testing.T) {
+func TestInShareTakesItsShare(t *testing.T) {
 	const n = 10000
 	for _, share := range []float64{0.1, 0.5, 0.9} {
 		in := 0
 		for i := range n {
 			id := fmt.Sprintf("01a21ee6-b030-713c-b7ba-%012d", i)
-			got := agents.InCanary(id, share)
-			if got != agents.InCanary(id, share) {
+			got := agents.InShare(id, share)
+			if got != agents.InShare(id, share) {
 				t.Fatalf("%s fell both ways", id)
 			}
 			if got {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -85,6 +86,16 @@ type Patch struct {
 	PublishGate *PublishGate `json:"publish_gate"`
 	// Canary replaces the agent's canary; one without a version removes it.
 	Canary *Canary `json:"canary"`
+	// OnlineEval replaces the agent's online grading; one with rate 0 removes it.
+	OnlineEval *OnlineEval `json:"online_eval"`
+}
+
+// OnlineEval grades a share of the agent's live answers: an answer whose message id falls below
+// Rate (InShare) is graded, in a worker, by the rule graders Criteria names, with what they
+// compare with (a case of a dataset without its input; checked where it is set).
+type OnlineEval struct {
+	Rate     float64    `json:"rate" bson:"rate"`
+	Criteria evals.Case `json:"criteria" bson:"criteria"`
 }
 
 // MaxGateThresholds bounds the graders a publish gate names.
@@ -138,6 +149,12 @@ func (p Patch) apply(b *Bot) error {
 		b.PublishGate = nil
 		if id := strings.TrimSpace(p.PublishGate.DatasetID); id != "" {
 			b.PublishGate = &PublishGate{DatasetID: id, Thresholds: p.PublishGate.Thresholds}
+		}
+	}
+	if p.OnlineEval != nil {
+		b.OnlineEval = nil
+		if p.OnlineEval.Rate != 0 {
+			b.OnlineEval = p.OnlineEval
 		}
 	}
 	if p.HandoffMessage != nil {

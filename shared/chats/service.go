@@ -73,6 +73,7 @@ type Service struct {
 	providers Providers
 	runs      AgentRuns
 	users     EndUsers
+	online    OnlineEvals
 	handoff   RequestHandoff
 	log       *slog.Logger
 	now       func() time.Time

@@ -40,6 +40,8 @@ const (
 	TypeEmailSend = "email:send"
 	// TypeEvalRun answers and grades the cases of an eval run.
 	TypeEvalRun = "eval:run"
+	// TypeOnlineEval grades a live answer of an agent with its online rule graders.
+	TypeOnlineEval = "eval:online"
 )
 
 // Task is one piece of work for the workers: its type, the id that makes queueing it
@@ -205,6 +207,24 @@ type EvalRunPayload struct {
 // NewEvalRunTask carries out an eval run.
 func NewEvalRunTask(runID string) Task {
 	return Task{Type: TypeEvalRun, ID: runID, Payload: EvalRunPayload{RunID: runID}}
+}
+
+// OnlineEvalPayload is a live answer to grade: the agent's message, the version that wrote it,
+// its text, when it was written, and the agent's criteria (an evals case, as JSON).
+type OnlineEvalPayload struct {
+	ProjectID string          `json:"project_id"`
+	BotID     string          `json:"bot_id"`
+	ChatID    string          `json:"chat_id"`
+	MessageID string          `json:"message_id"`
+	Version   int             `json:"version"`
+	Answer    string          `json:"answer"`
+	At        time.Time       `json:"at"`
+	Criteria  json.RawMessage `json:"criteria"`
+}
+
+// NewOnlineEvalTask grades the live answer p carries.
+func NewOnlineEvalTask(p OnlineEvalPayload) Task {
+	return Task{Type: TypeOnlineEval, ID: p.MessageID, Payload: p}
 }
 
 // RetryIn reports how long a task whose handler failed with err should wait before it is tried

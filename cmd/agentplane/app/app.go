@@ -230,6 +230,8 @@ type Domain struct {
 	Evals *evals.Service
 	// EvalRuns are the eval runs of agents' datasets.
 	EvalRuns *evals.Runs
+	// OnlineEvals grade a share of agents' live answers.
+	OnlineEvals *evals.Online
 }
 
 // Domain builds the domain services once and returns them.
@@ -292,6 +294,8 @@ func (a *App) Domain() (Domain, error) {
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
 	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue())
+	d.OnlineEvals = evals.NewOnline(store.NewOnlineGrades(db), a.Queue())
+	d.Chats.UseOnlineEvals(d.OnlineEvals)
 	var sessionKey []byte
 	if a.Cfg.SecretsKey != nil {
 		if sessionKey, err = secrets.Derive(a.Cfg.SecretsKey, "end-user-sessions"); err != nil {
@@ -388,6 +392,7 @@ func (a *App) API() (api.Deps, error) {
 		Workspaces:    d.Workspaces,
 		Evals:         d.Evals,
 		EvalRuns:      d.EvalRuns,
+		OnlineEvals:   d.OnlineEvals,
 		PublicDomain:  a.Cfg.PublicDomain,
 		OwnHosts:      a.Cfg.PublicHosts,
 		Sources:       d.Sources,
@@ -488,7 +493,9 @@ func (a *App) Worker() (workers.Deps, error) {
 		Email: d.Email,
 		// Statistics: the chat events are folded into the agents' hours here.
 		// Eval runs: their cases answered and graded.
-		Evals: evals.NewRunner(store.NewEvalRuns(a.Conns.DB), d.evalAgents, a.Cfg.RunLease, evalConcurrency, a.Log.With("component", "evals")),
+		// Online grading: live answers graded.
+		OnlineEvals: d.OnlineEvals,
+		Evals:       evals.NewRunner(store.NewEvalRuns(a.Conns.DB), d.evalAgents, a.Cfg.RunLease, evalConcurrency, a.Log.With("component", "evals")),
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil

@@ -36,6 +36,8 @@ var options = map[string][]asynq.Option{
 	// eval:run answers a whole dataset (up to 1000 cases); a task stopped or failed goes on with
 	// the cases not graded.
 	tasks.TypeEvalRun: {asynq.MaxRetry(20), asynq.Timeout(time.Hour)},
+	// eval:online grades one answer with rule graders and stores it: a few short attempts.
+	tasks.TypeOnlineEval: {asynq.MaxRetry(5), asynq.Timeout(time.Minute)},
 }
 
 // Queue enqueues tasks on one asynq queue, and tells which are under way.

@@ -115,6 +115,9 @@ func (a Agents) Replace(ctx context.Context, b agents.Bot, ev outbox.Event) erro
 	if b.PublishGate == nil {
 		unset = append(unset, bson.E{Key: "publish_gate", Value: ""})
 	}
+	if b.OnlineEval == nil {
+		unset = append(unset, bson.E{Key: "online_eval", Value: ""})
+	}
 	if unset != nil {
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}

@@ -151,6 +151,10 @@ func indexes() map[string][]mongo.IndexModel {
 		evalRunsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("bot")},
 		},
+		// An agent's gradings of live answers, by day (online pass rates).
+		onlineGradesColl: {
+			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "day", Value: 1}}, Options: options.Index().SetName("bot")},
+		},
 		firingsColl: {
 			{Keys: bson.D{{Key: "heartbeat_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("heartbeat")},
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "scheduled_at", Value: -1}}, Options: options.Index().SetName("bot")},

@@ -1,6 +1,7 @@
 // Package evals is how a team knows whether an agent got better or worse: datasets of cases
 // (what to ask, and what a good answer is) and graders, small pure functions that judge an
-// answer against a case. Eval runs and the LLM judge are still to come (docs/evals.md).
+// answer against a case; eval runs of a dataset against a version, the LLM judge, the publish
+// gate and the online grading of live answers (docs/evals.md).
 package evals
 
 import (

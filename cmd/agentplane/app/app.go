@@ -491,11 +491,11 @@ func (a *App) Worker() (workers.Deps, error) {
 		Channels: d.Channels,
 		// Email: the mail agents receive answered, the answers sent.
 		Email: d.Email,
-		// Statistics: the chat events are folded into the agents' hours here.
-		// Eval runs: their cases answered and graded.
 		// Online grading: live answers graded.
 		OnlineEvals: d.OnlineEvals,
-		Evals:       evals.NewRunner(store.NewEvalRuns(a.Conns.DB), d.evalAgents, a.Cfg.RunLease, evalConcurrency, a.Log.With("component", "evals")),
+		// Eval runs: their cases answered and graded.
+		Evals: evals.NewRunner(store.NewEvalRuns(a.Conns.DB), d.evalAgents, a.Cfg.RunLease, evalConcurrency, a.Log.With("component", "evals")),
+		// Statistics: the chat events are folded into the agents' hours here.
 		Stats: stats.NewRecorder(store.NewStats(a.Conns.DB), d.Agents, store.NewChats(a.Conns.DB),
 			events.Tail(a.Conns.NATS, events.SubjectPrefix+"*.chat.message.>", a.Log), ids.New(), a.started, a.Log),
 	}, nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,8 +36,16 @@ type faultStack struct {
 	mongoAddr           string
 }
 
+// faultStacks lets one fault stack live at a time in the tests' process: FerretDB's New writes a
+// package variable its running instances read (ferretdb.go: version.Get().Package), so two
+// embedded stores started in one process race (seen under -race when the parallel tests ran four
+// per core).
+var faultStacks sync.Mutex
+
 func newFaultStack(t *testing.T) *faultStack {
 	t.Helper()
+	faultStacks.Lock()
+	t.Cleanup(faultStacks.Unlock) // registered first, so it runs after the stack's own cleanups
 	s := &faultStack{t: t, dir: t.TempDir()}
 	ctx := context.Background()
 	var err error

@@ -94,13 +94,15 @@ func (d *document) schema(ref string) (*jsonschema.Schema, error) {
 // pointer is the reference of the document's node at path, its keys escaped as a JSON pointer
 // in a URL's fragment.
 func pointer(path ...string) string {
-	escape := strings.NewReplacer("~", "~0", "/", "~1")
 	ref := "#"
 	for _, key := range path {
-		ref += "/" + url.PathEscape(escape.Replace(key))
+		ref += "/" + url.PathEscape(pointerEscape.Replace(key))
 	}
 	return ref
 }
+
+// pointerEscape escapes a key of a JSON pointer.
+var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
 
 // New serves h on a loopback port for the test's lifetime and returns a client of it.
 func New(t testing.TB, h http.Handler) *Client {

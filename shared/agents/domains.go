@@ -3,7 +3,6 @@ package agents
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"net"
 	"regexp"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/dnsrecord"
 )
 
 // An agent's page is served at its own domain once the domain is shown to be the account's: a
@@ -44,12 +44,6 @@ type DomainVerification struct {
 	VerifiedAt *time.Time `json:"verified_at" bson:"verified_at,omitempty"`
 }
 
-// TXTResolver looks up the TXT records of a name. An error for which NotFound reports true means
-// the name has none.
-type TXTResolver interface {
-	LookupTXT(ctx context.Context, name string) ([]string, error)
-}
-
 // Hosts are the host names an agent may not take, and how a domain's record is looked up.
 type Hosts struct {
 	// PublicDomain is the domain whose subdomains are agents' pages ("" for none): neither it nor
@@ -59,7 +53,7 @@ type Hosts struct {
 	// an agent's own domain, and the subdomains of PublicDomain among them are no agent's.
 	Own []string
 	// TXT looks up verification records.
-	TXT TXTResolver
+	TXT dnsrecord.TXTResolver
 	// Sites says which domains and subdomains the deployment's other sites (published
 	// workspaces) have (nil: none).
 	Sites SiteDomains
@@ -170,16 +164,11 @@ func (s *Service) VerifyDomain(ctx context.Context, projectID, idOrUUID string) 
 		v := *next.DomainVerification
 		now := s.now()
 		v.CheckedAt, v.Problem = &now, ""
-		found, err := s.hosts.TXT.LookupTXT(ctx, v.RecordName)
-		var dnsErr *net.DNSError
-		switch {
-		case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-			v.Problem = "no TXT record at " + v.RecordName
-		case err != nil:
+		problem, err := dnsrecord.TXT(ctx, s.hosts.TXT, v.RecordName, v.RecordValue)
+		if err != nil {
 			return apperr.Unavailablef("dns", err)
-		case !slices.Contains(found, v.RecordValue):
-			v.Problem = "the TXT records at " + v.RecordName + " do not hold " + v.RecordValue
 		}
+		v.Problem = problem
 		if v.Problem == "" && s.hosts.Sites != nil {
 			taken, err := s.hosts.Sites.HasDomain(ctx, next.Domain)
 			if err != nil {

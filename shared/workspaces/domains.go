@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/dnsrecord"
 )
 
 // A published workspace may be served at a domain of its account's: the account claims the
@@ -183,16 +184,8 @@ func (s *Service) lookup(ctx context.Context, r DomainRecord) (bool, string, err
 		}
 		return true, "", nil
 	}
-	found, err := s.domains.DNS.LookupTXT(ctx, r.Name)
-	switch {
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return false, "no TXT record at " + r.Name, nil
-	case err != nil:
-		return false, "", err
-	case !slices.Contains(found, r.Value):
-		return false, "the TXT records at " + r.Name + " do not hold " + r.Value, nil
-	}
-	return true, "", nil
+	problem, err := dnsrecord.TXT(ctx, s.domains.DNS, r.Name, r.Value)
+	return err == nil && problem == "", problem, err
 }
 
 // AtDomain is the workspace whose site is served at host: its verified domain, active, and the

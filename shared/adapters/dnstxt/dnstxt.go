@@ -1,4 +1,4 @@
-// Package dnstxt looks up TXT records (agents.TXTResolver) and aliases (CNAME records) through a
+// Package dnstxt looks up TXT records (dnsrecord.TXTResolver) and aliases (CNAME records) through a
 // configured DNS server, or the system's resolver.
 package dnstxt
 

@@ -58,8 +58,11 @@ type Tool struct {
 	// Approval is the policy of an agent tool's operation (tools.ApprovalAlways, Never or
 	// Auto); the built-in ones have none: Changes decides.
 	Approval string
-	run      func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
-	schema   *openapi3.Schema
+	// Reads marks the built-in tools that only read the agent's own data (its memory, CRM and
+	// calendar): the only ones a trial (Try) carries out.
+	Reads  bool
+	run    func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
+	schema *openapi3.Schema
 }
 
 // builtin labels the platform's own tools.
@@ -163,7 +166,7 @@ func NewToolbox(s Services) *Toolbox {
 	}
 	for i := range builtins {
 		t := &builtins[i]
-		t.ServerLabel, t.Operation = builtin, t.Name
+		t.ServerLabel, t.Operation, t.Reads = builtin, t.Name, !t.Changes
 		if t.schema = tools.ParseSchema(t.Parameters); t.schema == nil {
 			panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
 		}

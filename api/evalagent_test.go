@@ -24,12 +24,14 @@ import (
 // runs of the version: the tool calls the model makes are recorded with their arguments and
 // graded by tool_call (passing and failing), the memory search runs and its passage is cited,
 // and the deal the model creates is recorded, not created: the CRM stays empty, no chat is
-// stored, and the model is told the call was not carried out.
+// stored, and the model is told the call was not carried out, or, for arguments its tool's
+// schema refuses, what is wrong with them.
 func TestEvalRunAgentTools(t *testing.T) {
 	t.Parallel()
 	p := providertest.New(t)
 	p.Set(providertest.Behavior{Script: []providertest.Turn{
 		{Call: &providertest.Call{Name: "search_memory", Arguments: `{"query":"refunds days"}`}},
+		{Call: &providertest.Call{Name: "create_deal", Arguments: `{"value":5000}`}},
 		{Call: &providertest.Call{Name: "create_deal", Arguments: `{"title":"Acme renewal","value":5000,"currency":"USD"}`}},
 		{Reply: "Refunds take 30 days [1]. I opened the deal."},
 	}})
@@ -68,16 +70,19 @@ func TestEvalRunAgentTools(t *testing.T) {
 			t.Errorf("case %d tool_call grade = %v, want pass=%s with %q", i, g, want.pass, want.reason)
 		}
 		calls := r["tool_calls"].([]any)
-		if len(calls) != 2 {
-			t.Fatalf("case %d tool_calls = %v, want the memory search and the deal", i, calls)
+		if len(calls) != 3 {
+			t.Fatalf("case %d tool_calls = %v, want the memory search and the deal twice", i, calls)
 		}
-		search, deal := calls[0].(map[string]any), calls[1].(map[string]any)
+		search, deal := calls[0].(map[string]any), calls[2].(map[string]any)
+		if bad := calls[1].(map[string]any); bad["name"] != "create_deal" || bad["executed"] != nil || bad["arguments"].(map[string]any)["value"] != float64(5000) {
+			t.Errorf("case %d tool_calls[1] = %v, want the refused create_deal recorded", i, bad)
+		}
 		if search["name"] != "search_memory" || search["executed"] != true || search["arguments"].(map[string]any)["query"] != "refunds days" ||
 			deal["name"] != "create_deal" || deal["executed"] != nil || deal["arguments"].(map[string]any)["value"] != float64(5000) {
 			t.Errorf("case %d tool_calls = %v, want search_memory executed and create_deal recorded with its arguments, not executed", i, calls)
 		}
 		if r["answer"] != "Refunds take 30 days [1]. I opened the deal." || r["tokens"].(float64) <= 0 {
-			t.Errorf("case %d = %v, want the run's answer and its three calls' tokens", i, r)
+			t.Errorf("case %d = %v, want the run's answer and its four calls' tokens", i, r)
 		}
 	}
 	first := results[0].(map[string]any)
@@ -92,17 +97,18 @@ func TestEvalRunAgentTools(t *testing.T) {
 		t.Errorf("cites_source = %v, want passed", cs)
 	}
 
-	var told bool
+	var told, refused bool
 	for _, r := range p.Requests() {
 		if len(r.Tools) == 0 {
 			t.Fatalf("a request offered no tools: %+v", r)
 		}
 		for _, m := range r.Messages {
 			told = told || (m.Role == llm.RoleTool && strings.Contains(m.Content, "recorded and not carried out"))
+			refused = refused || (m.Role == llm.RoleTool && strings.HasPrefix(m.Content, "Error:") && strings.Contains(m.Content, "title"))
 		}
 	}
-	if n := len(p.Requests()); n != 9 || !told {
-		t.Errorf("the provider got %d requests (want 3 per case), told of the call not carried out: %v", n, told)
+	if n := len(p.Requests()); n != 12 || !told || !refused {
+		t.Errorf("the provider got %d requests (want 4 per case), told of the call not carried out: %v, of the arguments refused: %v", n, told, refused)
 	}
 	deals := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/deals?" + e.query(), Key: b.key})
 	expect(t, deals, http.StatusOK, "")

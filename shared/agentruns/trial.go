@@ -65,8 +65,8 @@ func (tb *Toolbox) Try(ctx context.Context, cs *chats.Service, projectID string,
 		e: Execution{ProjectID: projectID, BotID: bot.ID, Request: requestOf(in)}, bot: bot, in: in, set: set,
 		turn: chats.Turn{ProjectID: projectID, Bot: bot, Earlier: prior, Input: in}, model: cs.Model(in, bot)}
 	calls := []TrialCall{}
-	text, model := "", ""
-	for text == "" && h.e.Calls < MaxCalls {
+	text, model, answered := "", "", false
+	for !answered && h.e.Calls < MaxCalls {
 		rep, err := h.model.Complete(ctx, h.request(h.e.Calls == MaxCalls-1))
 		if err != nil {
 			if llm.ToolsRefused(err) && !h.e.TextProtocol {
@@ -80,7 +80,7 @@ func (tb *Toolbox) Try(ctx context.Context, cs *chats.Service, projectID string,
 		model = cmp.Or(rep.Model, model)
 		step := h.parse(rep)
 		if step.call == nil {
-			text = step.answer
+			text, answered = step.answer, true
 			continue
 		}
 		c := Cycle{Cycle: len(h.e.Cycles) + 1, Thought: step.thought, Action: step.call.Name, ActionInput: step.call.Arguments, CallID: step.call.ID}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/kit/config"
 	"github.com/agentplane/agentplane/shared/kit/secrets"
 	"github.com/agentplane/agentplane/shared/memory"
@@ -54,9 +55,11 @@ type bundle struct {
 	agents  *agents.Service
 	tools   *agentruns.Toolbox
 	runs    *agentruns.Service
-	deals   *crm.Service
-	flows   *workflows.Runs
-	nats    *nats.Conn
+	// evalRuns are the eval runs (their reconciler's Requeue).
+	evalRuns *evals.Runs
+	deals    *crm.Service
+	flows    *workflows.Runs
+	nats     *nats.Conn
 	// queue is the test's own task queue on Redis; workers started by startWorker serve it.
 	queue string
 	log   *slog.Logger
@@ -174,7 +177,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	}
 	deps.Heartbeat, deps.BudgetWait = o.heartbeat, time.Second
 	b := &bundle{client: apitest.New(t, api.NewServer(deps)), app: a, tenancy: d.Tenancy, db: db, outbox: d.Events, memory: d.Memory,
-		chats: d.Chats, agents: d.Agents, tools: d.Toolbox, runs: d.AgentRuns, deals: d.CRM, flows: d.WorkflowRuns,
+		chats: d.Chats, agents: d.Agents, tools: d.Toolbox, runs: d.AgentRuns, evalRuns: d.EvalRuns, deals: d.CRM, flows: d.WorkflowRuns,
 		nats: o.nats, queue: cfg.Queue, log: log, dns: dns}
 	b.key, b.project = b.newTenant(t)
 	return b

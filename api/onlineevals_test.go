@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // An agent grading all its live answers (rate 1) has each answer graded by its rule graders in
 // a worker, and GET /v1/bot/eval/online gives each grader's pass rate by day and by version: the
 // fake provider's reply states the fact and misses the pattern at version 1, the other way at
-// version 2. An agent without online grading, and one whose grading was removed, get none,
+// version 2, where an agent run's answer is graded too. An agent without online grading, and one whose grading was removed, get none,
 // checked once the grading agent's answers, asked after theirs, are graded. Bad settings and a
 // bad days are 422.
 func TestOnlineEvalsGradeLiveAnswers(t *testing.T) {
@@ -68,6 +69,10 @@ func TestOnlineEvalsGradeLiveAnswers(t *testing.T) {
 	if v2 == v1 || ask(graded) != v2 {
 		t.Fatalf("versions answering: %v then %v", v1, v2)
 	}
+	// An agent run's answer is sampled as a standard one is.
+	if res, chat := graded.chat(t, map[string]any{"message": "Hello", "reasoning_mode": "agent"}); chat == nil || chat["executionId"] == nil {
+		t.Fatalf("agent run: %d %s", res.Status, res.Body)
+	}
 
 	online := func(a chatAPI, days string) *apitest.Response {
 		return b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/eval/online?" + a.query("&days="+days), Key: b.key})
@@ -77,7 +82,7 @@ func TestOnlineEvalsGradeLiveAnswers(t *testing.T) {
 	for {
 		res := online(graded, "7")
 		expect(t, res, http.StatusOK, "")
-		if report = res.JSON(t); answersGraded(report) == 5 {
+		if report = res.JSON(t); answersGraded(report) == 6 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -87,8 +92,8 @@ func TestOnlineEvalsGradeLiveAnswers(t *testing.T) {
 	}
 	today := time.Now().UTC().Format(time.DateOnly)
 	wantDay := []any{
-		map[string]any{"day": today, "grader": "contains", "graded": 5.0, "passed": 3.0, "pass_rate": 0.6},
-		map[string]any{"day": today, "grader": "regex", "graded": 5.0, "passed": 2.0, "pass_rate": 0.4},
+		map[string]any{"day": today, "grader": "contains", "graded": 6.0, "passed": 3.0, "pass_rate": 0.5},
+		map[string]any{"day": today, "grader": "regex", "graded": 6.0, "passed": 3.0, "pass_rate": 0.5},
 	}
 	if !reflect.DeepEqual(report["by_day"], wantDay) {
 		t.Fatalf("by_day = %v, want %v", report["by_day"], wantDay)
@@ -96,11 +101,24 @@ func TestOnlineEvalsGradeLiveAnswers(t *testing.T) {
 	wantVersion := []any{
 		map[string]any{"version": v1, "grader": "contains", "graded": 3.0, "passed": 3.0, "pass_rate": 1.0},
 		map[string]any{"version": v1, "grader": "regex", "graded": 3.0, "passed": 0.0, "pass_rate": 0.0},
-		map[string]any{"version": v2, "grader": "contains", "graded": 2.0, "passed": 0.0, "pass_rate": 0.0},
-		map[string]any{"version": v2, "grader": "regex", "graded": 2.0, "passed": 2.0, "pass_rate": 1.0},
+		map[string]any{"version": v2, "grader": "contains", "graded": 3.0, "passed": 0.0, "pass_rate": 0.0},
+		map[string]any{"version": v2, "grader": "regex", "graded": 3.0, "passed": 3.0, "pass_rate": 1.0},
 	}
 	if !reflect.DeepEqual(report["by_version"], wantVersion) {
 		t.Fatalf("by_version = %v, want %v", report["by_version"], wantVersion)
+	}
+	// The statistics give the same pass rates, per version.
+	res = b.client.Do(apitest.Request{Method: http.MethodGet, Path: "/v1/bot/stats/online?" + graded.query("&interval=day"), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	st := res.JSON(t)["online"].(map[string]any)
+	rates := st["stats"].(map[string]any)
+	versions := rates["versions"].(map[string]any)
+	pass := func(m any, grader string) map[string]any { return m.(map[string]any)[grader].(map[string]any) }
+	if rates["answers"] != 6.0 || !reflect.DeepEqual(pass(rates["graders"], "contains"), map[string]any{"graded": 6.0, "passed": 3.0, "pass_rate": 0.5}) ||
+		!reflect.DeepEqual(pass(versions[fmt.Sprint(v1)], "contains"), map[string]any{"graded": 3.0, "passed": 3.0, "pass_rate": 1.0}) ||
+		!reflect.DeepEqual(pass(versions[fmt.Sprint(v2)], "regex"), map[string]any{"graded": 3.0, "passed": 3.0, "pass_rate": 1.0}) ||
+		len(st["series"].([]any)) == 0 {
+		t.Fatalf("stats/online = %v, want 6 answers, contains 3 of 6, version %v's contains 3 of 3 and version %v's regex 3 of 3, by day", st, v1, v2)
 	}
 	for name, a := range map[string]chatAPI{"none": none, "removed": removed} {
 		res := online(a, "")

@@ -272,6 +272,7 @@ func (s *server) routes(r *gin.Engine) {
 	v1.GET("/bot/stats/errors", handle(s.statsErrors))
 	v1.GET("/bot/stats/handoffs", handle(s.statsHandoffs))
 	v1.GET("/bot/stats/behavior", handle(s.statsBehavior))
+	v1.GET("/bot/stats/online", handle(s.statsOnline))
 }
 
 // opsRoutes are the middleware and operational endpoints every role that listens serves.

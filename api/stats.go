@@ -61,6 +61,10 @@ func (s *server) statsErrors(c *gin.Context) (any, error) {
 	return statsCall(s, c, "errors", s.stats.Errors)
 }
 
+func (s *server) statsOnline(c *gin.Context) (any, error) {
+	return statsCall(s, c, "online", s.stats.Online)
+}
+
 func (s *server) statsBehavior(c *gin.Context) (any, error) {
 	return statsCall(s, c, "behavior", s.stats.Behavior)
 }

@@ -682,6 +682,7 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/stats/errors", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/handoffs", scope: botScope, in: inQuery, query: statsWindow},
 		{method: "GET", path: "/v1/bot/stats/behavior", scope: botScope, in: inQuery, query: statsWindow},
+		{method: "GET", path: "/v1/bot/stats/online", scope: botScope, in: inQuery, query: statsWindow},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/crm"
+	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/heartbeats"
 	"github.com/agentplane/agentplane/shared/kit/every"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -29,6 +30,8 @@ type Deps struct {
 	Sources *sources.Planner
 	// Runs queues again agent runs whose task was lost.
 	Runs *agentruns.Service
+	// EvalRuns queues again eval runs whose task was lost.
+	EvalRuns *evals.Runs
 	// Schedules starts the runs of schedule workflows.
 	Schedules *workflows.Schedules
 	// Heartbeats queues the due firings of heartbeats and settles those their worker left.
@@ -69,6 +72,13 @@ func Schedule(ctx context.Context, d Deps) error {
 	if _, err := c.AddFunc("@every 1m", func() {
 		if _, err := d.Runs.Requeue(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
 			log.Warn("requeueing agent runs", "error", err)
+		}
+	}); err != nil {
+		return err
+	}
+	if _, err := c.AddFunc("@every 1m", func() {
+		if _, err := d.EvalRuns.Requeue(ctx, time.Now().UTC()); err != nil && ctx.Err() == nil {
+			log.Warn("requeueing eval runs", "error", err)
 		}
 	}); err != nil {
 		return err

@@ -424,7 +424,7 @@ func (h *holder) answered(ctx context.Context) (*chats.Message, error) {
 }
 
 // end ends the run with its answer, msg, in the chat, and queues the extraction of what the
-// user's message says about them.
+// user's message says about them and, when the agent grades live answers, the answer's grading.
 func (h *holder) end(ctx context.Context, msg chats.Message) error {
 	h.e.Answer, h.e.Status = &msg, StatusDone
 	if err := h.advance(ctx, Change{
@@ -435,6 +435,7 @@ func (h *holder) end(ctx context.Context, msg chats.Message) error {
 		return err
 	}
 	h.chats.Heard(ctx, h.turn)
+	h.chats.Sample(ctx, h.turn, msg)
 	return nil
 }
 

@@ -62,8 +62,11 @@ type Tool struct {
 	// Approval is the policy of an agent tool's operation (tools.ApprovalAlways, Never or
 	// Auto); the built-in ones have none: Changes decides.
 	Approval string
-	run      func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
-	schema   *openapi3.Schema
+	// Reads marks the built-in tools that only read the agent's own data (its memory, CRM and
+	// calendar): the only ones a trial (Try) carries out.
+	Reads  bool
+	run    func(ctx context.Context, sc Scope, args json.RawMessage, key string) (Result, error)
+	schema *openapi3.Schema
 }
 
 // builtin labels the platform's own tools.
@@ -182,6 +185,9 @@ func NewToolbox(s Services) *Toolbox {
 				panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
 			}
 		}
+	}
+	for i := range builtins {
+		builtins[i].Reads = !builtins[i].Changes
 	}
 	tb := newToolbox(builtins, s.Tools)
 	tb.handoff, tb.files = handoff[0], files

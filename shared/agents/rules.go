@@ -277,6 +277,11 @@ func validate(b Bot, h Hosts) error {
 	limits.TotalJSON(&p, "integrations", b.Integrations, MaxIntegrationsBytes)
 	b.Branding.validate(&p)
 	if g := b.PublishGate; g != nil {
+		if !b.Versioning {
+			// An agent without versioning publishes each change as it is made: nothing would
+			// hold it. Turning versioning off removes the gate in the same update, or is refused.
+			p.Add("publish_gate", "needs versioning: true (an agent without versioning publishes each change at once); remove the gate with {} to turn versioning off")
+		}
 		if len(g.Thresholds) == 0 {
 			p.Add("publish_gate.thresholds", "name at least one grader and its pass rate")
 		}

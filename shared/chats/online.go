@@ -19,10 +19,11 @@ type OnlineEvals interface {
 // exist.
 func (s *Service) UseOnlineEvals(o OnlineEvals) { s.online = o }
 
-// sample queues the grading of the turn's answer when the agent grades live answers and the
-// answer's message id falls in its rate (agents.InShare): the same answer is always sampled the
-// same way. A queue that is down loses it (logged), never the reply.
-func (s *Service) sample(ctx context.Context, t Turn, answer Message) {
+// Sample queues the grading of the turn's answer (a standard one, or an agent run's) when the
+// agent grades live answers and the answer's message id falls in its rate (agents.InShare): the
+// same answer is always sampled the same way, and queued once (the task's id is the message's).
+// A queue that is down loses it (logged), never the reply.
+func (s *Service) Sample(ctx context.Context, t Turn, answer Message) {
 	o := t.Bot.OnlineEval
 	if s.online == nil || o == nil || !agents.InShare(answer.UUID, o.Rate) {
 		return

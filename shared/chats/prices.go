@@ -2,7 +2,10 @@ package chats
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/agentplane/agentplane/shared/llm"
 )
 
 // price is what a model costs in US dollars per million tokens.
@@ -19,6 +22,12 @@ var prices = map[string]price{
 	"gpt-3.5-turbo": {0.50, 1.50},
 	"o3-mini":       {1.10, 4.40},
 	"o4-mini":       {1.10, 4.40},
+}
+
+// Cost is the estimated cost of a call to model that used u, in US dollars.
+func Cost(model string, u llm.Usage) float64 {
+	cost, _ := strconv.ParseFloat(estimatedCost(model, u.PromptTokens, u.CompletionTokens), 64)
+	return cost
 }
 
 // estimatedCost is the cost of a call to model, as a decimal string of dollars.

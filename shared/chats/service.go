@@ -703,7 +703,6 @@ func (s *Service) Try(ctx context.Context, projectID string, bot agents.Bot, ear
 		return Trial{}, err
 	}
 	model := cmp.Or(res.Model, req.Model)
-	cost, _ := strconv.ParseFloat(estimatedCost(model, res.Usage.PromptTokens, res.Usage.CompletionTokens), 64)
-	return Trial{Content: res.Content, Model: model, Usage: res.Usage, Cost: cost, Sources: Citations(res.Content, passages),
+	return Trial{Content: res.Content, Model: model, Usage: res.Usage, Cost: Cost(model, res.Usage), Sources: Citations(res.Content, passages),
 		Took: time.Since(started)}, nil
 }

@@ -143,7 +143,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 	default:
 		if r, err = s.Answer(ctx, t, sink); err == nil {
 			s.Heard(ctx, t)
-			s.sample(ctx, t, r.Agent)
+			s.Sample(ctx, t, r.Agent)
 		}
 		if err == nil && s.handoff != nil && bot.HumanHandoff && bot.HandoffOnLowConfidence && r.Agent.Confidence == "low" {
 			err = s.handoff(ctx, projectID, bot.ID, t.Chat.UUID, "confidence", "The agent's answer found nothing in its memory to stand on (confidence low).",

@@ -105,6 +105,9 @@ func (c *Case) Validate(field string) error {
 	if c.ExpectedTool != nil && strings.TrimSpace(c.ExpectedTool.Name) == "" {
 		p.Add(field+".expected_tool.name", "is required")
 	}
+	if c.ExpectedTool != nil {
+		c.ExpectedTool.Executed = false
+	}
 	if c.MaxLatencyMS < 0 || c.MaxTokens < 0 || c.MaxCost < 0 {
 		p.Add(field, "max_latency_ms, max_tokens and max_cost may not be negative")
 	}

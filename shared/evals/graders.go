@@ -42,10 +42,13 @@ type Source struct {
 	Title string `json:"title" bson:"title"`
 }
 
-// ToolCall is a call of a tool with its JSON arguments.
+// ToolCall is a call of a tool with its JSON arguments. Executed says an answer's call was
+// carried out: an eval answers with the tools that read the agent's own data only, and records
+// the others' calls without carrying them out.
 type ToolCall struct {
 	Name      string          `json:"name" bson:"name"`
 	Arguments freeform.Object `json:"arguments,omitempty" bson:"arguments,omitempty"`
+	Executed  bool            `json:"executed,omitempty" bson:"executed,omitempty"`
 }
 
 // Grade is one grader's verdict on an answer. Error says the grader could not judge (the agent

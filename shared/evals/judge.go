@@ -41,14 +41,15 @@ func JudgePrompt(c Case, answer string) []llm.Message {
 
 // Judge grades answer to c by the case's rubric through complete (the agent's provider): the
 // grade keeps the prompt and the verdict as the model gave it. A call that fails, or a verdict
-// that is not {"pass": boolean, "reason": string}, is an error grade, never a pass.
-func Judge(ctx context.Context, complete func(context.Context, llm.Request) (llm.Reply, error), c Case, answer string) Grade {
+// that is not {"pass": boolean, "reason": string}, is an error grade, never a pass; the call's
+// failure is returned besides, for the caller to ask again later when it may pass.
+func Judge(ctx context.Context, complete func(context.Context, llm.Request) (llm.Reply, error), c Case, answer string) (Grade, error) {
 	msgs := JudgePrompt(c, answer)
 	g := Grade{Grader: GraderJudge, Prompt: msgs[0].Content + "\n\n" + msgs[1].Content}
 	res, err := complete(ctx, llm.Request{Messages: msgs, MaxTokens: 300, Schema: &judgeSchema})
 	if err != nil {
 		g.Error, g.Reason = true, "the judge could not be asked: "+clip(err.Error())
-		return g
+		return g, err
 	}
 	g.Verdict = strings.ToValidUTF8(res.Content[:min(len(res.Content), maxVerdict)], "")
 	var v struct {
@@ -59,11 +60,11 @@ func Judge(ctx context.Context, complete func(context.Context, llm.Request) (llm
 	text = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(text, "```json"), "```"), "```")
 	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &v); err != nil || v.Pass == nil {
 		g.Error, g.Reason = true, "the judge's verdict could not be read: it is not {\"pass\": true|false, \"reason\": ...}"
-		return g
+		return g, nil
 	}
 	g.Pass, g.Reason = *v.Pass, clip(strings.TrimSpace(v.Reason))
 	if g.Reason == "" {
 		g.Reason = "the judge gave no reason"
 	}
-	return g
+	return g, nil
 }

@@ -55,14 +55,16 @@ func CheckOnline(rate float64, criteria Case) error {
 
 // OnlineGrade is the grading of one live answer, stored under the answer's message id.
 type OnlineGrade struct {
-	MessageID string    `json:"message_id" bson:"_id"`
-	ProjectID string    `json:"-" bson:"project_id"`
-	BotID     string    `json:"bot_id" bson:"bot_id"`
-	ChatID    string    `json:"chat_id" bson:"chat_id"`
-	Version   int       `json:"version" bson:"version"`
-	Day       string    `json:"day" bson:"day"`
-	GradedAt  time.Time `json:"graded_at" bson:"graded_at"`
-	Grades    []Grade   `json:"grades" bson:"grades"`
+	MessageID string `json:"message_id" bson:"_id"`
+	ProjectID string `json:"-" bson:"project_id"`
+	BotID     string `json:"bot_id" bson:"bot_id"`
+	ChatID    string `json:"chat_id" bson:"chat_id"`
+	Version   int    `json:"version" bson:"version"`
+	// At is when the answer was written; Day its day (UTC).
+	At       time.Time `json:"at" bson:"at"`
+	Day      string    `json:"day" bson:"day"`
+	GradedAt time.Time `json:"graded_at" bson:"graded_at"`
+	Grades   []Grade   `json:"grades" bson:"grades"`
 }
 
 // OnlineRepo keeps the gradings of live answers.
@@ -99,7 +101,7 @@ func (s *Online) Grade(ctx context.Context, p tasks.OnlineEvalPayload) error {
 	c.Input = onlineInput
 	now := s.now()
 	return s.repo.PutOnline(ctx, OnlineGrade{MessageID: p.MessageID, ProjectID: p.ProjectID, BotID: p.BotID, ChatID: p.ChatID,
-		Version: p.Version, Day: p.At.UTC().Format(time.DateOnly), GradedAt: now, Grades: c.Grade(Answer{Text: p.Answer})})
+		Version: p.Version, At: p.At.UTC(), Day: p.At.UTC().Format(time.DateOnly), GradedAt: now, Grades: c.Grade(Answer{Text: p.Answer})})
 }
 
 // OnlineRate is a grader's pass rate over the live answers of a day or of a version.

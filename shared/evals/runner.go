@@ -132,20 +132,24 @@ func (x *Runner) work(ctx context.Context, run Run, agent Agent, final bool, sto
 	}
 }
 
-// grade answers r's case and grades the answer. An answer the agent could not give for a
-// reason that may pass (its provider down, or limiting past the waits its client makes) is an
-// error, unless final: the case is taken again later. Any other failure (a provider's refusal,
-// as of an unknown model) is the case's: every grade fails, with the error.
+// grade answers r's case and grades the answer. An answer the agent could not give, or a
+// judge's verdict not given, for a reason that may pass (the provider down, or limiting past the
+// waits its client makes) is an error, unless final: the case is taken again later, answered
+// and judged anew. Any other failure (a provider's refusal, as of an unknown model) is the
+// case's: an answer's fails every grade, a judge's its grade, with the error.
 func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) error {
 	c := &r.Case
 	ctx, cancel := context.WithTimeout(ctx, x.lease)
 	defer cancel()
+	passing := func(err error) bool {
+		return !final && (ctx.Err() != nil || (apperr.Passing(apperr.As(err)) && !llm.Permanent(err)))
+	}
 	a, err := agent.Answer(ctx, *c)
 	if err != nil {
-		e := apperr.As(err)
-		if (ctx.Err() != nil || (apperr.Passing(e) && !llm.Permanent(err))) && !final {
+		if passing(err) {
 			return err
 		}
+		e := apperr.As(err)
 		r.Error, r.Sources, r.ToolCalls = e.Message, []Source{}, []ToolCall{}
 		for _, name := range c.Graders {
 			r.Grades = append(r.Grades, Grade{Grader: name, Error: true, Reason: "the agent gave no answer: " + e.Message})
@@ -157,8 +161,11 @@ func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) 
 	r.Tokens, r.Cost, r.LatencyMS = a.Tokens, a.Cost, a.Latency.Milliseconds()
 	r.Grades = c.Grade(a)
 	for i, g := range r.Grades {
-		if g.Grader == GraderJudge {
-			r.Grades[i] = Judge(ctx, agent.Complete, *c, a.Text)
+		if g.Grader != GraderJudge {
+			continue
+		}
+		if r.Grades[i], err = Judge(ctx, agent.Complete, *c, a.Text); err != nil && passing(err) {
+			return err
 		}
 	}
 	r.GradedAt = x.now()

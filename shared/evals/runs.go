@@ -1,8 +1,10 @@
 package evals
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,9 @@ type Run struct {
 	Cost       float64    `json:"cost" bson:"cost"`
 	CreatedAt  time.Time  `json:"created_at" bson:"created_at"`
 	FinishedAt *time.Time `json:"finished_at" bson:"finished_at"`
+	// Task is the id of the task last queued for the run (the run's own id at first, then the
+	// reconciler's): Requeue waits while the queue holds it.
+	Task string `json:"-" bson:"task"`
 }
 
 // GraderRate is how one grader judged a run's answers: how many cases it graded, passed and
@@ -118,19 +123,25 @@ type RunRepo interface {
 	Results(ctx context.Context, runID string) ([]Result, error)
 	// Ungraded counts the run's cases not graded yet.
 	Ungraded(ctx context.Context, runID string) (int, error)
+	// Unfinished are up to limit runs queued or running, created before before, oldest first.
+	Unfinished(ctx context.Context, before time.Time, limit int) ([]Run, error)
+	// SetTask records task as the run's task when from is; false when it is not (another
+	// scheduler queued one).
+	SetTask(ctx context.Context, id, from, task string) (bool, error)
 }
 
 // Runs keeps agents' eval runs: started by the API, carried out by workers (Runner).
 type Runs struct {
 	repo     RunRepo
 	datasets Repo
-	queue    tasks.Queue
+	queue    tasks.Tracker
+	log      *slog.Logger
 	now      func() time.Time
 }
 
 // NewRuns returns the eval runs' service.
-func NewRuns(repo RunRepo, datasets Repo, queue tasks.Queue) *Runs {
-	return &Runs{repo: repo, datasets: datasets, queue: queue, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func NewRuns(repo RunRepo, datasets Repo, queue tasks.Tracker, log *slog.Logger) *Runs {
+	return &Runs{repo: repo, datasets: datasets, queue: queue, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // checkThresholds checks that each threshold names a grader and is a rate from 0 to 1.
@@ -164,6 +175,7 @@ func (s *Runs) Start(ctx context.Context, projectID, botID string, version int, 
 	}
 	r := Run{UUID: ids.New(), ProjectID: projectID, BotID: botID, DatasetID: d.UUID, Version: version, Thresholds: in.Thresholds,
 		Status: RunQueued, CaseCount: len(d.Cases), Graders: []GraderRate{}, CreatedAt: s.now()}
+	r.Task = tasks.NewEvalRunTask(r.UUID).ID
 	if r.Thresholds == nil {
 		r.Thresholds = map[string]float64{}
 	}
@@ -175,6 +187,51 @@ func (s *Runs) Start(ctx context.Context, projectID, botID string, version int, 
 		return Run{}, err
 	}
 	return r, s.queue.Enqueue(ctx, tasks.NewEvalRunTask(r.UUID))
+}
+
+// staleAfter is how long a run may be unfinished before the reconciler looks at its task.
+const staleAfter = time.Minute
+
+// requeueBatch bounds the runs one pass of the reconciler looks at.
+const requeueBatch = 500
+
+// Requeue queues again the runs whose task is gone: a run queued or running for a minute whose
+// task the queue no longer holds (lost with Redis, or given up after its retries) gets a new
+// one, of the run and the minute, recorded on the run so that the next pass waits for it (a
+// task retrying with its back-off, the provider down, is left to it). Whichever tasks take a
+// run, its cases' leases grade each once. It returns how many runs were queued again.
+func (s *Runs) Requeue(ctx context.Context, now time.Time) (int, error) {
+	runs, err := s.repo.Unfinished(ctx, now.Add(-staleAfter), requeueBatch)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range runs {
+		task := cmp.Or(r.Task, tasks.NewEvalRunTask(r.UUID).ID)
+		live, err := s.queue.Live(ctx, tasks.Task{Type: tasks.TypeEvalRun, ID: task})
+		if err != nil {
+			return n, err
+		}
+		if live {
+			continue
+		}
+		next := tasks.NewEvalRunRequeueTask(r.UUID, now)
+		ok, err := s.repo.SetTask(ctx, r.UUID, r.Task, next.ID)
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue
+		}
+		if err := s.queue.Enqueue(ctx, next); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if n > 0 {
+		s.log.Info("eval runs queued again", "count", n)
+	}
+	return n, nil
 }
 
 // Get is a run of the agent.

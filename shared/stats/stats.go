@@ -28,7 +28,11 @@ type Repo interface {
 }
 
 // Service computes an agent's statistics.
-type Service struct{ repo Repo }
+type Service struct {
+	repo Repo
+	// online reads the gradings of live answers (Online); nil reads none.
+	online OnlineRepo
+}
 
 // NewService returns the statistics read from repo.
 func NewService(repo Repo) *Service { return &Service{repo: repo} }

@@ -209,6 +209,11 @@ func NewEvalRunTask(runID string) Task {
 	return Task{Type: TypeEvalRun, ID: runID, Payload: EvalRunPayload{RunID: runID}}
 }
 
+// NewEvalRunRequeueTask goes on with an eval run whose task was lost, once per minute of at.
+func NewEvalRunRequeueTask(runID string, at time.Time) Task {
+	return Task{Type: TypeEvalRun, ID: runID + ":requeue:" + strconv.FormatInt(at.Unix()/60, 10), Payload: EvalRunPayload{RunID: runID}}
+}
+
 // OnlineEvalPayload is a live answer to grade: the agent's message, the version that wrote it,
 // its text, when it was written, and the agent's criteria (an evals case, as JSON).
 type OnlineEvalPayload struct {

@@ -294,7 +294,7 @@ func (a *App) Domain() (Domain, error) {
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
-	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue())
+	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue(), a.Log.With("component", "evals"))
 	d.OnlineEvals = evals.NewOnline(store.NewOnlineGrades(db), a.Queue())
 	d.Chats.UseOnlineEvals(d.OnlineEvals)
 	var sessionKey []byte
@@ -308,6 +308,7 @@ func (a *App) Domain() (Domain, error) {
 		extractors(d), a.Log.With("component", "usermemory"))
 	d.Chats.UseEndUsers(d.UserMemory)
 	d.Stats = stats.NewService(store.NewStats(db))
+	d.Stats.UseOnline(store.NewOnlineGrades(db))
 	d.Channels = channels.NewService(store.NewChannels(db), a.platforms(), box, ev, a.Queue(),
 		channels.Services{Agents: d.Agents, Chats: d.Chats, Runs: d.AgentRuns, Subscribers: d.Subscribers, Limit: a.agentLimit(),
 			Counted: a.Metrics.Channel})
@@ -547,7 +548,7 @@ func (a *App) Scheduler() (jobs.Deps, error) {
 	if err != nil {
 		return jobs.Deps{}, err
 	}
-	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
+	return jobs.Deps{Logger: a.Log, Outbox: d.Events, Runs: d.AgentRuns, EvalRuns: d.EvalRuns, Metrics: a.Metrics, Heartbeats: d.Heartbeats,
 		Sources:   sources.NewPlanner(a.sources(), a.Queue(), a.Cfg.SourceStuckAfter, a.Log.With("component", "planner")),
 		Schedules: workflows.NewSchedules(d.WorkflowRuns, a.Log.With("component", "schedules")),
 		Retention: retention.New(store.NewRetention(a.Conns.DB), a.Cfg.Retention, retention.DefaultBatch, a.Log.With("component", "retention")),

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/llm"
+	"github.com/agentplane/agentplane/shared/memory"
 )
 
 // evalConcurrency is how many cases of one eval run a worker answers at once.
@@ -21,13 +24,15 @@ func (d *Domain) evalAgents(ctx context.Context, projectID, botID string, versio
 	if bot, err = d.Agents.At(ctx, bot, version); err != nil {
 		return nil, err
 	}
-	return evalAgent{chats: d.Chats, projectID: projectID, bot: bot}, nil
+	return evalAgent{chats: d.Chats, tools: d.Toolbox, projectID: projectID, bot: bot}, nil
 }
 
-// evalAgent is an agent's version as eval runs ask it: a standard chat turn that stores no chat,
-// and its model provider for the judge.
+// evalAgent is an agent's version as eval runs ask it: a standard chat turn, or an agent run
+// when the agent's reasoning type gives the case's message one (agentruns' Try, sandboxed),
+// either storing nothing; and its model provider for the judge.
 type evalAgent struct {
 	chats     *chats.Service
+	tools     *agentruns.Toolbox
 	projectID string
 	bot       agents.Bot
 }
@@ -41,16 +46,43 @@ func (a evalAgent) Answer(ctx context.Context, c evals.Case) (evals.Answer, erro
 		}
 		earlier = append(earlier, chats.Said{Role: role, Content: t.Content})
 	}
-	tr, err := a.chats.Try(ctx, a.projectID, a.bot, earlier, c.Question())
+	question := c.Question()
+	if chats.Mode(chats.Input{ReasoningMode: a.bot.ReasoningType, Message: &question}) == chats.ModeAgent {
+		return a.run(ctx, earlier, question)
+	}
+	tr, err := a.chats.Try(ctx, a.projectID, a.bot, earlier, question)
 	if err != nil {
 		return evals.Answer{}, err
 	}
-	sources := make([]evals.Source, len(tr.Sources))
-	for i, ref := range tr.Sources {
-		sources[i] = evals.Source{ID: ref.SourceID, Title: ref.Title}
-	}
-	return evals.Answer{Text: tr.Content, Sources: sources, ToolCalls: []evals.ToolCall{}, Latency: tr.Took,
+	return evals.Answer{Text: tr.Content, Sources: sourcesOf(tr.Sources), ToolCalls: []evals.ToolCall{}, Latency: tr.Took,
 		Tokens: tr.Usage.TotalTokens, Cost: tr.Cost}, nil
+}
+
+// run answers the question as an agent run of the version, with the tool calls it made (their
+// arguments as objects; arguments that are not one are left out).
+func (a evalAgent) run(ctx context.Context, earlier []chats.Said, question string) (evals.Answer, error) {
+	tr, err := a.tools.Try(ctx, a.chats, a.projectID, a.bot, earlier, question)
+	if err != nil {
+		return evals.Answer{}, err
+	}
+	calls := make([]evals.ToolCall, len(tr.Calls))
+	for i, c := range tr.Calls {
+		calls[i] = evals.ToolCall{Name: c.Name, Executed: c.Ran}
+		if json.Unmarshal([]byte(c.Arguments), &calls[i].Arguments) != nil {
+			calls[i].Arguments = nil
+		}
+	}
+	return evals.Answer{Text: tr.Content, Sources: sourcesOf(tr.Sources), ToolCalls: calls, Latency: tr.Took,
+		Tokens: tr.Usage.TotalTokens, Cost: tr.Cost}, nil
+}
+
+// sourcesOf are the sources an answer cites.
+func sourcesOf(refs []memory.Ref) []evals.Source {
+	out := make([]evals.Source, len(refs))
+	for i, ref := range refs {
+		out[i] = evals.Source{ID: ref.SourceID, Title: ref.Title}
+	}
+	return out
 }
 
 func (a evalAgent) Complete(ctx context.Context, r llm.Request) (llm.Reply, error) {

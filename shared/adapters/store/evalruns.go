@@ -145,3 +145,29 @@ func (r EvalRuns) Ungraded(ctx context.Context, runID string) (int, error) {
 	n, err := r.results().CountDocuments(ctx, bson.D{casesOf(runID), {Key: "done", Value: false}})
 	return int(n), wrap(err, evals.RunResource)
 }
+
+func (r EvalRuns) Unfinished(ctx context.Context, before time.Time, limit int) ([]evals.Run, error) {
+	cur, err := r.runs().Find(ctx, bson.D{{Key: "status", Value: bson.D{{Key: "$in", Value: bson.A{evals.RunQueued, evals.RunRunning}}}},
+		{Key: "created_at", Value: bson.D{{Key: "$lt", Value: before}}}},
+		options.Find().SetSort(bson.D{{Key: "created_at", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, wrap(err, evals.RunResource)
+	}
+	list := []evals.Run{}
+	return list, wrap(cur.All(ctx, &list), evals.RunResource)
+}
+
+// SetTask matches a run without a task field (stored before runs kept theirs) as one whose
+// task is "".
+func (r EvalRuns) SetTask(ctx context.Context, id, from, task string) (bool, error) {
+	current := bson.E{Key: "task", Value: from}
+	if from == "" {
+		current = bson.E{Key: "task", Value: bson.D{{Key: "$in", Value: bson.A{"", nil}}}}
+	}
+	u, err := r.runs().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, current},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "task", Value: task}}}})
+	if err != nil {
+		return false, wrap(err, evals.RunResource)
+	}
+	return u.MatchedCount == 1, nil
+}

@@ -147,9 +147,11 @@ func indexes() map[string][]mongo.IndexModel {
 		evalDatasetsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}, {Key: "_id", Value: 1}}, Options: options.Index().SetName("bot")},
 		},
-		// An agent's eval runs, newest first (the gate's latest run of a dataset among them).
+		// An agent's eval runs, newest first (the gate's latest run of a dataset among them); the
+		// unfinished ones, oldest first (the reconciler's).
 		evalRunsColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("bot")},
+			{Keys: bson.D{{Key: "status", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("status")},
 		},
 		// An agent's gradings of live answers, by day (online pass rates).
 		onlineGradesColl: {

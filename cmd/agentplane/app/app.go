@@ -279,6 +279,7 @@ func (a *App) Domain() (Domain, error) {
 	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi,
 		tools.TypeA2A: a2apeer.New(guarded)}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
+	d.Agents.UseTools(d.Tools)
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools,
 		Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {
 			return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: inbox.SourceTool, Reason: reason, Urgency: urgency})

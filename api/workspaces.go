@@ -109,7 +109,7 @@ func (s *server) createWorkspaceFile(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.workspaces.CreateFile(c, w, workspaces.FileInput{Path: req.FilePath, Content: req.Content, Language: req.Language})
+	f, err := s.workspaces.CreateFile(c, w, workspaces.FileInput{Path: req.FilePath, Content: req.Content, Language: req.Language}, workspaces.ByAPI)
 	return gin.H{"file": f}, err
 }
 
@@ -130,7 +130,7 @@ func (s *server) updateWorkspaceFile(c *gin.Context) (any, error) {
 	if id == "" {
 		return nil, apperr.Invalidf("file_uuid", "is required")
 	}
-	f, err := s.workspaces.UpdateFile(c, w, id, workspaces.FileInput{Content: req.Content, Language: req.Language})
+	f, err := s.workspaces.UpdateFile(c, w, id, workspaces.FileInput{Content: req.Content, Language: req.Language}, workspaces.ByAPI)
 	return gin.H{"file": f}, err
 }
 
@@ -151,7 +151,7 @@ func (s *server) renameWorkspaceFile(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.workspaces.RenameFile(c, w, req.OldPath, req.NewPath)
+	f, err := s.workspaces.RenameFile(c, w, req.OldPath, req.NewPath, workspaces.ByAPI)
 	return gin.H{"file": f}, err
 }
 
@@ -168,7 +168,7 @@ func (s *server) restoreWorkspaceFile(c *gin.Context) (any, error) {
 	if !req.Version.Set || req.Version.Value < 1 {
 		return nil, apperr.Invalidf("version", "is required: a version number of the file (its versions list them)")
 	}
-	f, err := s.workspaces.Restore(c, w, id, int(req.Version.Value))
+	f, err := s.workspaces.Restore(c, w, id, int(req.Version.Value), workspaces.ByAPI)
 	return gin.H{"file": f}, err
 }
 

@@ -158,6 +158,7 @@ func (h *holder) run(ctx context.Context) error {
 	if h.bot.HumanHandoff {
 		h.set = h.set.withHandoff()
 	}
+	h.set = h.set.withFiles(h.e.Request.Workspace)
 	if h.chat, err = h.chats.Get(ctx, h.e.ProjectID, h.e.BotID, h.e.ChatID); err != nil {
 		return err
 	}
@@ -326,7 +327,8 @@ func (h *holder) execute(ctx context.Context, c *Cycle) error {
 		return nil
 	}
 	c.ServerLabel, c.Operation = tool.ServerLabel, tool.Operation
-	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ChatID: h.e.ChatID, ExecutionID: h.e.ID, Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
+	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ChatID: h.e.ChatID, ExecutionID: h.e.ID, Workspace: h.e.Request.Workspace,
+		Request: h.e.Request, Numbered: len(passages(h.e.Cycles))}
 	res, err := tool.Call(ctx, sc, c.ActionInput, h.e.ID+":"+strconv.Itoa(c.Cycle))
 	switch {
 	case errors.Is(err, errRefused):
@@ -522,6 +524,10 @@ func (h *holder) request(last bool) llm.Request {
 	fmt.Fprintf(&sys, "\n\nYou can use tools to look things up and act for the user; the current time is %s. "+
 		"Use a tool when it helps, one at a time, then answer. When you use memory, cite its passages by number like [1]. "+
 		"Never invent ids: read them with a tool first.", h.now().Format(time.RFC3339))
+	if h.e.Request.Workspace != "" {
+		sys.WriteString("\n\nThe user asks you to edit the files of their workspace: list and read them with the file tools, then " +
+			"change them with write_file, rename_file and delete_file as asked. Paths are relative to the workspace's root.")
+	}
 	if len(h.e.Plan) > 0 {
 		sys.WriteString("\n\nYou are carrying out this plan, which the user accepted:")
 		for i, st := range h.e.Plan {

@@ -128,6 +128,9 @@ type Request struct {
 	NoMemory       bool     `bson:"no_memory"`
 	ProviderHost   string   `bson:"provider_host"`
 	ChatMode       string   `bson:"chat_mode"`
+	// Workspace is the uuid of the agent's workspace the run edits with the file tools (its
+	// chat's, in chat_mode edit; authorised when the turn began), "" for none.
+	Workspace string `bson:"workspace,omitempty"`
 	// Hop is the A2A call the run answers (chats.Input.Hop), 0 for none.
 	Hop int `bson:"hop,omitempty"`
 	// Version is the agent's version the turn began with (0 before versions were: the

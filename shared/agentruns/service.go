@@ -47,7 +47,7 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 	id := cmp.Or(t.Input.RunID, ids.New())
 	stored, _ := json.Marshal(map[string]any{"message": t.User, "executionId": id})
 	req := requestOf(t.Input)
-	req.Version = t.Bot.Serving()
+	req.Version, req.Workspace = t.Bot.Serving(), t.Workspace
 	if plan.Request != "" {
 		req.Message = plan.Request
 	}
@@ -202,7 +202,7 @@ func (s *Service) Reply(ctx context.Context, e Execution) (chats.Reply, error) {
 	if err != nil {
 		return chats.Reply{}, err
 	}
-	return set.reply(e, nil), nil
+	return set.withFiles(e.Request.Workspace).reply(e, nil), nil
 }
 
 // Approval is the user's decision on the tool call a run waits for: by executionId, or, as

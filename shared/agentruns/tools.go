@@ -19,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tools"
 	"github.com/agentplane/agentplane/shared/workflows"
+	"github.com/agentplane/agentplane/shared/workspaces"
 )
 
 // Scope is whom a tool acts for: the project and agent of the execution, set by the API from
@@ -30,7 +31,10 @@ type Scope struct {
 	ChatID string
 	// ExecutionID is the run's.
 	ExecutionID string
-	Request     Request
+	// Workspace is the uuid of the workspace the file tools act on: the chat's, authorised when
+	// the turn began ("" for none). The model names paths only.
+	Workspace string
+	Request   Request
 	// Numbered is how many memory passages earlier cycles found: new ones are numbered after.
 	Numbered int
 }
@@ -84,6 +88,8 @@ type Toolbox struct {
 	external *tools.Service
 	// handoff is the handoff tool, offered to the runs of agents that hand chats to people.
 	handoff Tool
+	// files are the file tools, offered to the runs that edit a workspace.
+	files []Tool
 }
 
 // Services are what the tools act through.
@@ -97,7 +103,9 @@ type Services struct {
 	Tools *tools.Service
 	// Handoff flags the run's chat for a person of the team (the handoff tool).
 	Handoff func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error
-	Now     func() time.Time
+	// Workspaces are the agents' workspaces the file tools edit.
+	Workspaces *workspaces.Service
+	Now        func() time.Time
 }
 
 // maxSlots bounds the slots an availability check lists.
@@ -161,22 +169,22 @@ func NewToolbox(s Services) *Toolbox {
 				"input": map[string]any{"type": "object", "description": "Values for the workflow."}}, "workflow_id"),
 			run: s.runWorkflow},
 	}
-	for i := range builtins {
-		t := &builtins[i]
-		t.ServerLabel, t.Operation = builtin, t.Name
-		if t.schema = tools.ParseSchema(t.Parameters); t.schema == nil {
-			panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
-		}
-	}
-	handoff := Tool{Name: "handoff", Description: "Hands this conversation to a person of the team, when the user asks for one or you cannot help them: a person is asked to take over and answers here. Tell the user so.",
+	handoff := []Tool{{Name: "handoff", Description: "Hands this conversation to a person of the team, when the user asks for one or you cannot help them: a person is asked to take over and answers here. Tell the user so.",
 		Parameters: object(map[string]any{"reason": str("Why a person should take over, for the team."),
 			"urgency": map[string]any{"type": "string", "enum": []any{"low", "normal", "high"}}}, "reason"),
-		ServerLabel: builtin, Operation: "handoff", run: s.handoff}
-	if handoff.schema = tools.ParseSchema(handoff.Parameters); handoff.schema == nil {
-		panic("runs: the schema of handoff does not parse")
+		run: s.handoff}}
+	files := s.fileTools()
+	for _, list := range [][]Tool{builtins, handoff, files} {
+		for i := range list {
+			t := &list[i]
+			t.ServerLabel, t.Operation = builtin, t.Name
+			if t.schema = tools.ParseSchema(t.Parameters); t.schema == nil {
+				panic(fmt.Sprintf("runs: the schema of %s does not parse", t.Name))
+			}
+		}
 	}
 	tb := newToolbox(builtins, s.Tools)
-	tb.handoff = handoff
+	tb.handoff, tb.files = handoff[0], files
 	return tb
 }
 
@@ -185,8 +193,22 @@ func (tb *Toolbox) withHandoff() *Toolbox {
 	if tb.handoff.run == nil || tb.byName[tb.handoff.Name] != nil {
 		return tb
 	}
-	out := newToolbox(append(slices.Clone(tb.tools), tb.handoff), tb.external)
-	out.handoff = tb.handoff
+	return tb.derive(append(slices.Clone(tb.tools), tb.handoff))
+}
+
+// withFiles is tb with the file tools besides, for a run that edits the workspace workspace
+// ("" for none: tb).
+func (tb *Toolbox) withFiles(workspace string) *Toolbox {
+	if workspace == "" || len(tb.files) == 0 || tb.byName[tb.files[0].Name] != nil {
+		return tb
+	}
+	return tb.derive(append(slices.Clone(tb.tools), tb.files...))
+}
+
+// derive is a toolbox of list, offering what tb offers besides.
+func (tb *Toolbox) derive(list []Tool) *Toolbox {
+	out := newToolbox(list, tb.external)
+	out.handoff, out.files = tb.handoff, tb.files
 	return out
 }
 
@@ -224,9 +246,7 @@ func (tb *Toolbox) For(ctx context.Context, projectID, botID string, set []tools
 		list = append(list, Tool{Name: o.Name, Description: o.Description, Parameters: o.Schema, Changes: !o.ReadOnly,
 			ServerLabel: o.Label, Operation: o.Operation, Approval: o.Approval, schema: tools.ParseSchema(o.Schema), run: tb.invoke(o)})
 	}
-	out := newToolbox(list, tb.external)
-	out.handoff = tb.handoff
-	return out, nil
+	return tb.derive(list), nil
 }
 
 // invoke is the function of an agent tool's operation o: a call of its server, whose own

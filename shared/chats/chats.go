@@ -103,6 +103,9 @@ type Chat struct {
 	Plan *Plan `json:"-" bson:"plan,omitempty"`
 	// Mode is the chat's default chat_mode (ask when empty).
 	Mode string `json:"mode" bson:"mode,omitempty"`
+	// Workspace is the uuid of the agent's workspace its turns of chat_mode edit edit ("" for
+	// none: they edit the text of the message).
+	Workspace string `json:"workspace_uuid,omitempty" bson:"workspace,omitempty"`
 	// Version is the agent's version the chat began with: its messages that name none get it
 	// while it is the published version or the canary's (agents.Bot.ForChat).
 	Version int `json:"version,omitempty" bson:"version,omitempty"`

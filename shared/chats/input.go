@@ -43,6 +43,14 @@ type Input struct {
 	ChatMode       string      `json:"chat_mode"`
 	// Memory false answers without retrieval (BoostGPT's clients send it).
 	Memory *bool `json:"memory"`
+	// WorkspaceUUID names the agent's workspace that a turn of chat_mode edit edits with tools
+	// (an agent run), kept on the chat for its next turns. Turns of other modes ignore it:
+	// BoostGPT's client sends one body for every call, so its chats carry the workspace_uuid of
+	// its last workspace call.
+	WorkspaceUUID string `json:"workspace_uuid"`
+	// modeNamed says the request named its chat_mode; one that names none takes the chat's
+	// default.
+	modeNamed bool
 	// Prior is the conversation so far, held by the client rather than in a chat (an OpenAI
 	// client's earlier messages): a turn that starts a chat stores them in it before its
 	// message, and they are the turn's history. A turn of an existing chat ignores them.

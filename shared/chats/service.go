@@ -72,6 +72,7 @@ type Service struct {
 	memory    *memory.Memory
 	providers Providers
 	runs      AgentRuns
+	spaces    Workspaces
 	users     EndUsers
 	online    OnlineEvals
 	handoff   RequestHandoff
@@ -176,6 +177,9 @@ type Turn struct {
 	// EndUser is the user whose memories the prompt gets and whose message may add to them
 	// (see EndUsers); "" for none.
 	EndUser string
+	// Workspace is the uuid of the workspace a turn of chat_mode edit edits with tools ("" for
+	// none), authorised as the agent's when the turn began.
+	Workspace string
 }
 
 // Question is the message the turn asks.
@@ -184,7 +188,7 @@ func (t Turn) Question() string { return t.User.Content }
 // Begin starts a turn: it checks the agent is active, finds the request's chat (or creates
 // one, holding the earlier messages the request brought, in.Prior) and stores the user's
 // message, made with reasoning type rt (agent when it accepts a proposed plan, standard when it
-// answers one otherwise). in must be validated.
+// answers one otherwise; agent when it edits a workspace: workspaceFor). in must be validated.
 func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, rt string) (Turn, error) {
 	started := time.Now()
 	if !bot.Active() {
@@ -196,6 +200,13 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	}
 	if bot = bot.ForChat(chat.UUID, chat.Version, isNew); isNew {
 		chat.Version = bot.Serving()
+	}
+	workspace, err := s.workspaceFor(ctx, projectID, bot.ID, &chat, isNew, in)
+	if err != nil {
+		return Turn{}, err
+	}
+	if workspace != "" {
+		rt = "agent" // an agent run edits the workspace with tools
 	}
 	var earlier, prior []Message
 	if isNew {
@@ -228,7 +239,8 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 	} else if err := s.store(ctx, projectID, bot, &chat, &user, s.repo.Append); err != nil {
 		return Turn{}, err
 	}
-	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict}, nil
+	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict,
+		Workspace: workspace}, nil
 }
 
 // prior returns in.Prior, the conversation a client held, as the first messages of chat, a new

@@ -56,13 +56,15 @@ type Outcome struct {
 // Chat takes a turn of the conversation: it stores the user's message, then answers by the
 // chat's proposed plan when it has one (accepted: a run carries it out; rejected: dropped; else
 // revised), by chat_mode (the request's, else the chat's default; plan: a plan is proposed; edit:
-// the text is edited), else by reasoning mode (agent: a run; standard: one retrieval and one
+// a run edits the chat's workspace with tools when the chat names one, else the text of the
+// message is edited), else by reasoning mode (agent: a run; standard: one retrieval and one
 // model call). Replies made at once stream to sink when there is one, after sink.Stored.
 // A standard reply's prompt, and an agent run's, gets what is known of its user (the asker's
 // Remembered), and its message is then queued for the extraction of what it says about them
 // (EndUsers), when the agent's memory is on and there is such a user.
 func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, asker Asker, in Input, sink Sink) (Outcome, error) {
 	chatMode := strings.TrimSpace(in.ChatMode) != ""
+	in.modeNamed = chatMode
 	if err := in.Validate(); err != nil {
 		return Outcome{}, err
 	}
@@ -113,7 +115,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 			mode = ModeStandard
 		}
 	}
-	if t.Verdict == Accept || (t.Verdict == "" && mode == ModeAgent) {
+	if t.Verdict == Accept || (t.Verdict == "" && (mode == ModeAgent || t.Workspace != "")) {
 		var plan Plan
 		if t.Verdict == Accept {
 			if plan, err = s.Accepted(ctx, t); err != nil {

@@ -251,20 +251,24 @@ func (d *Dispatcher) Leave(ctx context.Context) error {
 func (d *Dispatcher) Relay(ctx context.Context, interval time.Duration, backlog func(left int)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	scan := true
+	scan, scanFrom := true, time.Now()
 	for {
 		if !scan {
 			due, err := d.store.ScanDue(ctx, time.Now().Add(-staleAfter))
 			if err != nil && ctx.Err() == nil {
 				d.log.Warn("outbox relay: writers", "error", err)
 			}
-			scan = due
+			scan, scanFrom = due, time.Now()
 		}
 		n, left, complete, err := d.RelayOnce(ctx, scan)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			d.log.Warn("outbox relay", "error", err)
 		case err == nil:
+			if scan && complete {
+				// A scan reads every document that can carry events: its time grows with the data.
+				d.log.Info("outbox relay: scan complete", "took", time.Since(scanFrom).Round(time.Millisecond).String())
+			}
 			scan = scan && !complete
 			backlog(left)
 			if n > 0 {

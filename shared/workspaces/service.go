@@ -141,8 +141,8 @@ type FileInput struct {
 	Language *string
 }
 
-// CreateFile adds a file at in.Path (a file already there is a Conflict).
-func (s *Service) CreateFile(ctx context.Context, w Workspace, in FileInput) (File, error) {
+// CreateFile adds a file at in.Path (a file already there is a Conflict), made by by.
+func (s *Service) CreateFile(ctx context.Context, w Workspace, in FileInput, by Author) (File, error) {
 	if in.Path == nil {
 		return File{}, apperr.Invalidf("file_path", "is required")
 	}
@@ -167,7 +167,7 @@ func (s *Service) CreateFile(ctx context.Context, w Workspace, in FileInput) (Fi
 	}
 	now := s.now()
 	f := File{FileInfo: FileInfo{ID: ids.ObjectID(), UUID: ids.New(), ProjectID: w.ProjectID, WorkspaceID: w.ID, Path: p, Language: lang,
-		Encoding: enc, Size: size, Version: 1, CreatedAt: now, UpdatedAt: now}, Content: content, Versions: []Version{}, Rev: 1}
+		Encoding: enc, Size: size, Version: 1, Author: by, CreatedAt: now, UpdatedAt: now}, Content: content, Versions: []Version{}, Rev: 1}
 	if err := s.repo.InsertFile(ctx, f); err != nil {
 		return File{}, s.giveBack(ctx, w, 1, int64(size), fileErr(err, p))
 	}
@@ -175,9 +175,9 @@ func (s *Service) CreateFile(ctx context.Context, w Workspace, in FileInput) (Fi
 	return f, nil
 }
 
-// UpdateFile changes the content or the language of the file idOrUUID.
-func (s *Service) UpdateFile(ctx context.Context, w Workspace, idOrUUID string, in FileInput) (File, error) {
-	return s.change(ctx, w, idOrUUID, func(f *File) error {
+// UpdateFile changes the content or the language of the file idOrUUID, by by.
+func (s *Service) UpdateFile(ctx context.Context, w Workspace, idOrUUID string, in FileInput, by Author) (File, error) {
+	return s.change(ctx, w, idOrUUID, by, func(f *File) error {
 		if in.Content != nil {
 			f.Content = *in.Content
 		}
@@ -187,8 +187,8 @@ func (s *Service) UpdateFile(ctx context.Context, w Workspace, idOrUUID string, 
 	})
 }
 
-// RenameFile moves the file at oldPath to newPath (a file already there is a Conflict).
-func (s *Service) RenameFile(ctx context.Context, w Workspace, oldPath, newPath string) (File, error) {
+// RenameFile moves the file at oldPath to newPath (a file already there is a Conflict), by by.
+func (s *Service) RenameFile(ctx context.Context, w Workspace, oldPath, newPath string, by Author) (File, error) {
 	from, err := CleanPath("old_path", oldPath)
 	if err != nil {
 		return File{}, err
@@ -204,7 +204,7 @@ func (s *Service) RenameFile(ctx context.Context, w Workspace, oldPath, newPath 
 	if TypeOf(from).Binary() != TypeOf(to).Binary() {
 		return File{}, apperr.Invalidf("new_path", "must keep the file a text file or a binary one (%s to %s)", TypeOf(from).ContentType, TypeOf(to).ContentType)
 	}
-	return s.change(ctx, w, f.ID, func(f *File) error {
+	return s.change(ctx, w, f.ID, by, func(f *File) error {
 		if f.Path != from {
 			return apperr.NotFoundf(FileResource)
 		}
@@ -214,9 +214,9 @@ func (s *Service) RenameFile(ctx context.Context, w Workspace, oldPath, newPath 
 }
 
 // Restore makes the file idOrUUID what it was at version: a change like any other (its state
-// before it is kept as a version in turn, so a restore is undone by restoring again).
-func (s *Service) Restore(ctx context.Context, w Workspace, idOrUUID string, version int) (File, error) {
-	return s.change(ctx, w, idOrUUID, func(f *File) error {
+// before it is kept as a version in turn, so a restore is undone by restoring again), by by.
+func (s *Service) Restore(ctx context.Context, w Workspace, idOrUUID string, version int, by Author) (File, error) {
+	return s.change(ctx, w, idOrUUID, by, func(f *File) error {
 		v, err := versionOf(*f, version)
 		if err != nil {
 			return err
@@ -256,9 +256,9 @@ func (s *Service) Download(ctx context.Context, w Workspace, out io.Writer) erro
 	return z.Close()
 }
 
-// change applies edit to the file idOrUUID and writes it as its next version, keeping its state
-// before as a version; an edit that changes nothing writes nothing.
-func (s *Service) change(ctx context.Context, w Workspace, idOrUUID string, edit func(*File) error) (File, error) {
+// change applies edit to the file idOrUUID and writes it as its next version, by by, keeping its
+// state before as a version; an edit that changes nothing writes nothing.
+func (s *Service) change(ctx context.Context, w Workspace, idOrUUID string, by Author, edit func(*File) error) (File, error) {
 	f, err := s.File(ctx, w, idOrUUID)
 	if err != nil {
 		return File{}, err
@@ -281,7 +281,7 @@ func (s *Service) change(ctx context.Context, w Workspace, idOrUUID string, edit
 		}
 		next.Size, next.Encoding = size, enc
 		next.Versions = kept(append([]Version{old.version()}, old.Versions...))
-		next.Version, next.Rev, next.UpdatedAt = old.Version+1, old.Rev+1, s.now()
+		next.Version, next.Rev, next.UpdatedAt, next.Author = old.Version+1, old.Rev+1, s.now(), by
 		grown := int64(next.Size - old.Size)
 		if grown > 0 {
 			if err := s.grow(ctx, w, 0, grown); err != nil {
@@ -303,7 +303,7 @@ func (s *Service) change(ctx context.Context, w Workspace, idOrUUID string, edit
 
 // version is the file's current state as a version.
 func (f File) version() Version {
-	return Version{Version: f.Version, Path: f.Path, Language: f.Language, Encoding: f.Encoding, Size: f.Size, Content: f.Content, CreatedAt: f.UpdatedAt}
+	return Version{Version: f.Version, Path: f.Path, Language: f.Language, Encoding: f.Encoding, Size: f.Size, Content: f.Content, Author: f.Author, CreatedAt: f.UpdatedAt}
 }
 
 // kept is the versions, newest first, within MaxVersions and MaxVersionBytes of content.

@@ -73,10 +73,26 @@ type FileInfo struct {
 	// Size is the bytes of its content (decoded, for base64).
 	Size int `json:"size" bson:"size"`
 	// Version counts its changes: 1 when created, one more at each change.
-	Version   int       `json:"version" bson:"version"`
+	Version int `json:"version" bson:"version"`
+	// Author made its current version.
+	Author    `bson:",inline"`
 	CreatedAt time.Time `json:"created_at" bson:"created_at"`
 	UpdatedAt time.Time `json:"updated_at" bson:"updated_at"`
 }
+
+// Author is who made a version of a file: the API (a key of the account, ByAPI), or an agent's
+// run editing the workspace of its chat (ByRun). Files written before authors were kept have
+// none.
+type Author struct {
+	By    string `json:"changed_by" bson:"changed_by,omitempty"`
+	RunID string `json:"run_id,omitempty" bson:"run_id,omitempty"`
+}
+
+// ByAPI is the author of the changes made through the API.
+var ByAPI = Author{By: "api"}
+
+// ByRun is the author of the changes an agent's run makes.
+func ByRun(id string) Author { return Author{By: "agent", RunID: id} }
 
 // File is a file of a workspace with its content and its previous versions.
 type File struct {
@@ -88,12 +104,13 @@ type File struct {
 
 // Version is a previous state of a file: what it was from CreatedAt until the next change.
 type Version struct {
-	Version   int       `json:"version" bson:"version"`
-	Path      string    `json:"file_path" bson:"path"`
-	Language  string    `json:"language" bson:"language"`
-	Encoding  string    `json:"encoding" bson:"encoding"`
-	Size      int       `json:"size" bson:"size"`
-	Content   string    `json:"-" bson:"content"`
+	Version   int    `json:"version" bson:"version"`
+	Path      string `json:"file_path" bson:"path"`
+	Language  string `json:"language" bson:"language"`
+	Encoding  string `json:"encoding" bson:"encoding"`
+	Size      int    `json:"size" bson:"size"`
+	Content   string `json:"-" bson:"content"`
+	Author    `bson:",inline"`
 	CreatedAt time.Time `json:"created_at" bson:"created_at"`
 }
 

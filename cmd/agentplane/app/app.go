@@ -280,18 +280,19 @@ func (a *App) Domain() (Domain, error) {
 		tools.TypeA2A: a2apeer.New(guarded)}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
 	d.Agents.UseTools(d.Tools)
+	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents,
+		workspaces.Domains{DNS: dnstxt.New(a.Cfg.DNSResolver), Target: a.Cfg.PublicDomain})
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools,
-		Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {
+		Workspaces: d.Workspaces, Handoff: func(ctx context.Context, projectID, botID, chatID, reason, urgency string) error {
 			return d.requestHandoff(ctx, projectID, botID, chatID, inbox.Request{Source: inbox.SourceTool, Reason: reason, Urgency: urgency})
 		}})
 	d.AgentRuns = agentruns.NewService(store.NewExecutions(db, a.Log.With("component", "runs")), d.Chats, d.Toolbox, a.Queue(), events.NewRunRelay(a.Conns.NATS),
 		a.Log.With("component", "runs"), a.RunPoll)
 	d.Chats.UseAgentRuns(d.AgentRuns)
+	d.Chats.UseWorkspaces(d.Workspaces)
 	d.Heartbeats = heartbeats.NewService(store.NewHeartbeats(db), d.Agents, d.Chats, d.AgentRuns, a.Queue(), ev,
 		a.Log.With("component", "heartbeats"))
 	d.Operators = operators.NewService(store.NewOperators(db), d.Tenancy)
-	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents,
-		workspaces.Domains{DNS: dnstxt.New(a.Cfg.DNSResolver), Target: a.Cfg.PublicDomain})
 	d.Evals = evals.NewService(store.NewEvals(db))
 	d.Evals.UseTranscripts(d.transcript)
 	d.EvalRuns = evals.NewRuns(store.NewEvalRuns(db), store.NewEvals(db), a.Queue())

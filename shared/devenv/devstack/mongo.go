@@ -43,6 +43,7 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("mongo data dir: %w", err)
 	}
+	installBusyWait()
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    slog.New(lazyAttrs{Handler: logger.Handler()}),

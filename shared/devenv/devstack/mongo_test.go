@@ -484,11 +484,20 @@ func TestUpdatesOfOtherDocumentsRunTogether(t *testing.T) {
 	if err := coll.FindOneAndUpdate(other, bson.D{{Key: "_id", Value: "b"}}, inc).Err(); err != nil {
 		t.Fatalf("findAndModify of b while a is held: %v", err)
 	}
+	// An update of many documents named by their _ids (the outbox's removal of published events)
+	// waits only for those.
+	byIDs := []mongo.WriteModel{
+		mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: "c"}}).SetUpdate(inc).SetUpsert(true),
+		mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: "b"}}).SetUpdate(inc),
+	}
+	if res, err := coll.BulkWrite(other, byIDs, options.BulkWrite().SetOrdered(false)); err != nil || res.ModifiedCount+res.UpsertedCount != 2 {
+		t.Fatalf("update of b and c while a is held: %+v %v", res, err)
+	}
 	release()
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]int{"a": 1, "b": 3} {
+	for id, want := range map[string]int{"a": 1, "b": 4, "c": 1} {
 		var got struct{ N int }
 		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil || got.N != want {
 			t.Fatalf("%s: n %d, want %d (%v)", id, got.N, want, err)
@@ -498,7 +507,8 @@ func TestUpdatesOfOtherDocumentsRunTogether(t *testing.T) {
 
 // 32 connections updating two documents of one collection at once, each by its _id ($inc, a
 // conditional $inc, findAndModify) and both together (an update of many documents, which runs
-// alone in the collection), lose no update.
+// alone in the collection, and one statement a document, which waits for the turns of both),
+// lose no update.
 func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
 	ctx := context.Background()
 	client := embedded(t)
@@ -509,7 +519,7 @@ func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	const writers, each = 32, 8
+	const writers, each = 32, 10
 	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -517,7 +527,7 @@ func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
 			id := fmt.Sprintf("c%d", w%2)
 			for i := range each {
 				var err error
-				switch i % 4 {
+				switch i % 5 {
 				case 0:
 					_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, inc)
 				case 1:
@@ -526,6 +536,11 @@ func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
 					err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, inc).Err()
 				case 3:
 					_, err = coll.UpdateMany(ctx, bson.D{{Key: "kind", Value: "counter"}}, inc)
+				case 4:
+					_, err = coll.BulkWrite(ctx, []mongo.WriteModel{
+						mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: "c1"}}).SetUpdate(inc),
+						mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: "c0"}, {Key: "kind", Value: "counter"}}).SetUpdate(inc),
+					}, options.BulkWrite().SetOrdered(false))
 				}
 				if err != nil {
 					t.Error(err)
@@ -535,8 +550,9 @@ func TestConcurrentUpdatesByIDLoseNothing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Each document: 3/4 of its writers' updates by _id, and every writer's updates of both.
-	want := writers/2*each*3/4 + writers*each/4
+	// Each document: 3/5 of its writers' updates by _id, and every writer's updates of both (one
+	// of every five by a filter of no _id, one by their _ids).
+	want := writers/2*each*3/5 + writers*each*2/5
 	for _, id := range []string{"c0", "c1"} {
 		var got struct{ N int }
 		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&got); err != nil || got.N != want {

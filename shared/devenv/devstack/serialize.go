@@ -113,16 +113,33 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 		db, _, _ := strings.Cut(coll, ".")
 		return s.indexIDs(client, req, db)
 	}
+	var reply []byte
+	var err error
+	if statements, ordered, ok := splitUpdate(cmd, req); ok {
+		reply, err = s.updateEach(server, coll, req, statements, ordered)
+	} else {
+		reply, err = s.exchange(server, cmd, coll, req)
+	}
+	if err != nil || reply == nil {
+		return err // nil: the client asked for no reply
+	}
+	_, err = client.Write(reply)
+	return err
+}
+
+// exchange sends req, the command cmd of the collection coll, to server in its turn, narrowed
+// where FerretDB would read the whole collection, and returns the reply (nil when the sender
+// expects none).
+func (s *serializer) exchange(server net.Conn, cmd, coll string, req []byte) ([]byte, error) {
 	if serialized[cmd] {
 		defer s.lock(coll, req)()
 		if w, ok := byID(req); ok {
 			matched, err := w.check(server)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !matched {
-				_, err := client.Write(w.unmatched(req))
-				return err
+				return w.unmatched(req), nil
 			}
 			req = w.narrowed
 		}
@@ -131,27 +148,18 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 			req = narrowed
 		} else if ids, one, ok := byIDs(req); ok {
 			reply, ok, err := expand(server, req, ids, one, maxReply)
-			if err != nil {
-				return err
-			}
-			if ok {
-				_, err := client.Write(reply)
-				return err
+			if err != nil || ok {
+				return reply, err
 			}
 		}
 	}
 	if _, err := server.Write(req); err != nil {
-		return err
+		return nil, err
 	}
 	if moreToCome(req) {
-		return nil // the client asked for no reply
+		return nil, nil
 	}
-	res, err := readMessage(server)
-	if err != nil {
-		return err
-	}
-	_, err = client.Write(res)
-	return err
+	return readMessage(server)
 }
 
 // indexIDs answers IndexIDsCommand req for database db.

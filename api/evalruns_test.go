@@ -167,8 +167,12 @@ func TestEvalRun(t *testing.T) {
 		t.Fatalf("run = %v, want version 2 (the draft) and its tokens counted", run)
 	}
 	results := rep["results"].([]any)
-	if len(results) != n {
-		t.Fatalf("results = %d, want %d", len(results), n)
+	if len(results) != 10 || rep["total"] != float64(n) {
+		t.Fatalf("results = %d of %v, want the first page's 10 of %d", len(results), rep["total"], n)
+	}
+	last := e.get(t, "/v1/bot/eval/run/read", http.StatusOK, "run_id", first, "page", "3", "per_page", "20")
+	if got := last["results"].([]any); len(got) != n-40 || got[0].(map[string]any)["index"] != float64(40) {
+		t.Fatalf("the third page of 20 = %v, want cases 40 to %d", got, n-1)
 	}
 	r0 := results[0].(map[string]any)
 	if r0["answer"] != "Returns take 30 days. Order A17." || len(r0["grades"].([]any)) != 2 || r0["case"].(map[string]any)["input"] != "Question 0?" {

@@ -123,15 +123,20 @@ func (s *server) listEvalRuns(c *gin.Context) (any, error) {
 	return gin.H{"total": total, "runs": list, "pagination": page.Of(total)}, err
 }
 
-// readEvalRun is a run with its cases, and the cases changed against the query's baseline run.
+// readEvalRun is a run with a page of its cases, and the cases changed against the query's
+// baseline run.
 func (s *server) readEvalRun(c *gin.Context) (any, error) {
 	var sc scope
-	b, err := s.bot(c, &sc)
+	b, page, err := s.botPage(c, &sc)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := s.evalRuns.Read(c, sc.ProjectID, b.ID, c.Query("run_id"), c.Query("baseline"))
-	return rep, err
+	rep, err := s.evalRuns.Read(c, sc.ProjectID, b.ID, c.Query("run_id"), c.Query("baseline"), page)
+	out := gin.H{"run": rep.Run, "results": rep.Results, "total": rep.Total, "pagination": page.Of(rep.Total)}
+	if rep.Changed != nil {
+		out["changed"] = rep.Changed
+	}
+	return out, err
 }
 
 // readOnlineEvals reports the agent's online pass rates of the last `days` days, per grader by

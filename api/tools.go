@@ -11,6 +11,16 @@ import (
 	"github.com/agentplane/agentplane/shared/tools"
 )
 
+// toolChanged records the agent's tool id in a new version of the agent after a change of it
+// (err, the change's error, is returned as it is when the change failed).
+func (s *server) toolChanged(c *gin.Context, projectID, botID, id string, err error) error {
+	if err != nil {
+		return err
+	}
+	_, err = s.agents.ToolChanged(c.Request.Context(), projectID, botID, changedBy(c), id)
+	return err
+}
+
 type toolRequest struct {
 	scope
 	tools.Input
@@ -26,7 +36,7 @@ func (s *server) createTool(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	t, err := s.tools.Create(c.Request.Context(), req.ProjectID, botID, req.Input)
-	return gin.H{"tool": t}, err
+	return gin.H{"tool": t}, s.toolChanged(c, req.ProjectID, botID, t.ID, err)
 }
 
 func (s *server) updateTool(c *gin.Context) (any, error) {
@@ -36,7 +46,7 @@ func (s *server) updateTool(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	t, err := s.tools.Update(c.Request.Context(), req.ProjectID, botID, c.Param("tool_id"), req.Input)
-	return gin.H{"tool": t}, err
+	return gin.H{"tool": t}, s.toolChanged(c, req.ProjectID, botID, t.ID, err)
 }
 
 func (s *server) readTool(c *gin.Context) (any, error) {
@@ -88,7 +98,8 @@ func (s *server) deleteTool(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gin.H{}, s.tools.Delete(c, sc.ProjectID, b.ID, c.Param("tool_id"))
+	id := c.Param("tool_id")
+	return gin.H{}, s.toolChanged(c, sc.ProjectID, b.ID, id, s.tools.Delete(c, sc.ProjectID, b.ID, id))
 }
 
 type configureToolRequest struct {
@@ -103,7 +114,7 @@ func (s *server) configureTool(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	t, err := s.tools.Configure(c, req.ProjectID, botID, c.Param("tool_id"), req.Settings)
-	return gin.H{"tool": t}, err
+	return gin.H{"tool": t}, s.toolChanged(c, req.ProjectID, botID, t.ID, err)
 }
 
 func (s *server) refreshTool(c *gin.Context) (any, error) {
@@ -129,7 +140,7 @@ func (s *server) toggleTool(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	t, err := s.tools.Toggle(c, req.ProjectID, botID, c.Param("tool_id"), req.ToolName, req.Active)
-	return gin.H{"tool": t}, err
+	return gin.H{"tool": t}, s.toolChanged(c, req.ProjectID, botID, t.ID, err)
 }
 
 func (s *server) testTool(c *gin.Context) (any, error) {

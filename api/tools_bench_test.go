@@ -45,7 +45,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	offers, err := d.Tools.Offers(ctx, bb.project.ID, bot.ID)
+	offers, err := d.Tools.Offers(ctx, bb.project.ID, bot.ID, bot.ToolSet())
 	if err != nil {
 		b.Fatal(err)
 	}

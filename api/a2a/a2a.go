@@ -218,7 +218,7 @@ const cardSkillsMax = paging.MaxPerPage
 func (d *Door) skills(ctx context.Context, bot agents.Bot) ([]a2a.AgentSkill, error) {
 	skills := []a2a.AgentSkill{{ID: "chat", Name: "Chat", Tags: []string{"chat"},
 		Description: fmt.Sprintf("Ask %s anything; give the contextId of an earlier answer to go on with that conversation.", bot.Name)}}
-	offers, err := d.Tools.Offers(ctx, bot.ProjectID, bot.ID)
+	offers, err := d.Tools.Offers(ctx, bot.ProjectID, bot.ID, bot.ToolSet())
 	if err != nil {
 		return nil, err
 	}

@@ -152,7 +152,7 @@ func (h *holder) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if h.set, err = h.tools.For(ctx, h.e.ProjectID, h.e.BotID); err != nil {
+	if h.set, err = h.tools.For(ctx, h.e.ProjectID, h.e.BotID, h.bot.ToolSet()); err != nil {
 		return err
 	}
 	if h.bot.HumanHandoff {

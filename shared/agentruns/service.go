@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/ids"
@@ -59,9 +60,9 @@ func (s *Service) Start(ctx context.Context, t chats.Turn, providerKey string, p
 	return e.ID, s.queue.Enqueue(ctx, tasks.NewAgentRunTask(tasks.AgentRunPayload{ExecutionID: e.ID, ProviderKey: providerKey}))
 }
 
-// Tools are the tools runs of the agent may use.
-func (s *Service) Tools(ctx context.Context, projectID, botID string) ([]llm.Tool, error) {
-	set, err := s.tools.For(ctx, projectID, botID)
+// Tools are the tools runs of the agent b (at the version it serves) may use.
+func (s *Service) Tools(ctx context.Context, b agents.Bot) ([]llm.Tool, error) {
+	set, err := s.tools.For(ctx, b.ProjectID, b.ID, b.ToolSet())
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,9 @@ func (s *Service) Reply(ctx context.Context, e Execution) (chats.Reply, error) {
 			return chats.Reply{}, apperr.New(apperr.Conflict, "run_canceled", fmt.Sprintf("The run %s was canceled before it answered.", e.ID))
 		}
 	}
-	set, err := s.tools.For(ctx, e.ProjectID, e.BotID)
+	// The tools as they are name the steps of a run not done yet (a run of a version whose tools
+	// differ shows its own tools' steps once done).
+	set, err := s.tools.For(ctx, e.ProjectID, e.BotID, nil)
 	if err != nil {
 		return chats.Reply{}, err
 	}

@@ -230,13 +230,14 @@ func newToolbox(list []Tool, external *tools.Service) *Toolbox {
 const maxOffered = 128
 
 // For is the toolbox of a run of the agent: the built-in tools and the active operations of
-// the agent's own tools, which call the agent's servers (and are checked against their schemas
-// where the validator reads them; the server checks them anyway).
-func (tb *Toolbox) For(ctx context.Context, projectID, botID string) (*Toolbox, error) {
+// the agent's own tools as set (those of the version the run serves) has them, or as they are
+// for a nil set, which call the agent's servers (and are checked against their schemas where
+// the validator reads them; the server checks them anyway).
+func (tb *Toolbox) For(ctx context.Context, projectID, botID string, set []tools.State) (*Toolbox, error) {
 	if tb.external == nil {
 		return tb, nil
 	}
-	offers, err := tb.external.Offers(ctx, projectID, botID)
+	offers, err := tb.external.Offers(ctx, projectID, botID, set)
 	if err != nil || len(offers) == 0 {
 		return tb, err
 	}

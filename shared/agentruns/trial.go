@@ -50,7 +50,7 @@ func (tb *Toolbox) Try(ctx context.Context, cs *chats.Service, projectID string,
 		return Trial{}, err
 	}
 	started := time.Now()
-	set, err := tb.For(ctx, projectID, bot.ID)
+	set, err := tb.For(ctx, projectID, bot.ID, bot.ToolSet())
 	if err != nil {
 		return Trial{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // Bot is an agent, every field of the interface's Agent record.
@@ -85,6 +86,9 @@ type Bot struct {
 	Canary *Canary `json:"canary" bson:"canary,omitempty"`
 	// OnlineEval, when set, grades a share of the agent's live answers with rule graders.
 	OnlineEval *OnlineEval `json:"online_eval" bson:"online_eval,omitempty"`
+	// Tools are the agent's own tools as the version whose behaviour it carries has them (nil for
+	// an agent whose tools no version recorded: its runs get its tools as they are).
+	Tools []tools.State `json:"-" bson:"tools"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`
@@ -165,6 +169,7 @@ func (b Bot) clone() Bot {
 		c.DomainVerification = &v
 	}
 	c.HandoffPhrases = slices.Clone(b.HandoffPhrases)
+	c.Tools = slices.Clone(b.Tools)
 	c.Canary = b.Canary.clone()
 	if b.Latest != nil {
 		v := b.Latest.clone()

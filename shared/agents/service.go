@@ -12,6 +12,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // botEvents are the events of agents: their data is the agent as users see it (Bot.Public).
@@ -26,6 +27,7 @@ type Service struct {
 	versions VersionRepo
 	events   *outbox.Dispatcher
 	hosts    Hosts
+	tools    ToolSets
 	now      func() time.Time
 	writes   keylock.Locks // agent updates of this process, one at a time per agent
 }
@@ -59,6 +61,7 @@ func (s *Service) Create(ctx context.Context, projectID, by string, c Create) (B
 		Branding:       defaultBranding(name),
 		Integrations:   []freeform.Object{},
 		Versioning:     c.Versioning,
+		Tools:          []tools.State{},
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
+	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // Config is an agent's behaviour: the fields a version holds, the one list of what changes how
@@ -33,6 +35,9 @@ type Config struct {
 	HandoffPhrases         []string `json:"handoff_phrases" bson:"handoff_phrases"`
 	HandoffOnLowConfidence bool     `json:"handoff_on_low_confidence" bson:"handoff_on_low_confidence"`
 	HandoffClassify        bool     `json:"handoff_classify" bson:"handoff_classify"`
+	// Tools are the agent's own tools (nil in a version made before tools were recorded, whose
+	// runs get the agent's tools as they are).
+	Tools []tools.State `json:"tools" bson:"tools"`
 }
 
 // configFields are Config's fields by their JSON name, in order.
@@ -55,7 +60,8 @@ func ConfigOf(b Bot) Config {
 	return Config{Instruction: b.Instruction, Model: b.Model, ReasoningType: b.ReasoningType, MaxReplyTokens: b.MaxReplyTokens,
 		Top: b.Top, Memory: b.Memory, NoAnswerReply: b.NoAnswerReply, AutoApproveTools: b.AutoApproveTools,
 		VisitorApprovals: b.VisitorApprovals, HumanHandoff: b.HumanHandoff, HandoffMessage: b.HandoffMessage,
-		HandoffPhrases: slices.Clone(b.HandoffPhrases), HandoffOnLowConfidence: b.HandoffOnLowConfidence, HandoffClassify: b.HandoffClassify}
+		HandoffPhrases: slices.Clone(b.HandoffPhrases), HandoffOnLowConfidence: b.HandoffOnLowConfidence, HandoffClassify: b.HandoffClassify,
+		Tools: slices.Clone(b.Tools)}
 }
 
 // applyTo sets the agent's behaviour fields to c.
@@ -65,32 +71,62 @@ func (c Config) applyTo(b *Bot) {
 	b.VisitorApprovals, b.HumanHandoff, b.HandoffMessage = c.VisitorApprovals, c.HumanHandoff, c.HandoffMessage
 	b.HandoffPhrases = slices.Clone(c.HandoffPhrases)
 	b.HandoffOnLowConfidence, b.HandoffClassify = c.HandoffOnLowConfidence, c.HandoffClassify
+	b.Tools = slices.Clone(c.Tools)
 }
 
 // Change is a field that differs between two versions: its JSON name, its value in the older
-// and in the newer.
+// and in the newer. A tool's change is named "tools.<its name>", its old or new value null
+// when the tool was added or removed.
 type Change struct {
-	Field string `json:"field" bson:"field"`
-	Old   any    `json:"old" bson:"old"`
-	New   any    `json:"new" bson:"new"`
+	Field string         `json:"field" bson:"field"`
+	Old   freeform.Value `json:"old" bson:"old"`
+	New   freeform.Value `json:"new" bson:"new"`
 }
 
-// Diff lists the fields whose values differ from old to new, in Config's order; none when
-// they are the same. An absent list and an empty one are the same.
+// Diff lists the fields whose values differ from old to new, in Config's order (a tool's in
+// the order of new's tools, then those removed); none when they are the same. An absent list
+// and an empty one are the same.
 func Diff(old, new Config) []Change {
 	changes := []Change{}
 	ov, nv := reflect.ValueOf(old), reflect.ValueOf(new)
 	for i, field := range configFields {
 		o, n := ov.Field(i).Interface(), nv.Field(i).Interface()
-		if os, ok := o.([]string); ok {
+		switch os := o.(type) {
+		case []string:
 			if ns := n.([]string); slices.Equal(os, ns) {
 				continue
 			}
 			o, n = orNone(os), orNone(n.([]string))
-		} else if o == n {
+		case []tools.State:
+			changes = append(changes, toolChanges(os, n.([]tools.State))...)
 			continue
+		default:
+			if o == n {
+				continue
+			}
 		}
-		changes = append(changes, Change{Field: field, Old: o, New: n})
+		changes = append(changes, Change{Field: field, Old: freeform.Value{V: o}, New: freeform.Value{V: n}})
+	}
+	return changes
+}
+
+// toolChanges are the tools that differ from old to new, by their ids: each added, changed or
+// removed.
+func toolChanges(old, new []tools.State) []Change {
+	var changes []Change
+	for _, n := range new {
+		i := slices.IndexFunc(old, func(o tools.State) bool { return o.ID == n.ID })
+		switch {
+		case i < 0:
+			changes = append(changes, Change{Field: "tools." + n.Name, New: freeform.Value{V: n}})
+		case !old[i].Same(n):
+			changes = append(changes, Change{Field: "tools." + n.Name, Old: freeform.Value{V: old[i]}, New: freeform.Value{V: n}})
+		}
+	}
+	for _, o := range old {
+		if !slices.ContainsFunc(new, func(n tools.State) bool { return n.ID == o.ID }) {
+			changes = append(changes, Change{Field: "tools." + o.Name, Old: freeform.Value{V: o}})
+		}
 	}
 	return changes
 }
@@ -127,6 +163,7 @@ func (v Version) clone() Version {
 // clone is c sharing no slice with it.
 func (c Config) clone() Config {
 	c.HandoffPhrases = slices.Clone(c.HandoffPhrases)
+	c.Tools = slices.Clone(c.Tools)
 	return c
 }
 
@@ -262,7 +299,7 @@ func (s *Service) Publish(ctx context.Context, projectID, idOrUUID string, n int
 }
 
 // Rollback makes a new version of the agent, by by, with exactly the behaviour of its earlier
-// version n, and publishes it.
+// version n, and publishes it: its own tools are made again as version n had them.
 func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, n int) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		latest := cur.latest()
@@ -272,6 +309,11 @@ func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, 
 		v, err := s.stored(ctx, *cur, n)
 		if err != nil {
 			return err
+		}
+		if s.tools != nil && v.Config.Tools != nil {
+			if err := s.tools.Restore(ctx, projectID, cur.ID, v.Config.Tools); err != nil {
+				return err
+			}
 		}
 		rb := Version{BotID: cur.ID, ProjectID: cur.ProjectID, Number: latest.Number + 1, Config: v.Config.clone(),
 			Changes: Diff(latest.Config, v.Config), By: by, CreatedAt: s.now(), RollbackOf: n}
@@ -330,4 +372,72 @@ func (s *Service) At(ctx context.Context, b Bot, n int) (Bot, error) {
 		return Bot{}, err
 	}
 	return b.on(n, v.Config), nil
+}
+
+// ToolSets are agents' own tools as versions record and restore them (shared/tools implements
+// it).
+type ToolSets interface {
+	// Set is the agent's tools as they are, each one's form kept under its revision.
+	Set(ctx context.Context, projectID, botID string) ([]tools.State, error)
+	// State is the agent's tool id as it is (false when there is none), its form kept under its
+	// revision.
+	State(ctx context.Context, projectID, botID, id string) (tools.State, bool, error)
+	// Restore makes the agent's tools exactly those of set.
+	Restore(ctx context.Context, projectID, botID string, set []tools.State) error
+}
+
+// ToolSet is the set of its own tools the agent's runs are held to: the tools of the version b
+// carries, for a versioned agent (its published version keeps its tools while the draft's
+// change); nil for an agent that publishes every change at once, whose runs get the tools as
+// they are, each call reading its tool then (a tool turned off mid-run is no longer called).
+func (b Bot) ToolSet() []tools.State {
+	if b.Versioning {
+		return b.Tools
+	}
+	return nil
+}
+
+// UseTools has the versions of agents record their own tools from t, and rollbacks restore
+// them.
+func (s *Service) UseTools(t ToolSets) { s.tools = t }
+
+// ToolChanged records the agent's tool toolID as it is, after a change of it by by (created,
+// changed or deleted): a new version when it differs from the agent's newest version's,
+// published at once unless the agent is versioned, as every change of its behaviour. A newest
+// version that recorded no tools records the agent's whole set.
+func (s *Service) ToolChanged(ctx context.Context, projectID, idOrUUID, by, toolID string) (Bot, error) {
+	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
+		latest := cur.latest()
+		set, err := s.toolsAfter(ctx, projectID, cur.ID, latest.Config.Tools, toolID)
+		if err != nil {
+			return err
+		}
+		latest.Config.applyTo(next)
+		next.Tools = set
+		versioned(*cur, next, by, s.now(), false)
+		return nil
+	})
+}
+
+// toolsAfter is set with the agent's tool id as it is now: replaced, added or removed.
+func (s *Service) toolsAfter(ctx context.Context, projectID, botID string, set []tools.State, id string) ([]tools.State, error) {
+	if set == nil {
+		return s.tools.Set(ctx, projectID, botID)
+	}
+	st, ok, err := s.tools.State(ctx, projectID, botID, id)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(set, func(t tools.State) bool { return t.ID == id })
+	switch {
+	case !ok && i >= 0:
+		return slices.Delete(slices.Clone(set), i, i+1), nil
+	case !ok:
+		return set, nil
+	case i >= 0:
+		set = slices.Clone(set)
+		set[i] = st
+		return set, nil
+	}
+	return append(slices.Clone(set), st), nil
 }

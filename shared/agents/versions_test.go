@@ -2,12 +2,14 @@ package agents_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/tools"
 )
 
 // numbers are the numbers of the agent's versions as Versions lists them, newest first.
@@ -115,4 +117,43 @@ func TestVersionOneOfAnAgentStoredBeforeVersions(t *testing.T) {
 			t.Fatalf("versions %v", got)
 		}
 	})
+}
+
+// A version's changes name each tool that differs, by its id: added (no old value), changed,
+// removed (no new value); a tool written again alike (a new revision) is no change.
+func TestDiffNamesEachToolChange(t *testing.T) {
+	a := tools.State{ID: "a", Revision: "r1", Name: "Lookup", Type: tools.TypeHTTP}
+	b := tools.State{ID: "b", Revision: "r1", Name: "Hook", Type: tools.TypeMCP}
+	slower, again, renamed := a, a, a
+	slower.Revision, slower.Settings.TimeoutSeconds = "r2", 9
+	again.Revision = "r3"
+	renamed.Revision, renamed.Name = "r4", "Orders"
+	for _, tt := range []struct {
+		name     string
+		old, new []tools.State
+		want     []string
+	}{
+		{"Added", []tools.State{a}, []tools.State{a, b}, []string{"tools.Hook", "", "Hook"}},
+		{"Removed", []tools.State{a, b}, []tools.State{b}, []string{"tools.Lookup", "Lookup", ""}},
+		{"Changed", []tools.State{a, b}, []tools.State{slower, b}, []string{"tools.Lookup", "Lookup", "Lookup"}},
+		{"Renamed", []tools.State{a}, []tools.State{renamed}, []string{"tools.Orders", "Lookup", "Orders"}},
+		{"WrittenAgainAlike", []tools.State{a}, []tools.State{again}, nil},
+		{"FirstRecorded", nil, []tools.State{a}, []string{"tools.Lookup", "", "Lookup"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range agents.Diff(agents.Config{Tools: tt.old}, agents.Config{Tools: tt.new}) {
+				name := func(v any) string {
+					if s, ok := v.(tools.State); ok {
+						return s.Name
+					}
+					return ""
+				}
+				got = append(got, c.Field, name(c.Old.V), name(c.New.V))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("changes %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

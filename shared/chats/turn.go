@@ -21,8 +21,9 @@ type AgentRuns interface {
 	// returns the run's id. providerKey, the request's own, travels with the run and is never
 	// stored.
 	Start(ctx context.Context, t Turn, providerKey string, plan Plan) (string, error)
-	// Tools are the tools runs of the agent may use, as a proposed plan describes them.
-	Tools(ctx context.Context, projectID, botID string) ([]llm.Tool, error)
+	// Tools are the tools runs of the agent b (at the version it serves) may use, as a proposed
+	// plan describes them.
+	Tools(ctx context.Context, b agents.Bot) ([]llm.Tool, error)
 }
 
 // RequestHandoff flags the agent's chat for a person of the team, once while a request is open
@@ -135,7 +136,7 @@ func (s *Service) Chat(ctx context.Context, projectID string, bot agents.Bot, as
 		r, err = s.Drop(ctx, t)
 	case t.Verdict == Revise || in.ChatMode == "plan":
 		var offered []llm.Tool
-		if offered, err = s.runs.Tools(ctx, t.ProjectID, t.Bot.ID); err == nil {
+		if offered, err = s.runs.Tools(ctx, t.Bot); err == nil {
 			r, err = s.Propose(ctx, t, offered, sink)
 		}
 	case in.ChatMode == "edit":

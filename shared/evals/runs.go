@@ -121,6 +121,8 @@ type RunRepo interface {
 	Grade(ctx context.Context, r Result, owner string) (bool, error)
 	// Results are the run's cases, in their order.
 	Results(ctx context.Context, runID string) ([]Result, error)
+	// ResultsPage is one page of the run's cases, in their order.
+	ResultsPage(ctx context.Context, runID string, page paging.Page) ([]Result, error)
 	// Ungraded counts the run's cases not graded yet.
 	Ungraded(ctx context.Context, runID string) (int, error)
 	// Unfinished are up to limit runs queued or running, created before before, oldest first.
@@ -249,8 +251,10 @@ func (s *Runs) List(ctx context.Context, projectID, botID string, page paging.Pa
 
 // Report is a run with its cases, and the cases whose grades changed from a baseline run.
 type Report struct {
-	Run     Run      `json:"run"`
+	Run Run `json:"run"`
+	// Results are one page of the run's cases; Total is how many it has.
 	Results []Result `json:"results"`
+	Total   int      `json:"total"`
 	// Changed is given when the report is against a baseline.
 	Changed []Change `json:"changed,omitempty"`
 }
@@ -266,20 +270,18 @@ type Change struct {
 	Baseline string   `json:"baseline_answer"`
 }
 
-// Read is the agent's run with its cases; with a baseline (another run of the agent on the
-// same dataset), the cases whose grades changed from it.
-func (s *Runs) Read(ctx context.Context, projectID, botID, id, baseline string) (Report, error) {
+// Read is the agent's run with one page of its cases; with a baseline (another run of the
+// agent on the same dataset), every case whose grades changed from it (both runs' cases are
+// read whole for that, at most MaxCases each).
+func (s *Runs) Read(ctx context.Context, projectID, botID, id, baseline string, page paging.Page) (Report, error) {
 	r, err := s.Get(ctx, projectID, botID, id)
 	if err != nil {
 		return Report{}, err
 	}
-	results, err := s.repo.Results(ctx, r.UUID)
-	if err != nil {
-		return Report{}, err
-	}
-	rep := Report{Run: r, Results: results}
+	rep := Report{Run: r, Total: r.CaseCount}
 	if baseline = strings.TrimSpace(baseline); baseline == "" {
-		return rep, nil
+		rep.Results, err = s.repo.ResultsPage(ctx, r.UUID, page)
+		return rep, err
 	}
 	base, err := s.repo.Run(ctx, projectID, botID, baseline)
 	if err != nil {
@@ -288,11 +290,17 @@ func (s *Runs) Read(ctx context.Context, projectID, botID, id, baseline string) 
 	if base.DatasetID != r.DatasetID {
 		return Report{}, apperr.Invalidf("baseline", "is a run of another dataset")
 	}
+	results, err := s.repo.Results(ctx, r.UUID)
+	if err != nil {
+		return Report{}, err
+	}
 	before, err := s.repo.Results(ctx, base.UUID)
 	if err != nil {
 		return Report{}, err
 	}
 	rep.Changed = changes(before, results)
+	from := min(int(page.Skip()), len(results))
+	rep.Results = results[from:min(from+page.PerPage, len(results))]
 	return rep, nil
 }
 

@@ -44,7 +44,7 @@ func NewService(repo Repo, connectors map[string]Connector, box secrets.Box, log
 // an OpenAPI document that is not one is refused with its problems, and so is a remote A2A
 // agent whose card cannot be read (unreachable, at an address the outbound policy refuses).
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Tool, error) {
-	t := Tool{ID: ids.New(), ProjectID: projectID, BotID: botID, Status: StatusNew, Operations: []Operation{}, Disabled: []string{},
+	t := Tool{ID: ids.New(), Revision: ids.New(), ProjectID: projectID, BotID: botID, Status: StatusNew, Operations: []Operation{}, Disabled: []string{},
 		Settings: Settings{Approval: ApprovalAuto, TimeoutSeconds: DefaultTimeout, MaxResultBytes: DefaultResultBytes}}
 	if err := s.apply(&t, in); err != nil {
 		return Tool{}, err
@@ -144,9 +144,9 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	if err := keeps.elsewhere(old, t); err != nil {
 		return Tool{}, err
 	}
-	t, err = s.repo.Set(ctx, projectID, botID, id, map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
+	t, err = s.repo.Set(ctx, projectID, botID, id, revised(map[string]any{"name": t.Name, "key": t.Key, "description": t.Description,
 		"type": t.Type, "config": t.Config, "sealed": t.Sealed, "spec": t.Spec, "operations": t.Operations, "status": t.Status,
-		"last_error": t.LastError, "refreshed_at": t.RefreshedAt, "updated_at": s.now()})
+		"last_error": t.LastError, "refreshed_at": t.RefreshedAt, "updated_at": s.now()}))
 	return t.view(), err
 }
 
@@ -573,7 +573,7 @@ func (s *Service) Configure(ctx context.Context, projectID, botID, id string, in
 	if err := p.Err(); err != nil {
 		return Tool{}, err
 	}
-	t, err = s.repo.Set(ctx, projectID, botID, t.ID, map[string]any{"settings": st, "updated_at": s.now()})
+	t, err = s.repo.Set(ctx, projectID, botID, t.ID, revised(map[string]any{"settings": st, "updated_at": s.now()}))
 	return t.view(), err
 }
 
@@ -601,7 +601,7 @@ func (s *Service) Toggle(ctx context.Context, projectID, botID, id, operation st
 	if !*active {
 		disabled = append(disabled, operation)
 	}
-	t, err = s.repo.Set(ctx, projectID, botID, t.ID, map[string]any{"disabled": disabled, "updated_at": s.now()})
+	t, err = s.repo.Set(ctx, projectID, botID, t.ID, revised(map[string]any{"disabled": disabled, "updated_at": s.now()}))
 	return t.view(), err
 }
 
@@ -757,6 +757,8 @@ func (t Tool) policy(op string) string {
 // Offer is one operation an agent run may call.
 type Offer struct {
 	ToolID string
+	// Revision, when set, is the tool's revision the call is held to.
+	Revision string
 	// Label is the tool's name (the server label of replies), Operation the operation's.
 	Label     string
 	Operation string
@@ -770,16 +772,26 @@ type Offer struct {
 }
 
 // Offers are the operations of the agent's tools that its runs may call: the active ones of
-// its tools that were read.
-func (s *Service) Offers(ctx context.Context, projectID, botID string) ([]Offer, error) {
+// its tools that were read, as set (the tools of the version the run serves) has them, each
+// offer held to its tool's revision; the tools as they are for a nil set, each offer calling
+// its tool as it is then.
+func (s *Service) Offers(ctx context.Context, projectID, botID string, set []State) ([]Offer, error) {
 	all, err := s.repo.All(ctx, projectID, botID)
 	if err != nil {
+		return nil, err
+	}
+	if all, err = s.at(ctx, projectID, botID, all, set); err != nil {
 		return nil, err
 	}
 	var out []Offer
 	seen := map[string]bool{}
 	for _, t := range all {
-		out = append(out, offers(t, seen, s.log)...)
+		for _, o := range offers(t, seen, s.log) {
+			if set == nil {
+				o.Revision = ""
+			}
+			out = append(out, o)
+		}
 	}
 	return out, nil
 }
@@ -805,7 +817,7 @@ func offers(t Tool, seen map[string]bool, log *slog.Logger) []Offer {
 		if t.Description != "" {
 			desc = fmt.Sprintf("%s (%s: %s)", desc, t.Name, t.Description)
 		}
-		out = append(out, Offer{ToolID: t.ID, Label: t.Name, Operation: o.Name, Name: name, Description: desc,
+		out = append(out, Offer{ToolID: t.ID, Revision: t.Revision, Label: t.Name, Operation: o.Name, Name: name, Description: desc,
 			Schema: o.InputSchema, ReadOnly: o.ReadOnly, Approval: t.policy(o.Name)})
 	}
 	return out
@@ -816,10 +828,14 @@ func offers(t Tool, seen map[string]bool, log *slog.Logger) []Offer {
 var ErrCall = errors.New("the tool could not be called")
 
 // Invoke calls an offered operation for an agent run (execution) of the agent, with the
-// model's arguments, and records the call. A call the server did not answer is an error
+// model's arguments, and records the call: the tool as the offer's revision has it (the tool
+// as it is when the offer's revision is its own). A call the server did not answer is an error
 // wrapping ErrCall with the reason; a store failure is returned as it is.
 func (s *Service) Invoke(ctx context.Context, projectID, botID string, o Offer, executionID string, args json.RawMessage) (Output, error) {
 	t, err := s.repo.Get(ctx, projectID, botID, o.ToolID)
+	if (err == nil || apperr.IsNotFound(err)) && o.Revision != "" && t.Revision != o.Revision {
+		t, err = s.repo.Revision(ctx, projectID, botID, o.Revision)
+	}
 	if err != nil {
 		if apperr.As(err).Kind == apperr.NotFound {
 			return Output{}, fmt.Errorf("%w: the tool %s was removed", ErrCall, o.Label)

@@ -89,6 +89,9 @@ type Tool struct {
 	Type        string `json:"type" bson:"type"`
 	Config      Config `json:"config" bson:"config"`
 	Sealed      string `json:"-" bson:"sealed"`
+	// Revision names the tool's configuration as it is: each write of it (not a refresh of its
+	// operations) gives a new one, and keeps the tool's form under it for its agent's versions.
+	Revision string `json:"-" bson:"revision"`
 	// Spec is an OpenAPI tool's document as given or as last fetched from Config.SpecURL.
 	Spec       string      `json:"-" bson:"spec"`
 	Settings   Settings    `json:"settings" bson:"settings"`
@@ -320,6 +323,12 @@ type Repo interface {
 	// Set sets fields (by their stored names) of the tool and returns it as it is then.
 	Set(ctx context.Context, projectID, botID, id string, fields map[string]any) (Tool, error)
 	Delete(ctx context.Context, projectID, botID, id string) error
+	// Restore writes t whole as the tool of its id, making it again when it was deleted.
+	Restore(ctx context.Context, t Tool) error
+	// KeepRevisions keeps each tool's form under its revision; one kept already is left.
+	KeepRevisions(ctx context.Context, ts ...Tool) error
+	// Revision returns the form of the agent's tool the revision names: NotFound when none.
+	Revision(ctx context.Context, projectID, botID, revision string) (Tool, error)
 	// Locate returns the project and agent of the tool id ("" for a hosted server), whichever
 	// they are.
 	Locate(ctx context.Context, id string) (projectID, botID string, err error)

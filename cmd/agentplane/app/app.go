@@ -279,6 +279,7 @@ func (a *App) Domain() (Domain, error) {
 	connectors := map[string]tools.Connector{tools.TypeMCP: mcpclient.New(guarded), tools.TypeOpenAPI: openapi, tools.TypeHTTP: openapi,
 		tools.TypeA2A: a2apeer.New(guarded)}
 	d.Tools = tools.NewService(cache.Tools(store.NewTools(db), a.notices, size, ttl), connectors, box, a.Log.With("component", "tools"))
+	d.Agents.UseTools(d.Tools)
 	d.Workspaces = workspaces.NewService(store.NewWorkspaces(db), d.Agents,
 		workspaces.Domains{DNS: dnstxt.New(a.Cfg.DNSResolver), Target: a.Cfg.PublicDomain})
 	d.Toolbox = agentruns.NewToolbox(agentruns.Services{Memory: mem, CRM: d.CRM, Calendar: d.Calendar, Workflows: d.WorkflowRuns, Tools: d.Tools,

@@ -141,6 +141,16 @@ func (r EvalRuns) Results(ctx context.Context, runID string) ([]evals.Result, er
 	return list, wrap(cur.All(ctx, &list), evals.RunResource)
 }
 
+func (r EvalRuns) ResultsPage(ctx context.Context, runID string, page paging.Page) ([]evals.Result, error) {
+	cur, err := r.results().Find(ctx, bson.D{casesOf(runID)}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
+		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)))
+	if err != nil {
+		return nil, wrap(err, evals.RunResource)
+	}
+	list := []evals.Result{}
+	return list, wrap(cur.All(ctx, &list), evals.RunResource)
+}
+
 func (r EvalRuns) Ungraded(ctx context.Context, runID string) (int, error) {
 	n, err := r.results().CountDocuments(ctx, bson.D{casesOf(runID), {Key: "done", Value: false}})
 	return int(n), wrap(err, evals.RunResource)

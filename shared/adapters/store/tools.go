@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,8 +14,9 @@ import (
 )
 
 const (
-	toolsColl     = "tools"
-	toolCallsColl = "tool_calls"
+	toolsColl         = "tools"
+	toolCallsColl     = "tool_calls"
+	toolRevisionsColl = "tool_revisions"
 )
 
 // Tools stores agents' tools and the record of their calls.
@@ -91,6 +93,40 @@ func (r Tools) Delete(ctx context.Context, projectID, botID, id string) error {
 		return wrap(mongo.ErrNoDocuments, tools.Resource)
 	}
 	return nil
+}
+
+func (r Tools) Restore(ctx context.Context, t tools.Tool) error {
+	_, err := r.coll().ReplaceOne(ctx, bson.D{{Key: "_id", Value: t.ID}, {Key: "project_id", Value: t.ProjectID}, {Key: "bot_id", Value: t.BotID}}, t,
+		options.Replace().SetUpsert(true))
+	return wrap(err, tools.Resource)
+}
+
+// revisionDoc is a tool's form kept under its revision.
+type revisionDoc struct {
+	ID   string     `bson:"_id"`
+	Tool tools.Tool `bson:"tool"`
+}
+
+// KeepRevisions inserts each tool's form in one unordered write; a revision kept already (its
+// id taken) is left.
+func (r Tools) KeepRevisions(ctx context.Context, ts ...tools.Tool) error {
+	docs := make([]any, len(ts))
+	for i, t := range ts {
+		docs[i] = revisionDoc{ID: t.Revision, Tool: t}
+	}
+	_, err := r.db.Collection(toolRevisionsColl).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	var bulk mongo.BulkWriteException
+	if errors.As(err, &bulk) && bulk.WriteConcernError == nil && allDuplicates(bulk.WriteErrors) {
+		return nil
+	}
+	return wrap(err, "tool_revision")
+}
+
+func (r Tools) Revision(ctx context.Context, projectID, botID, revision string) (tools.Tool, error) {
+	var d revisionDoc
+	err := r.db.Collection(toolRevisionsColl).FindOne(ctx, bson.D{{Key: "_id", Value: revision},
+		{Key: "tool.project_id", Value: projectID}, {Key: "tool.bot_id", Value: botID}}).Decode(&d)
+	return d.Tool, wrap(err, "tool_revision")
 }
 
 func (r Tools) Locate(ctx context.Context, id string) (string, string, error) {

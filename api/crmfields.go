@@ -54,8 +54,8 @@ func (s *server) listContactStatuses(c *gin.Context) (any, error) {
 	if _, err := s.bot(c, &sc); err != nil {
 		return nil, err
 	}
-	statuses := crm.ContactStatuses(sc.ProjectID)
-	return gin.H{"total": len(statuses), "statuses": statuses}, nil
+	statuses, err := s.crm.ContactStatuses(c, sc.ProjectID)
+	return gin.H{"total": len(statuses), "statuses": statuses}, err
 }
 
 // exportContacts streams the project's contacts as CSV; an error before the first byte is the

@@ -49,11 +49,11 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 	}
 	first := apply(map[string]any{"template_key": "sales"})
 	pl := first["pipeline"].(map[string]any)
-	if counts(first) != "map[fields:4 pipelines:1 stages:6] map[fields:0 pipelines:0 stages:0] [company_size]" || pl["name"] != "Sales pipeline" ||
+	if counts(first) != "map[fields:4 pipelines:1 stages:6 statuses:1] map[fields:0 pipelines:0 stages:0 statuses:0] [company_size]" || pl["name"] != "Sales pipeline" ||
 		!reflect.DeepEqual(valuesOf(pl["stages"], "name"), []string{"Lead", "Qualified", "Proposal", "Negotiation", "Won", "Lost"}) || len(first["fields"].([]any)) != 5 {
 		t.Fatalf("applied %v", first)
 	}
-	nothing := "map[fields:0 pipelines:0 stages:0] map[fields:0 pipelines:0 stages:0] [company_size]"
+	nothing := "map[fields:0 pipelines:0 stages:0 statuses:0] map[fields:0 pipelines:0 stages:0 statuses:0] [company_size]"
 	again := apply(map[string]any{"template_key": "SALES", "replace": false})
 	if counts(again) != nothing || !reflect.DeepEqual(again["pipeline"], pl) || !reflect.DeepEqual(again["fields"], first["fields"]) {
 		t.Fatalf("applied again %v", again)
@@ -67,12 +67,12 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 	// With replace: the name, and the field of another type, brought to the template's; the
 	// value stays, unfit.
 	replaced := apply(map[string]any{"template_key": "sales", "replace": true, "name": "Q3 Pipeline"})
-	if fmt.Sprint(replaced["created"], replaced["updated"], replaced["kept_fields"]) != "map[fields:0 pipelines:0 stages:0] map[fields:1 pipelines:1 stages:0] []" ||
+	if fmt.Sprint(replaced["created"], replaced["updated"], replaced["kept_fields"]) != "map[fields:0 pipelines:0 stages:0 statuses:0] map[fields:1 pipelines:1 stages:0 statuses:0] []" ||
 		replaced["pipeline"].(map[string]any)["uuid"] != pl["uuid"] || replaced["pipeline"].(map[string]any)["name"] != "Q3 Pipeline" {
 		t.Fatalf("replaced %v", replaced)
 	}
 	if again := apply(map[string]any{"template_key": "sales", "replace": "1", "name": "Q3 Pipeline"}); fmt.Sprint(again["created"], again["updated"]) !=
-		"map[fields:0 pipelines:0 stages:0] map[fields:0 pipelines:0 stages:0]" {
+		"map[fields:0 pipelines:0 stages:0 statuses:0] map[fields:0 pipelines:0 stages:0 statuses:0]" {
 		t.Fatalf("replaced again %v", again)
 	}
 	if kept := c.ok(t, "GET", "/v1/bot/crm/contacts/"+contact["uuid"].(string), nil)["contact"].(map[string]any); kept["fields"].(map[string]any)["company_size"] != "big" {
@@ -81,10 +81,10 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 
 	// create_new: a pipeline per name, once.
 	fresh := apply(map[string]any{"template_key": "sales", "create_new": true, "name": "Enterprise"})
-	if fresh["pipeline"].(map[string]any)["uuid"] == pl["uuid"] || fmt.Sprint(fresh["created"]) != "map[fields:0 pipelines:1 stages:6]" {
+	if fresh["pipeline"].(map[string]any)["uuid"] == pl["uuid"] || fmt.Sprint(fresh["created"]) != "map[fields:0 pipelines:1 stages:6 statuses:0]" {
 		t.Fatalf("created new %v", fresh)
 	}
-	if again := apply(map[string]any{"template_key": "sales", "create_new": true, "name": "Enterprise"}); fmt.Sprint(again["created"]) != "map[fields:0 pipelines:0 stages:0]" ||
+	if again := apply(map[string]any{"template_key": "sales", "create_new": true, "name": "Enterprise"}); fmt.Sprint(again["created"]) != "map[fields:0 pipelines:0 stages:0 statuses:0]" ||
 		again["pipeline"].(map[string]any)["uuid"] != fresh["pipeline"].(map[string]any)["uuid"] {
 		t.Fatalf("created new again %v", again)
 	}
@@ -106,6 +106,9 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 	if made[0]+made[1] != 1 {
 		t.Fatalf("two applications made %v pipelines", made)
 	}
+	if got := strings.Join(valuesOf(c.ok(t, "GET", "/v1/bot/crm/contacts/statuses", nil)["statuses"], "key"), " "); got != "lead contacted qualified customer churned opportunity viewing offer under_contract closed" {
+		t.Fatalf("statuses after two applications at once: %s", got)
+	}
 
 	// A deal in the template's pipeline, a task: the counts.
 	c.ok(t, "POST", "/v1/bot/crm/deals", map[string]any{"title": "Pilot", "pipeline_id": pl["uuid"]})
@@ -126,6 +129,132 @@ func TestCRMTemplatesAndSetup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			expect(t, c.do("POST", "/v1/bot/crm/templates/apply", tc.body), http.StatusUnprocessableEntity, "invalid_field")
+		})
+	}
+}
+
+// A template adds its contact statuses after the project's, once; with replace it brings those of
+// its keys back to its label and colour. Contacts take them by key, label or id, and nothing
+// else; a project without templates, another account's, keeps the defaults and cannot use them.
+func TestCRMTemplateStatuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.crmAPI(t)
+	keys := func(list any) string { return strings.Join(valuesOf(list, "key"), " ") }
+	apply := func(body map[string]any) map[string]any {
+		t.Helper()
+		return c.ok(t, "POST", "/v1/bot/crm/templates/apply", body)["applied"].(map[string]any)
+	}
+	changes := func(a map[string]any) string {
+		return fmt.Sprint(a["created"].(map[string]any)["statuses"], a["updated"].(map[string]any)["statuses"], a["kept_statuses"])
+	}
+	const defaults = "lead contacted qualified customer churned"
+
+	first := apply(map[string]any{"template_key": "recruiting"})
+	want := defaults + " applied screening interview offer hired rejected"
+	if changes(first) != "6 0 []" || keys(first["statuses"]) != want {
+		t.Fatalf("applied: %s, statuses %s", changes(first), keys(first["statuses"]))
+	}
+	byKey := map[string]map[string]any{}
+	for i, s := range first["statuses"].([]any) {
+		s := s.(map[string]any)
+		byKey[s["key"].(string)] = s
+		if s["order"] != float64(i+1) || s["uuid"] == "" || s["label"] == "" || s["colour"] == "" || s["is_default"] != (i == 0) {
+			t.Fatalf("status %d: %v", i+1, s)
+		}
+	}
+	if byKey["under_review"] != nil || byKey["interview"]["label"] != "Interview" {
+		t.Fatalf("statuses %v", byKey)
+	}
+	again := apply(map[string]any{"template_key": "recruiting"})
+	if changes(again) != "0 0 []" || !reflect.DeepEqual(again["statuses"], first["statuses"]) {
+		t.Fatalf("applied again: %s, statuses %v", changes(again), again["statuses"])
+	}
+	listed := c.ok(t, "GET", "/v1/bot/crm/contacts/statuses", nil)
+	setup := c.ok(t, "GET", "/v1/bot/crm/setup", nil)["setup"].(map[string]any)
+	if listed["total"] != float64(11) || !reflect.DeepEqual(listed["statuses"], first["statuses"]) || !reflect.DeepEqual(setup["statuses"], first["statuses"]) {
+		t.Fatalf("listed %v, setup %v", listed, setup["statuses"])
+	}
+
+	// Real estate's offer differs from recruiting's: kept, then replaced.
+	estate := apply(map[string]any{"template_key": "real_estate"})
+	if changes(estate) != "3 0 [offer]" || keys(estate["statuses"]) != want+" viewing under_contract closed" {
+		t.Fatalf("real estate: %s, statuses %s", changes(estate), keys(estate["statuses"]))
+	}
+	replaced := apply(map[string]any{"template_key": "real_estate", "replace": true})
+	offer := replaced["statuses"].([]any)[8].(map[string]any)
+	if changes(replaced) != "0 1 []" || offer["key"] != "offer" || offer["label"] != "Offer made" || offer["colour"] != "#F97316" || offer["uuid"] != byKey["offer"]["uuid"] {
+		t.Fatalf("replaced: %s, offer %v", changes(replaced), offer)
+	}
+	if again := apply(map[string]any{"template_key": "real_estate", "replace": true}); changes(again) != "0 0 []" {
+		t.Fatalf("replaced again: %s", changes(again))
+	}
+
+	// Contacts take the template's statuses as the client sends them.
+	contact := c.ok(t, "POST", "/v1/bot/crm/contacts", map[string]any{"name": "Ada", "status_key": "interview"})["contact"].(map[string]any)
+	if contact["status"] != "interview" || contact["status_label"] != "Interview" {
+		t.Fatalf("a new candidate %v", contact)
+	}
+	id := contact["uuid"].(string)
+	for _, tt := range []struct {
+		name        string
+		body        map[string]any
+		want, label string
+	}{
+		{"ByID", map[string]any{"status_id": byKey["hired"]["uuid"]}, "hired", "Hired"},
+		{"ByLabel", map[string]any{"status": "under contract"}, "under_contract", "Under contract"},
+		{"ByKey", map[string]any{"status": "screening"}, "screening", "Screening"},
+		{"ReplacedLabel", map[string]any{"status_key": "offer"}, "offer", "Offer made"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := c.ok(t, "PUT", "/v1/bot/crm/contacts/"+id, tt.body)["contact"].(map[string]any)
+			if got["status"] != tt.want || got["status_label"] != tt.label {
+				t.Fatalf("contact %v, want %s", got, tt.want)
+			}
+		})
+	}
+	if plain := c.ok(t, "POST", "/v1/bot/crm/contacts", map[string]any{"name": "Bo"})["contact"].(map[string]any); plain["status"] != "lead" {
+		t.Fatalf("a contact without a status %v", plain)
+	}
+
+	// Another account: its project has the defaults, and this project's statuses are nothing to it.
+	other := b.newTenantBot(t, "Other")
+	otherDo := func(method, path string, body map[string]any) *apitest.Response {
+		if body == nil {
+			return b.client.Do(apitest.Request{Method: method, Path: path + "?project_id=" + other.project + "&bot_id=" + other.bot, Key: other.key})
+		}
+		body["project_id"], body["bot_id"] = other.project, other.bot
+		return b.client.Do(apitest.Request{Method: method, Path: path, Key: other.key, Body: body})
+	}
+	res := otherDo("GET", "/v1/bot/crm/contacts/statuses", nil)
+	expect(t, res, http.StatusOK, "")
+	if got := keys(res.JSON(t)["statuses"]); got != defaults {
+		t.Fatalf("another project's statuses: %s", got)
+	}
+	expect(t, b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/crm/contacts/statuses" + c.q(), Key: other.key}), http.StatusNotFound, "")
+
+	for _, tt := range []struct {
+		name        string
+		do          func(body map[string]any) *apitest.Response
+		body        map[string]any
+		field, says string
+	}{
+		{"UnknownStatus", func(body map[string]any) *apitest.Response { return c.do("PUT", "/v1/bot/crm/contacts/"+id, body) },
+			map[string]any{"status": "sold"}, "status", "must be one of the project's contact statuses: " + strings.ReplaceAll(want+" viewing under_contract closed", " ", ", ")},
+		{"UnknownStatusOnCreate", func(body map[string]any) *apitest.Response { return c.do("POST", "/v1/bot/crm/contacts", body) },
+			map[string]any{"name": "Cy", "status_key": "sold"}, "status_key", "must be one of the project's contact statuses"},
+		{"OtherAccountKey", func(body map[string]any) *apitest.Response { return otherDo("POST", "/v1/bot/crm/contacts", body) },
+			map[string]any{"name": "Di", "status_key": "interview"}, "status_key", "must be one of the project's contact statuses: lead, contacted, qualified, customer, churned"},
+		{"OtherAccountID", func(body map[string]any) *apitest.Response { return otherDo("POST", "/v1/bot/crm/contacts", body) },
+			map[string]any{"name": "Di", "status_id": byKey["hired"]["uuid"]}, "status_id", "must be the uuid of one of the project's contact statuses"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := tt.do(tt.body)
+			expect(t, res, http.StatusUnprocessableEntity, "invalid_field")
+			expectField(t, res, tt.field)
+			if !strings.Contains(string(res.Body), tt.says) {
+				t.Fatalf("error %s, want %q", res.Body, tt.says)
+			}
 		})
 	}
 }

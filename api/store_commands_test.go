@@ -81,6 +81,9 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 	expect(t, session, http.StatusOK, "")
 	pageToken := session.JSON(t)["token"].(string)
 	deal := b.deal(t, "POST", "/v1/bot/crm/deals", map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "title": "Pilot", "value": 100})
+	contact := b.client.Do(apitest.Request{Method: "POST", Path: "/v1/bot/crm/contacts", Key: b.key, Body: map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "name": "Ada"}})
+	expect(t, contact, http.StatusOK, "")
+	contactID := contact.JSON(t)["contact"].(map[string]any)["uuid"].(string)
 
 	for _, c := range []struct {
 		name          string
@@ -107,6 +110,11 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		}, 3},
 		{"a deal update", "PUT", "/v1/bot/crm/deals/:deal_id", func(i int) {
 			b.deal(t, "PUT", "/v1/bot/crm/deals/"+deal.UUID, map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "value": 200 + i})
+		}, 2},
+		// The project's contact statuses, read to check the one named, are cached.
+		{"a contact's status update", "PUT", "/v1/bot/crm/contacts/:contact_id", func(i int) {
+			expect(t, b.client.Do(apitest.Request{Method: "PUT", Path: "/v1/bot/crm/contacts/" + contactID, Key: b.key,
+				Body: map[string]any{"project_id": b.project.ID, "bot_id": a.botID, "status_key": []string{"qualified", "customer", "churned"}[i]}}), http.StatusOK, "")
 		}, 2},
 	} {
 		got := math.MaxInt

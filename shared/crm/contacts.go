@@ -118,15 +118,25 @@ func (s *Service) detach(ctx context.Context, d Deal, c Contact) error {
 }
 
 // applyExtras sets the status and the custom fields' values in carries on c (a new contact when
-// creating), reporting a change.
+// creating: without a status it gets the project's default one), reporting a change. The
+// project's statuses are read only when a status is named or a contact made.
 func (s *Service) applyExtras(ctx context.Context, c *Contact, in *ContactInput, creating bool, prefix string) (bool, error) {
-	st, found, err := statusOf(c.ProjectID, in, prefix)
-	if err != nil {
-		return false, err
-	}
 	changed := false
-	if found && (st.Key != c.Status || st.Label != c.StatusLabel) {
-		c.Status, c.StatusLabel, changed = st.Key, st.Label, true
+	if _, ref := statusRef(in); ref != "" || creating {
+		all, err := s.ContactStatuses(ctx, c.ProjectID)
+		if err != nil {
+			return false, err
+		}
+		st, found, err := statusOf(all, in, prefix)
+		if err != nil {
+			return false, err
+		}
+		if !found && creating {
+			st, found = defaultStatus(all), true
+		}
+		if found && (st.Key != c.Status || st.Label != c.StatusLabel) {
+			c.Status, c.StatusLabel, changed = st.Key, st.Label, true
+		}
 	}
 	fields, err := s.withFields(ctx, c.ProjectID, EntityContact, c.Fields, in.Fields, creating, prefix)
 	if err != nil {

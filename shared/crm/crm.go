@@ -209,6 +209,12 @@ type Repo interface {
 	// EachFields calls fn with the fields of each of the project's contacts (entity contact) or
 	// live deals (entity deal), read from a cursor.
 	EachFields(ctx context.Context, projectID, entity string, fn func(freeform.Object) error) error
+	// ContactStatuses returns the project's contact statuses: the defaults, at revision 0, when
+	// they were never written.
+	ContactStatuses(ctx context.Context, projectID string) (StatusSet, error)
+	// WriteContactStatuses stores set over the project's statuses of revision set.Rev-1
+	// (Conflict otherwise).
+	WriteContactStatuses(ctx context.Context, set StatusSet) error
 	// EachContact calls fn with each of the project's contacts in id order, read from a cursor
 	// into one Contact that fn must not keep.
 	EachContact(ctx context.Context, projectID string, fn func(*Contact) error) error

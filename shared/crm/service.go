@@ -155,8 +155,7 @@ func (s *Service) contactFor(ctx context.Context, projectID, botID string, cur C
 	now := s.now().Format(time.RFC3339Nano)
 	email := trimmed(in.Email)
 	fresh := func(id string) (Contact, error) {
-		lead := ContactStatuses(projectID)[0]
-		c := Contact{UUID: id, ProjectID: projectID, Email: email, Status: lead.Key, StatusLabel: lead.Label, CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
+		c := Contact{UUID: id, ProjectID: projectID, Email: email, CreatedAt: now, UpdatedAt: now, Fields: map[string]any{}}
 		applyContact(&c, in)
 		_, err := s.applyExtras(ctx, &c, in, true, prefix)
 		return c, err

@@ -40,7 +40,11 @@ func (s *Service) Setup(ctx context.Context, projectID, botID string) (Setup, er
 	if err != nil {
 		return Setup{}, err
 	}
-	out := Setup{Pipelines: pipelines, Fields: fields, Statuses: ContactStatuses(projectID), TemplatesApplied: []string{}}
+	statuses, err := s.ContactStatuses(ctx, projectID)
+	if err != nil {
+		return Setup{}, err
+	}
+	out := Setup{Pipelines: pipelines, Fields: fields, Statuses: statuses, TemplatesApplied: []string{}}
 	if out.Fields == nil {
 		out.Fields = []Field{}
 	}

@@ -14,14 +14,23 @@ import (
 )
 
 // Template is a ready-made CRM for a kind of business: a pipeline with its stages (the open
-// ones in order, then the stage of won deals and the stage of lost ones) and custom fields.
+// ones in order, then the stage of won deals and the stage of lost ones), custom fields and
+// contact statuses.
 type Template struct {
-	Key         string          `json:"key"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Pipeline    string          `json:"pipeline"`
-	Stages      []TemplateStage `json:"stages"`
-	Fields      []TemplateField `json:"fields"`
+	Key         string           `json:"key"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Pipeline    string           `json:"pipeline"`
+	Stages      []TemplateStage  `json:"stages"`
+	Fields      []TemplateField  `json:"fields"`
+	Statuses    []TemplateStatus `json:"statuses"`
+}
+
+// TemplateStatus is a contact status a template makes.
+type TemplateStatus struct {
+	Key    string `json:"key"`
+	Label  string `json:"label"`
+	Colour string `json:"colour"`
 }
 
 // TemplateStage is a stage a template makes.
@@ -66,6 +75,13 @@ var Templates = []Template{
 			field(EntityContact, "Job title", FieldText),
 			field(EntityDeal, "Expected close date", FieldDate),
 			field(EntityDeal, "Decision maker", FieldText),
+		},
+		Statuses: []TemplateStatus{
+			{Key: "lead", Label: "Lead", Colour: "#3B82F6"},
+			{Key: "qualified", Label: "Qualified", Colour: "#8B5CF6"},
+			{Key: "opportunity", Label: "Opportunity", Colour: "#EC4899"},
+			{Key: "customer", Label: "Customer", Colour: "#10B981"},
+			{Key: "churned", Label: "Churned", Colour: "#6B7280"},
 		}},
 	{Key: "support", Name: "Customer support", Description: "Support requests from new to resolved, with their priority and product.",
 		Pipeline: "Support requests", Stages: stages("Resolved", "Closed unresolved", "New", "Triaged", "In progress", "Waiting on customer"),
@@ -74,6 +90,12 @@ var Templates = []Template{
 			field(EntityDeal, "Product", FieldText),
 			field(EntityDeal, "Channel", FieldSelect, "Chat", "Email", "Phone", "Other"),
 			field(EntityContact, "Plan", FieldSelect, "Free", "Pro", "Enterprise"),
+		},
+		Statuses: []TemplateStatus{
+			{Key: "new", Label: "New", Colour: "#3B82F6"},
+			{Key: "open", Label: "Open", Colour: "#F59E0B"},
+			{Key: "waiting", Label: "Waiting on customer", Colour: "#A855F7"},
+			{Key: "resolved", Label: "Resolved", Colour: "#10B981"},
 		}},
 	{Key: "recruiting", Name: "Recruiting", Description: "Candidates from application to hire, with the role and where they came from.",
 		Pipeline: "Hiring", Stages: stages("Hired", "Rejected", "Applied", "Screening", "Interview", "Offer"),
@@ -82,6 +104,14 @@ var Templates = []Template{
 			field(EntityContact, "Resume URL", FieldURL),
 			field(EntityContact, "Years of experience", FieldNumber),
 			field(EntityContact, "Candidate source", FieldSelect, "Referral", "Job board", "LinkedIn", "Agency", "Other"),
+		},
+		Statuses: []TemplateStatus{
+			{Key: "applied", Label: "Applied", Colour: "#3B82F6"},
+			{Key: "screening", Label: "Screening", Colour: "#06B6D4"},
+			{Key: "interview", Label: "Interview", Colour: "#F59E0B"},
+			{Key: "offer", Label: "Offer", Colour: "#8B5CF6"},
+			{Key: "hired", Label: "Hired", Colour: "#10B981"},
+			{Key: "rejected", Label: "Rejected", Colour: "#EF4444"},
 		}},
 	{Key: "real_estate", Name: "Real estate", Description: "Buyers from first inquiry to a closed sale, with what they look for.",
 		Pipeline: "Property deals", Stages: stages("Closed", "Fell through", "New inquiry", "Viewing scheduled", "Offer made", "Under contract"),
@@ -91,6 +121,13 @@ var Templates = []Template{
 			field(EntityContact, "Budget", FieldNumber),
 			field(EntityContact, "Preferred area", FieldText),
 			field(EntityContact, "Mortgage pre-approved", FieldBoolean),
+		},
+		Statuses: []TemplateStatus{
+			{Key: "lead", Label: "Lead", Colour: "#3B82F6"},
+			{Key: "viewing", Label: "Viewing", Colour: "#06B6D4"},
+			{Key: "offer", Label: "Offer made", Colour: "#F97316"},
+			{Key: "under_contract", Label: "Under contract", Colour: "#F59E0B"},
+			{Key: "closed", Label: "Closed", Colour: "#10B981"},
 		}},
 }
 
@@ -100,7 +137,8 @@ var templateNamespace = uuid.MustParse("b7e3f2a1-4c5d-4e6f-8a9b-0c1d2e3f4a5b")
 // ApplyInput is a template's application: template_key names it; name is its pipeline's
 // (the template's when empty); create_new makes a pipeline of its own for that name even when
 // the template's is there; replace brings what the template made earlier back to it: the
-// pipeline's name, and fields of its keys whose type or options differ.
+// pipeline's name, fields of its keys whose type or options differ, and contact statuses of its
+// keys whose label or colour differ.
 type ApplyInput struct {
 	TemplateKey string       `json:"template_key"`
 	Name        *string      `json:"name"`
@@ -109,23 +147,26 @@ type ApplyInput struct {
 }
 
 // Applied is what a template's application did. Created and Updated count what changed; an
-// application that changed nothing has both at zero. KeptFields are fields of the template's
-// keys left as they were (they differ from the template's and replace was not asked).
+// application that changed nothing has both at zero. KeptFields and KeptStatuses are fields and
+// contact statuses of the template's keys left as they were (they differ from the template's and
+// replace was not asked). Statuses are all the project's contact statuses after it.
 type Applied struct {
-	Template   Template        `json:"template"`
-	Pipeline   Pipeline        `json:"pipeline"`
-	Fields     []Field         `json:"fields"`
-	Created    Counts          `json:"created"`
-	Updated    Counts          `json:"updated"`
-	KeptFields []string        `json:"kept_fields"`
-	Statuses   []ContactStatus `json:"statuses"`
+	Template     Template        `json:"template"`
+	Pipeline     Pipeline        `json:"pipeline"`
+	Fields       []Field         `json:"fields"`
+	Created      Counts          `json:"created"`
+	Updated      Counts          `json:"updated"`
+	KeptFields   []string        `json:"kept_fields"`
+	KeptStatuses []string        `json:"kept_statuses"`
+	Statuses     []ContactStatus `json:"statuses"`
 }
 
-// Counts counts pipelines, stages and fields.
+// Counts counts pipelines, stages, fields and contact statuses.
 type Counts struct {
 	Pipelines int `json:"pipelines"`
 	Stages    int `json:"stages"`
 	Fields    int `json:"fields"`
+	Statuses  int `json:"statuses"`
 }
 
 func templateOf(key string) (Template, error) {
@@ -143,9 +184,9 @@ func templateOf(key string) (Template, error) {
 	return Template{}, apperr.Invalidf("template_key", "must be one of %s", strings.Join(keys, ", "))
 }
 
-// ApplyTemplate makes the template's pipeline and fields in the project, idempotently: what
-// exists already (the pipeline by the id the template and name give it, fields by key) is not
-// made again, so an application repeated changes nothing.
+// ApplyTemplate makes the template's pipeline, fields and contact statuses in the project,
+// idempotently: what exists already (the pipeline by the id the template and name give it,
+// fields and statuses by key) is not made again, so an application repeated changes nothing.
 func (s *Service) ApplyTemplate(ctx context.Context, projectID, botID string, in ApplyInput) (Applied, error) {
 	tpl, err := templateOf(in.TemplateKey)
 	if err != nil {
@@ -167,14 +208,63 @@ func (s *Service) ApplyTemplate(ctx context.Context, projectID, botID string, in
 	if in.CreateNew.Value == 1 {
 		seed += "/new/" + strings.ToLower(name)
 	}
-	out := Applied{Template: tpl, KeptFields: []string{}, Statuses: ContactStatuses(projectID)}
+	out := Applied{Template: tpl, KeptFields: []string{}, KeptStatuses: []string{}}
 	pl, err := s.templatePipeline(ctx, projectID, botID, uuid.NewSHA1(templateNamespace, []byte(seed)).String(), name, tpl, replace, &out)
 	if err != nil {
 		return Applied{}, err
 	}
 	out.Pipeline = pl
-	out.Fields, err = s.templateFields(ctx, projectID, tpl, replace, &out)
+	if out.Fields, err = s.templateFields(ctx, projectID, tpl, replace, &out); err != nil {
+		return Applied{}, err
+	}
+	out.Statuses, err = s.templateStatuses(ctx, projectID, tpl, replace, &out)
 	return out, err
+}
+
+// statusWrites bounds the attempts of a template's statuses against writes of other
+// applications meanwhile.
+const statusWrites = 5
+
+// templateStatuses returns the project's contact statuses with tpl's added after them (those
+// of keys it has already kept, or with replace brought back to the template's label and
+// colour), written as the next revision of the project's statuses when they changed.
+func (s *Service) templateStatuses(ctx context.Context, projectID string, tpl Template, replace bool, out *Applied) ([]ContactStatus, error) {
+	for range statusWrites {
+		set, err := s.repo.ContactStatuses(ctx, projectID)
+		if err != nil {
+			return nil, err
+		}
+		next := slices.Clone(set.Statuses)
+		var created, updated int
+		kept := []string{}
+		for _, ts := range tpl.Statuses {
+			i := slices.IndexFunc(next, func(st ContactStatus) bool { return st.Key == ts.Key })
+			switch {
+			case i < 0:
+				next = append(next, ContactStatus{UUID: statusID(projectID, ts.Key), Key: ts.Key, Label: ts.Label, Colour: ts.Colour, Order: len(next) + 1})
+				created++
+			case next[i].Label == ts.Label && next[i].Colour == ts.Colour:
+			case replace:
+				next[i].Label, next[i].Colour = ts.Label, ts.Colour
+				updated++
+			default:
+				kept = append(kept, ts.Key)
+			}
+		}
+		out.KeptStatuses = kept
+		if created+updated == 0 {
+			return next, nil
+		}
+		err = s.repo.WriteContactStatuses(ctx, StatusSet{ProjectID: projectID, Statuses: next, Rev: set.Rev + 1})
+		switch {
+		case err == nil:
+			out.Created.Statuses, out.Updated.Statuses = created, updated
+			return next, nil
+		case apperr.As(err).Kind != apperr.Conflict:
+			return nil, err
+		}
+	}
+	return nil, apperr.New(apperr.Conflict, "statuses_changed", "The project's contact statuses kept changing while the template was applied: apply it again.")
 }
 
 // templatePipeline returns the pipeline id, made from tpl when it does not exist (its stages

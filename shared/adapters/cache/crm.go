@@ -9,25 +9,30 @@ import (
 	"github.com/agentplane/agentplane/shared/outbox"
 )
 
-// crmRepo caches each project's stages: every deal written reads them to place the deal.
+// crmRepo caches each project's stages, which every deal written reads to place the deal, and
+// contact statuses, which every contact made or given a status reads.
 type crmRepo struct {
 	crm.Repo
-	stages  *Cache[string, []crm.Stage]
-	notices *Notices
+	stages   *Cache[string, []crm.Stage]
+	statuses *Cache[string, crm.StatusSet]
+	notices  *Notices
 }
 
-// CRM returns repo with the projects' stages cached (size projects, kept at most ttl); a
-// pipeline or stage written drops its project's everywhere through notices. It is repo itself
-// when size is 0.
+// CRM returns repo with the projects' stages and contact statuses cached (size projects, kept at
+// most ttl); a pipeline, stage or statuses written drops its project's everywhere through
+// notices. It is repo itself when size is 0.
 func CRM(repo crm.Repo, notices *Notices, size int, ttl time.Duration) crm.Repo {
 	if size <= 0 {
 		return repo
 	}
-	r := &crmRepo{Repo: repo, stages: New[string, []crm.Stage](size, ttl), notices: notices}
+	r := &crmRepo{Repo: repo, stages: New[string, []crm.Stage](size, ttl), statuses: New[string, crm.StatusSet](size, ttl), notices: notices}
 	notices.onChange("stages", func(project string) {
 		r.stages.Drop(func(s []crm.Stage) bool { return len(s) > 0 && s[0].ProjectID == project })
 	})
-	notices.onReconnect(r.stages.Purge)
+	notices.onChange("contact-statuses", func(project string) {
+		r.statuses.Drop(func(s crm.StatusSet) bool { return s.ProjectID == project })
+	})
+	notices.onReconnect(r.stages.Purge, r.statuses.Purge)
 	return r
 }
 
@@ -73,4 +78,21 @@ func (r *crmRepo) ReplaceStage(ctx context.Context, s crm.Stage, ev outbox.Event
 func (r *crmRepo) DeleteStage(ctx context.Context, projectID, id string, ev outbox.Event) (outbox.Ref, error) {
 	ref, err := r.Repo.DeleteStage(ctx, projectID, id, ev)
 	return ref, r.changed(projectID, err)
+}
+
+// ContactStatuses returns the cached statuses, a copy (callers change what they are given).
+func (r *crmRepo) ContactStatuses(ctx context.Context, projectID string) (crm.StatusSet, error) {
+	set, err := r.statuses.Load(ctx, projectID, func(ctx context.Context) (crm.StatusSet, error) {
+		return r.Repo.ContactStatuses(ctx, projectID)
+	})
+	set.Statuses = slices.Clone(set.Statuses)
+	return set, err
+}
+
+// WriteContactStatuses tells every process the project's statuses changed, whether or not the
+// write landed.
+func (r *crmRepo) WriteContactStatuses(ctx context.Context, set crm.StatusSet) error {
+	err := r.Repo.WriteContactStatuses(ctx, set)
+	r.notices.Changed("contact-statuses", set.ProjectID)
+	return err
 }

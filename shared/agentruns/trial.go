@@ -12,17 +12,11 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 )
 
-// Trial is an agent run's answer made by Try, stored nowhere.
+// Trial is an agent run's answer made by Try, stored nowhere: what a standard answer's trial
+// holds (Cost is that of the run's model calls) and the tools the model called, in order.
 type Trial struct {
-	Content string
-	Model   string
-	Usage   llm.Usage
-	// Cost is the estimated cost of the run's model calls, in US dollars.
-	Cost    float64
-	Sources []memory.Ref
-	// Calls are the tools the model called, in order.
+	chats.Trial
 	Calls []TrialCall
-	Took  time.Duration
 }
 
 // TrialCall is a tool call of a trial: the tool's name, the arguments as the model wrote them
@@ -96,8 +90,8 @@ func (tb *Toolbox) Try(ctx context.Context, cs *chats.Service, projectID string,
 	}
 	model = cmp.Or(model, chats.ModelName(in, bot))
 	u := h.e.Usage.provider()
-	return Trial{Content: text, Model: model, Usage: u, Cost: chats.Cost(model, u), Sources: chats.Citations(text, passages(h.e.Cycles)),
-		Calls: calls, Took: time.Since(started)}, nil
+	return Trial{Trial: chats.Trial{Content: text, Model: model, Usage: u, Cost: chats.Cost(model, u),
+		Sources: chats.Citations(text, passages(h.e.Cycles)), Took: time.Since(started)}, Calls: calls}, nil
 }
 
 // try carries out the cycle's tool when a trial may (a built-in tool that reads; a tool the run

@@ -9,7 +9,6 @@ import (
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/evals"
 	"github.com/agentplane/agentplane/shared/llm"
-	"github.com/agentplane/agentplane/shared/memory"
 )
 
 // evalConcurrency is how many cases of one eval run a worker answers at once.
@@ -54,8 +53,7 @@ func (a evalAgent) Answer(ctx context.Context, c evals.Case) (evals.Answer, erro
 	if err != nil {
 		return evals.Answer{}, err
 	}
-	return evals.Answer{Text: tr.Content, Sources: sourcesOf(tr.Sources), ToolCalls: []evals.ToolCall{}, Latency: tr.Took,
-		Tokens: tr.Usage.TotalTokens, Cost: tr.Cost}, nil
+	return answerOf(tr, []evals.ToolCall{}), nil
 }
 
 // run answers the question as an agent run of the version, with the tool calls it made (their
@@ -72,17 +70,16 @@ func (a evalAgent) run(ctx context.Context, earlier []chats.Said, question strin
 			calls[i].Arguments = nil
 		}
 	}
-	return evals.Answer{Text: tr.Content, Sources: sourcesOf(tr.Sources), ToolCalls: calls, Latency: tr.Took,
-		Tokens: tr.Usage.TotalTokens, Cost: tr.Cost}, nil
+	return answerOf(tr.Trial, calls), nil
 }
 
-// sourcesOf are the sources an answer cites.
-func sourcesOf(refs []memory.Ref) []evals.Source {
-	out := make([]evals.Source, len(refs))
-	for i, ref := range refs {
-		out[i] = evals.Source{ID: ref.SourceID, Title: ref.Title}
+// answerOf is the answer of trial tr, with the tool calls it made.
+func answerOf(tr chats.Trial, calls []evals.ToolCall) evals.Answer {
+	sources := make([]evals.Source, len(tr.Sources))
+	for i, ref := range tr.Sources {
+		sources[i] = evals.Source{ID: ref.SourceID, Title: ref.Title}
 	}
-	return out
+	return evals.Answer{Text: tr.Content, Sources: sources, ToolCalls: calls, Latency: tr.Took, Tokens: tr.Usage.TotalTokens, Cost: tr.Cost}
 }
 
 func (a evalAgent) Complete(ctx context.Context, r llm.Request) (llm.Reply, error) {

@@ -275,7 +275,8 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 		{method: "GET", path: "/v1/bot/version/diff", scope: botScope, in: inQuery,
 			query: q(func(matrixFixture) []string { return []string{"from", "1", "to", "2"} })},
 		{method: "POST", path: "/v1/bot/version/publish", scope: botScope, in: inBody},
-		{method: "POST", path: "/v1/bot/version/rollback", scope: botScope, in: inBody, last: 1,
+		// After the tool's deletion: a rollback to version 1 deletes the tools made since.
+		{method: "POST", path: "/v1/bot/version/rollback", scope: botScope, in: inBody, last: 3,
 			body: func(matrixFixture) map[string]any { return map[string]any{"version": 1} }},
 		{method: "POST", path: "/v1/bot/eval/dataset/create", scope: botScope, in: inBody,
 			body: func(matrixFixture) map[string]any {

@@ -195,6 +195,8 @@ func (s *server) routes(r *gin.Engine) {
 	v1.DELETE("/bot/workspace/file", handle(s.deleteWorkspaceFile))
 	v1.PUT("/bot/workspace/file/rename", handle(s.renameWorkspaceFile))
 	v1.POST("/bot/workspace/file/restore", handle(s.restoreWorkspaceFile))
+	v1.POST("/bot/workspace/file/undelete", handle(s.undeleteWorkspaceFile))
+	v1.GET("/bot/workspace/trash", handle(s.listWorkspaceTrash))
 	v1.GET("/bot/workspace/download", s.downloadWorkspace)
 	v1.GET("/bot/workspace/suggest-subdomain", handle(s.suggestSubdomain))
 	v1.PUT("/bot/workspace/publish", handle(s.publishWorkspace))

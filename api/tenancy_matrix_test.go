@@ -49,8 +49,9 @@ type matrixFixture struct {
 	memory, memoryUser string
 	// operator is an operator of the project, and operatorToken its token.
 	operator, operatorToken string
-	// workspace is a workspace of the agent; file is one of its files, at filePath, changed once.
-	workspace, file, filePath string
+	// workspace is a workspace of the agent; file is one of its files, at filePath, changed once;
+	// trashed a file of it deleted (in its trash).
+	workspace, file, filePath, trashed string
 	// dataset is an eval dataset of the agent; evalRun a finished run of it.
 	dataset, evalRun string
 	// a2aKey is an A2A key of the agent.
@@ -71,7 +72,7 @@ func missingFixture(key string) matrixFixture {
 		workflow: "no-such-workflow", run: "no-such-run", execution: "no-such-execution", pausedChat: "no-such-paused-chat", tool: "no-such-tool", server: "no-such-server",
 		heartbeat: "no-such-heartbeat", channel: "no-such-channel", email: "no-such-email", field: "no-such-field", task: "no-such-task",
 		memory: "no-such-memory", memoryUser: "no-such-user", operator: "no-such-operator",
-		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", dataset: "no-such-dataset", evalRun: "no-such-eval-run",
+		workspace: "no-such-workspace", file: "no-such-file", filePath: "no-such-file.html", trashed: "no-such-deleted-file", dataset: "no-such-dataset", evalRun: "no-such-eval-run",
 		a2aKey: "no-such-a2a-key"}
 }
 
@@ -654,6 +655,12 @@ func tenancyMatrix(hookURL, mcpURL, telegramURL string) []matrixRow {
 			}},
 		{method: "DELETE", path: "/v1/bot/workspace/file", scope: botScope, in: inQuery, resource: true, last: 2,
 			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace, "file_uuid", f.file} })},
+		{method: "GET", path: "/v1/bot/workspace/trash", scope: botScope, in: inQuery, resource: true,
+			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
+		{method: "POST", path: "/v1/bot/workspace/file/undelete", scope: botScope, in: inBody, resource: true, last: 1,
+			body: func(f matrixFixture) map[string]any {
+				return map[string]any{"workspace_uuid": f.workspace, "file_uuid": f.trashed}
+			}},
 		{method: "GET", path: "/v1/bot/workspace/suggest-subdomain", scope: botScope, in: inQuery, resource: true,
 			query: q(func(f matrixFixture) []string { return []string{"workspace_uuid", f.workspace} })},
 		{method: "PUT", path: "/v1/bot/workspace/publish", scope: botScope, in: inBody, resource: true, last: 1,
@@ -826,7 +833,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		}
 		waitABit()
 	}
-	f.workspace, f.file, f.filePath = m.workspace(t, f, tag)
+	f.workspace, f.file, f.filePath, f.trashed = m.workspace(t, f, tag)
 	f.dataset = m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/eval/dataset/create", Key: key, Body: scoped(map[string]any{
 		"name": "Dataset " + tag, "cases": []any{map[string]any{"input": "Question of " + tag, "expected_answer": "Answer of " + tag}}})})["dataset"].(map[string]any)["uuid"].(string)
 	f.evalRun = m.evalRun(t, f)
@@ -842,7 +849,7 @@ func (m matrixEnv) tenant(t *testing.T, key, project, tag string) *matrixTenant 
 		tn.markers = append(tn.markers, k.ID)
 	}
 	tn.markers = append(tn.markers, f.memory, f.memoryUser, f.operator, f.operatorToken, f.email, f.field, f.task)
-	tn.markers = append(tn.markers, f.workspace, f.file, f.dataset, f.evalRun)
+	tn.markers = append(tn.markers, f.workspace, f.file, f.trashed, f.dataset, f.evalRun)
 	return tn
 }
 
@@ -865,7 +872,7 @@ func (m matrixEnv) evalRun(t *testing.T, f matrixFixture) string {
 
 // workspace creates a workspace of f's agent with a file changed once, and returns their uuids
 // and the file's path.
-func (m matrixEnv) workspace(t *testing.T, f matrixFixture, tag string) (string, string, string) {
+func (m matrixEnv) workspace(t *testing.T, f matrixFixture, tag string) (string, string, string, string) {
 	t.Helper()
 	scoped := func(body map[string]any) map[string]any {
 		body["project_id"], body["bot_id"] = f.project, f.bot
@@ -878,7 +885,10 @@ func (m matrixEnv) workspace(t *testing.T, f matrixFixture, tag string) (string,
 		"workspace_uuid": ws, "file_path": p, "content": "<h1>" + tag + "</h1>"})})["file"].(map[string]any)["uuid"].(string)
 	m.do(t, apitest.Request{Method: "PUT", Path: "/v1/bot/workspace/file", Key: f.key, Body: scoped(map[string]any{
 		"workspace_uuid": ws, "file_uuid": file, "content": "<h1>" + tag + " again</h1>"})})
-	return ws, file, p
+	trashed := m.do(t, apitest.Request{Method: "POST", Path: "/v1/bot/workspace/file", Key: f.key, Body: scoped(map[string]any{
+		"workspace_uuid": ws, "file_path": "matrix-deleted.html", "content": "<p>" + tag + " deleted</p>"})})["file"].(map[string]any)["uuid"].(string)
+	m.do(t, apitest.Request{Method: "DELETE", Path: "/v1/bot/workspace/file?" + qs("project_id", f.project, "bot_id", f.bot, "workspace_uuid", ws, "file_uuid", trashed), Key: f.key})
+	return ws, file, p, trashed
 }
 
 // mailed delivers a message to f's agent, whose inbox files it (reply_mode off), and returns

@@ -141,7 +141,7 @@ func TestWorkspaceEditMode(t *testing.T) {
 }
 
 // A run's writes, renames and deletes in a workspace wait for approval unless the agent
-// auto-approves tools; reads do not.
+// auto-approves tools; reads do not. A run's delete is undone through the API.
 func TestWorkspaceEditApproval(t *testing.T) {
 	t.Parallel()
 	b, a, fake := agentSetup(t, nil)
@@ -166,5 +166,17 @@ func TestWorkspaceEditApproval(t *testing.T) {
 	}
 	if got := w.paths(); len(got) != 0 {
 		t.Fatalf("files after the approved delete: %v", got)
+	}
+	cs := cycles(t, done)
+	if obs, _ := cs[len(cs)-1]["observation"].(string); !strings.Contains(obs, "restore") {
+		t.Fatalf("the delete's observation does not say it can be restored: %v", cs[len(cs)-1])
+	}
+	_, trashed := w.trash(nil)
+	if len(trashed) != 1 || trashed[0]["file_path"] != "index.html" || trashed[0]["deleted_by"] != "agent" || trashed[0]["deleted_run_id"] != paused["executionId"] {
+		t.Fatalf("trash after the approved delete %v", trashed)
+	}
+	w.ok("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": trashed[0]["uuid"]})
+	if f := w.fileAt("index.html"); f == nil || f["content"] != "<h1>Old</h1>" {
+		t.Fatalf("undeleted %v", f)
 	}
 }

@@ -143,7 +143,35 @@ func (s *server) deleteWorkspaceFile(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gin.H{}, s.workspaces.DeleteFile(c, w, id)
+	return gin.H{}, s.workspaces.DeleteFile(c, w, id, workspaces.ByAPI)
+}
+
+// listWorkspaceTrash is a page of the workspace's deleted files, the last deleted first.
+func (s *server) listWorkspaceTrash(c *gin.Context) (any, error) {
+	_, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	page, err := pageQuery(c)
+	if err != nil {
+		return nil, err
+	}
+	files, total, err := s.workspaces.Trash(c, w, page)
+	return gin.H{"workspace": w, "total": total, "files": files, "pagination": page.Of(total)}, err
+}
+
+// undeleteWorkspaceFile brings a deleted file back from the workspace's trash.
+func (s *server) undeleteWorkspaceFile(c *gin.Context) (any, error) {
+	req, w, err := s.workspaceOf(c)
+	if err != nil {
+		return nil, err
+	}
+	id, err := idOf(c, req.FileUUID, "file_uuid")
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.workspaces.Undelete(c, w, id)
+	return gin.H{"file": f}, err
 }
 
 func (s *server) renameWorkspaceFile(c *gin.Context) (any, error) {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/api/apitest"
 )
@@ -269,6 +272,11 @@ func TestWorkspaceLimits(t *testing.T) {
 		t.Fatalf("workspace %v", ws)
 	}
 	w.create("big19.txt", half)
+	// A deleted file's room taken by another, it no longer fits: undeleting it is refused.
+	big01 := w.fileAt("big01.txt")["uuid"]
+	w.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": big01})
+	w.create("big20.txt", half)
+	expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": big01}), http.StatusRequestEntityTooLarge, "workspace_full")
 
 	// 200 files.
 	w2 := &wsClient{t: t, b: b, bot: w.bot}
@@ -279,5 +287,99 @@ func TestWorkspaceLimits(t *testing.T) {
 	expect(t, w2.do("POST", "/v1/bot/workspace/file", map[string]any{"file_path": "n/200.txt", "content": "x"}), http.StatusConflict, "workspace_file_limit")
 	if n := len(w2.paths()); n != 200 {
 		t.Fatalf("%d files", n)
+	}
+}
+
+// trash is a page of the workspace's deleted files.
+func (w *wsClient) trash(args map[string]any) (int, []map[string]any) {
+	w.t.Helper()
+	res := w.ok("GET", "/v1/bot/workspace/trash", args)
+	var files []map[string]any
+	for _, f := range res["files"].([]any) {
+		files = append(files, f.(map[string]any))
+	}
+	return int(res["total"].(float64)), files
+}
+
+// A deleted file goes to the workspace's trash with its versions, its path free at once, out of
+// the listing, the zip and the quota; undeleting it brings it back as it was, unless its path
+// was taken in between; another workspace's deleted files are not its own.
+func TestWorkspaceTrash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newWorkspace(t, b, "Trash")
+	id := w.create("index.html", "<h1>One</h1>")["uuid"].(string)
+	w.ok("PUT", "/v1/bot/workspace/file", map[string]any{"file_uuid": id, "content": "<h1>Two</h1>"})
+	w.create("style.css", "h1{}")
+
+	w.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": id})
+	if got := strings.Join(w.paths(), ","); got != "style.css" {
+		t.Fatalf("files after the delete %s", got)
+	}
+	if files := w.unzip(); len(files) != 1 {
+		t.Fatalf("zip after the delete %v", files)
+	}
+	if ws := w.ok("GET", "/v1/bot/workspace/files", nil)["workspace"].(map[string]any); ws["file_count"] != float64(1) || ws["total_bytes"] != float64(4) {
+		t.Fatalf("quota after the delete %v", ws)
+	}
+	total, trashed := w.trash(nil)
+	if total != 1 || len(trashed) != 1 || trashed[0]["uuid"] != id || trashed[0]["file_path"] != "index.html" || trashed[0]["version"] != float64(2) ||
+		trashed[0]["deleted_by"] != "api" || trashed[0]["deleted_at"] == nil || trashed[0]["content"] != nil {
+		t.Fatalf("trash %d %v", total, trashed)
+	}
+
+	// Another workspace's trash is not this one's: neither listed nor undeleted through it.
+	other := newWorkspace(t, b, "Other")
+	theirs := other.create("index.html", "<p>Theirs</p>")["uuid"].(string)
+	other.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": theirs})
+	expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": theirs}), http.StatusNotFound, "workspace_deleted_file_not_found")
+	if total, _ := other.trash(nil); total != 1 {
+		t.Fatalf("the other workspace's trash holds %d files", total)
+	}
+
+	// The path is free at once; while a file has it, the deleted one cannot come back.
+	taken := w.create("index.html", "<p>New</p>")["uuid"].(string)
+	expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": id}), http.StatusConflict, "workspace_file_exists")
+	w.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": taken})
+	if total, page := w.trash(map[string]any{"per_page": 1, "page": 1}); total != 2 || len(page) != 1 || page[0]["uuid"] != taken {
+		t.Fatalf("trash's first page %d %v", total, page)
+	}
+
+	back := w.ok("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": id})["file"].(map[string]any)
+	versions, _ := back["versions"].([]any)
+	if back["uuid"] != id || back["file_path"] != "index.html" || back["content"] != "<h1>Two</h1>" || back["version"] != float64(2) || len(versions) != 1 {
+		t.Fatalf("undeleted %v", back)
+	}
+	if v1 := w.ok("GET", "/v1/bot/workspace/file", map[string]any{"file_uuid": id, "version": 1})["file"].(map[string]any); v1["content"] != "<h1>One</h1>" {
+		t.Fatalf("version 1 after the undelete reads %v", v1["content"])
+	}
+	if files := w.unzip(); files["index.html"] != "<h1>Two</h1>" || len(files) != 2 {
+		t.Fatalf("zip after the undelete %v", files)
+	}
+	if ws := w.ok("GET", "/v1/bot/workspace/files", nil)["workspace"].(map[string]any); ws["file_count"] != float64(2) || ws["total_bytes"] != float64(4+12) {
+		t.Fatalf("quota after the undelete %v", ws)
+	}
+	if total, left := w.trash(nil); total != 1 || left[0]["uuid"] != taken {
+		t.Fatalf("trash after the undelete %d %v", total, left)
+	}
+	expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": id}), http.StatusNotFound, "workspace_deleted_file_not_found")
+	expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", nil), http.StatusUnprocessableEntity, "invalid_field")
+
+}
+
+// Deleting a workspace drops its trash.
+func TestWorkspaceDeleteDropsTrash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newWorkspace(t, b, "Dropped")
+	id := w.create("index.html", "<p>Gone</p>")["uuid"].(string)
+	w.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": id})
+	if total, _ := w.trash(nil); total != 1 {
+		t.Fatalf("trash holds %d files", total)
+	}
+	w.ok("DELETE", "/v1/bot/workspace/delete", nil)
+	n, err := b.db.Collection("workspace_trash").CountDocuments(context.Background(), bson.D{{Key: "uuid", Value: id}})
+	if err != nil || n != 0 {
+		t.Fatalf("the deleted workspace's trash keeps %d files (%v)", n, err)
 	}
 }

@@ -33,7 +33,7 @@ func (s Services) fileTools() []Tool {
 		{Name: "rename_file", Description: "Moves a file of the workspace you are editing to another path.", Changes: true,
 			Parameters: object(map[string]any{"old_path": path("The file's path now."), "new_path": path("Its new path.")}, "old_path", "new_path"),
 			run:        s.renameFile},
-		{Name: "delete_file", Description: "Deletes a file of the workspace you are editing.", Changes: true,
+		{Name: "delete_file", Description: "Deletes a file of the workspace you are editing (it is kept in the workspace's trash, from which the team can restore it).", Changes: true,
 			Parameters: object(map[string]any{"file_path": path("The file's path in the workspace.")}, "file_path"),
 			run:        s.deleteFile},
 	}
@@ -147,8 +147,8 @@ func (s Services) deleteFile(ctx context.Context, sc Scope, raw json.RawMessage,
 	if err != nil {
 		return Result{}, err
 	}
-	if err := s.Workspaces.DeleteFile(ctx, w, f.ID); err != nil {
+	if err := s.Workspaces.DeleteFile(ctx, w, f.ID, workspaces.ByRun(sc.ExecutionID)); err != nil {
 		return Result{}, err
 	}
-	return observe(map[string]any{"deleted": f.Path}), nil
+	return observe(map[string]any{"deleted": f.Path, "restorable": "The file is in the workspace's trash: the team can restore it with its versions (POST /v1/bot/workspace/file/undelete)."}), nil
 }

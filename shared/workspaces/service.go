@@ -226,17 +226,67 @@ func (s *Service) Restore(ctx context.Context, w Workspace, idOrUUID string, ver
 	})
 }
 
-// DeleteFile removes the file idOrUUID.
-func (s *Service) DeleteFile(ctx context.Context, w Workspace, idOrUUID string) error {
+// DeleteFile moves the file idOrUUID, its versions included, to the workspace's trash, deleted
+// by by: its path is free at once and its bytes leave the quota, and Undelete brings it back.
+func (s *Service) DeleteFile(ctx context.Context, w Workspace, idOrUUID string, by Author) error {
 	f, err := s.File(ctx, w, idOrUUID)
 	if err != nil {
 		return err
 	}
-	if err := s.repo.DeleteFile(ctx, w.ProjectID, w.ID, f.ID); err != nil {
+	size, err := apperr.Reapply(ctx, &s.writes, FileResource, f.ID, func() (int, error) {
+		cur, err := s.File(ctx, w, f.ID)
+		if err != nil {
+			return 0, err
+		}
+		return cur.Size, s.repo.TrashFile(ctx, Deleted{File: cur, Deletion: Deletion{DeletedAt: s.now(), DeletedBy: by.By, DeletedRunID: by.RunID}})
+	})
+	if err != nil {
 		return err
 	}
-	_, err = s.repo.Grow(ctx, w.ProjectID, w.ID, -1, -int64(f.Size), MaxFiles, MaxBytes)
+	_, err = s.repo.Grow(ctx, w.ProjectID, w.ID, -1, -int64(size), MaxFiles, MaxBytes)
 	return err
+}
+
+// Trash is a page of the workspace's deleted files, the last deleted first, without their
+// contents.
+func (s *Service) Trash(ctx context.Context, w Workspace, page paging.Page) ([]DeletedInfo, int, error) {
+	list, total, err := s.repo.Trash(ctx, w.ProjectID, w.ID, page)
+	for i := range list {
+		list[i].ContentType = TypeOf(list[i].Path).ContentType
+	}
+	return list, total, err
+}
+
+// Undelete brings the deleted file idOrUUID back from the workspace's trash at its path, as it
+// was when deleted (its versions included): a file now at that path is a Conflict, and the file
+// must fit the workspace's quota again.
+func (s *Service) Undelete(ctx context.Context, w Workspace, idOrUUID string) (File, error) {
+	if strings.TrimSpace(idOrUUID) == "" {
+		return File{}, apperr.Invalidf("file_uuid", "is required")
+	}
+	d, err := s.repo.Trashed(ctx, w.ProjectID, w.ID, strings.TrimSpace(idOrUUID))
+	if err != nil {
+		return File{}, err
+	}
+	f := d.File
+	if err := s.grow(ctx, w, 1, int64(f.Size)); err != nil {
+		return File{}, err
+	}
+	if err := s.repo.InsertFile(ctx, f); err != nil {
+		if e := apperr.As(err); e.Kind == apperr.Conflict {
+			err = apperr.New(apperr.Conflict, "workspace_file_exists",
+				"The workspace has a file at "+f.Path+" already: rename or delete it, then restore this one.")
+		}
+		return File{}, s.giveBack(ctx, w, 1, int64(f.Size), err)
+	}
+	if err := s.repo.DropTrashed(ctx, w.ProjectID, w.ID, f.ID); err != nil {
+		return File{}, err
+	}
+	f.ContentType = TypeOf(f.Path).ContentType
+	if f.Versions == nil {
+		f.Versions = []Version{}
+	}
+	return f, nil
 }
 
 // Download writes the workspace's files to out as a zip, one file at a time, each under its

@@ -19,10 +19,12 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/paging"
 )
 
-// Resource names workspaces in errors; FileResource their files.
+// Resource names workspaces in errors; FileResource their files; DeletedResource the files of
+// their trash.
 const (
-	Resource     = "workspace"
-	FileResource = "workspace_file"
+	Resource        = "workspace"
+	FileResource    = "workspace_file"
+	DeletedResource = "workspace_deleted_file"
 )
 
 // Bounds of a workspace and its files.
@@ -114,6 +116,26 @@ type Version struct {
 	CreatedAt time.Time `json:"created_at" bson:"created_at"`
 }
 
+// Deletion is when and by whom a file was deleted.
+type Deletion struct {
+	DeletedAt    time.Time `json:"deleted_at" bson:"deleted_at"`
+	DeletedBy    string    `json:"deleted_by" bson:"deleted_by,omitempty"`
+	DeletedRunID string    `json:"deleted_run_id,omitempty" bson:"deleted_run_id,omitempty"`
+}
+
+// Deleted is a file in its workspace's trash: the file as it was when deleted, its versions
+// included, and its deletion.
+type Deleted struct {
+	File     `bson:",inline"`
+	Deletion `bson:",inline"`
+}
+
+// DeletedInfo is a deleted file without its content: what the trash's listing shows.
+type DeletedInfo struct {
+	FileInfo `bson:",inline"`
+	Deletion `bson:",inline"`
+}
+
 // Repo stores workspaces and their files. Reads of a workspace are by project, agent and the
 // workspace's id or uuid; reads of a file by its workspace's id and its own id or uuid.
 type Repo interface {
@@ -125,7 +147,7 @@ type Repo interface {
 	// that takes them over maxFiles or maxBytes (positive changes only are checked): it
 	// reports whether it did. A workspace that does not exist is NotFound.
 	Grow(ctx context.Context, projectID, id string, files int, bytes int64, maxFiles int, maxBytes int64) (bool, error)
-	// Delete removes the workspace and then its files.
+	// Delete removes the workspace and then its files and its trash.
 	Delete(ctx context.Context, projectID, id string) error
 
 	// InsertFile adds f; a file of the same path in the workspace is a Conflict.
@@ -137,7 +159,15 @@ type Repo interface {
 	Files(ctx context.Context, projectID, workspaceID string) ([]FileInfo, error)
 	// ReplaceFile writes f over its revision f.Rev-1; a file of the same path is a Conflict.
 	ReplaceFile(ctx context.Context, f File) error
-	DeleteFile(ctx context.Context, projectID, workspaceID, id string) error
+	// TrashFile moves the file d to its workspace's trash, if it is still at its revision d.Rev
+	// (else a Conflict of FileResource+"_changed"); a file no longer there is NotFound.
+	TrashFile(ctx context.Context, d Deleted) error
+	// Trashed is the deleted file idOrUUID of the workspace's trash.
+	Trashed(ctx context.Context, projectID, workspaceID, idOrUUID string) (Deleted, error)
+	// Trash is a page of the workspace's deleted files, the last deleted first.
+	Trash(ctx context.Context, projectID, workspaceID string, page paging.Page) ([]DeletedInfo, int, error)
+	// DropTrashed removes the deleted file id from the workspace's trash (once undeleted).
+	DropTrashed(ctx context.Context, projectID, workspaceID, id string) error
 	// SetSubdomain publishes the workspace at subdomain since at, or unpublishes it when
 	// subdomain is "": a subdomain another workspace has is a Conflict.
 	SetSubdomain(ctx context.Context, projectID, id, subdomain string, at *time.Time) error

@@ -260,7 +260,8 @@ func indexes() map[string][]mongo.IndexModel {
 		// Workspaces: an agent's, oldest first; the published ones by subdomain, one each (sparse:
 		// only published workspaces have the field); those with a verified custom domain by it,
 		// one each. Their files: a workspace's by path, one file per
-		// path (the unique index is what refuses a second).
+		// path (the unique index is what refuses a second). Their trash: a workspace's, the last
+		// deleted first.
 		workspacesColl: {
 			{Keys: bson.D{{Key: "project_id", Value: 1}, {Key: "bot_id", Value: 1}, {Key: "created_at", Value: 1}}, Options: options.Index().SetName("bot")},
 			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
@@ -270,6 +271,9 @@ func indexes() map[string][]mongo.IndexModel {
 		workspaceFilesColl: {
 			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "path", Value: 1}}, Options: options.Index().SetUnique(true).SetName("workspace_path_unique")},
 			{Keys: bson.D{{Key: "uuid", Value: 1}}, Options: options.Index().SetUnique(true).SetName("uuid_unique")},
+		},
+		workspaceTrashColl: {
+			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "deleted_at", Value: -1}}, Options: options.Index().SetName("workspace_deleted")},
 		},
 		// End users' memories: a user's (the prompt's and the API's reads) and an agent's, newest first.
 		userMemoriesColl: {

@@ -16,10 +16,12 @@ import (
 const (
 	workspacesColl     = "workspaces"
 	workspaceFilesColl = "workspace_files"
+	workspaceTrashColl = "workspace_trash"
 )
 
 // Workspaces stores agents' workspaces, one document each with its quota's counters, and their
-// files, one document each with its versions.
+// files, one document each with its versions, and their deleted files (their trash), one
+// document each with its versions and its deletion.
 type Workspaces struct{ db *mongo.Database }
 
 var _ workspaces.Repo = Workspaces{}
@@ -29,6 +31,7 @@ func NewWorkspaces(db *mongo.Database) Workspaces { return Workspaces{db: db} }
 
 func (r Workspaces) coll() *mongo.Collection  { return r.db.Collection(workspacesColl) }
 func (r Workspaces) files() *mongo.Collection { return r.db.Collection(workspaceFilesColl) }
+func (r Workspaces) trash() *mongo.Collection { return r.db.Collection(workspaceTrashColl) }
 
 func (r Workspaces) Insert(ctx context.Context, w workspaces.Workspace) error {
 	_, err := r.coll().InsertOne(ctx, w)
@@ -80,7 +83,7 @@ func (r Workspaces) Grow(ctx context.Context, projectID, id string, files int, b
 	return false, nil
 }
 
-// Delete removes the workspace first, so that it is gone at once, then its files.
+// Delete removes the workspace first, so that it is gone at once, then its files and its trash.
 func (r Workspaces) Delete(ctx context.Context, projectID, id string) error {
 	res, err := r.coll().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "project_id", Value: projectID}})
 	if err != nil {
@@ -89,8 +92,11 @@ func (r Workspaces) Delete(ctx context.Context, projectID, id string) error {
 	if res.DeletedCount == 0 {
 		return apperr.NotFoundf(workspaces.Resource)
 	}
-	_, err = r.files().DeleteMany(ctx, bson.D{{Key: "workspace_id", Value: id}, {Key: "project_id", Value: projectID}})
-	return wrap(err, workspaces.FileResource)
+	if _, err = r.files().DeleteMany(ctx, bson.D{{Key: "workspace_id", Value: id}, {Key: "project_id", Value: projectID}}); err != nil {
+		return wrap(err, workspaces.FileResource)
+	}
+	_, err = r.trash().DeleteMany(ctx, bson.D{{Key: "workspace_id", Value: id}, {Key: "project_id", Value: projectID}})
+	return wrap(err, workspaces.DeletedResource)
 }
 
 // SetSubdomain sets or, for "", unsets the workspace's subdomain: the sparse unique index of
@@ -203,15 +209,56 @@ func (r Workspaces) ReplaceFile(ctx context.Context, f workspaces.File) error {
 	return replaceRevision(ctx, r.files(), f.ID, f.Rev, f, workspaces.FileResource)
 }
 
-func (r Workspaces) DeleteFile(ctx context.Context, projectID, workspaceID, id string) error {
-	res, err := r.files().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}})
+// TrashFile writes the file to the trash first (over a copy a failed move left there), then
+// removes it from the files: a process that dies between the two leaves the file live, with a
+// copy in the trash, never lost.
+func (r Workspaces) TrashFile(ctx context.Context, d workspaces.Deleted) error {
+	_, err := r.trash().ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "project_id", Value: d.ProjectID}}, d, options.Replace().SetUpsert(true))
+	if err != nil {
+		return wrap(err, workspaces.DeletedResource)
+	}
+	file := bson.D{{Key: "_id", Value: d.ID}, {Key: "workspace_id", Value: d.WorkspaceID}, {Key: "project_id", Value: d.ProjectID}}
+	res, err := r.files().DeleteOne(ctx, append(file, bson.E{Key: "rev", Value: d.Rev}))
 	if err != nil {
 		return wrap(err, workspaces.FileResource)
 	}
-	if res.DeletedCount == 0 {
+	if res.DeletedCount == 1 {
+		return nil
+	}
+	n, err := r.files().CountDocuments(ctx, file)
+	switch {
+	case err != nil:
+		return wrap(err, workspaces.FileResource)
+	case n == 0:
 		return apperr.NotFoundf(workspaces.FileResource)
 	}
-	return nil
+	return apperr.New(apperr.Conflict, workspaces.FileResource+"_changed", "The file was changed by another request; read it and retry.")
+}
+
+func (r Workspaces) Trashed(ctx context.Context, projectID, workspaceID, idOrUUID string) (workspaces.Deleted, error) {
+	var d workspaces.Deleted
+	err := r.trash().FindOne(ctx, bson.D{named(idOrUUID), {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}}).Decode(&d)
+	return d, wrap(err, workspaces.DeletedResource)
+}
+
+func (r Workspaces) Trash(ctx context.Context, projectID, workspaceID string, page paging.Page) ([]workspaces.DeletedInfo, int, error) {
+	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}}
+	total, err := r.trash().CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, wrap(err, workspaces.DeletedResource)
+	}
+	cur, err := r.trash().Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "deleted_at", Value: -1}, {Key: "_id", Value: -1}}).
+		SetSkip(page.Skip()).SetLimit(int64(page.PerPage)).SetProjection(bson.D{{Key: "content", Value: 0}, {Key: "versions", Value: 0}}))
+	if err != nil {
+		return nil, 0, wrap(err, workspaces.DeletedResource)
+	}
+	list := []workspaces.DeletedInfo{}
+	return list, int(total), wrap(cur.All(ctx, &list), workspaces.DeletedResource)
+}
+
+func (r Workspaces) DropTrashed(ctx context.Context, projectID, workspaceID, id string) error {
+	_, err := r.trash().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}})
+	return wrap(err, workspaces.DeletedResource)
 }
 
 func (r Workspaces) EachFile(ctx context.Context, projectID, workspaceID string, fn func(workspaces.File) error) error {

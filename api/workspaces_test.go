@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/workspaces"
 )
 
 // wsClient calls the workspace routes of one workspace of a new agent.
@@ -299,6 +300,28 @@ func (w *wsClient) trash(args map[string]any) (int, []map[string]any) {
 		files = append(files, f.(map[string]any))
 	}
 	return int(res["total"].(float64)), files
+}
+
+// A workspace's trash keeps the last workspaces.MaxTrash deleted files: a delete past them drops
+// the oldest, which can no longer be undeleted.
+func TestWorkspaceTrashKeepsTheLastDeleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newWorkspace(t, b, "Bounded trash")
+	var ids []string
+	for i := range workspaces.MaxTrash + 2 {
+		id := w.create(fmt.Sprintf("page%02d.html", i), "<p>x</p>")["uuid"].(string)
+		w.ok("DELETE", "/v1/bot/workspace/file", map[string]any{"file_uuid": id})
+		ids = append(ids, id)
+	}
+	total, newest := w.trash(map[string]any{"per_page": 1})
+	if total != workspaces.MaxTrash || newest[0]["uuid"] != ids[len(ids)-1] {
+		t.Fatalf("trash of %d files after %d deletes, newest %v", total, len(ids), newest)
+	}
+	for _, gone := range ids[:2] {
+		expect(t, w.do("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": gone}), http.StatusNotFound, "workspace_deleted_file_not_found")
+	}
+	w.ok("POST", "/v1/bot/workspace/file/undelete", map[string]any{"file_uuid": ids[2]})
 }
 
 // A deleted file goes to the workspace's trash with its versions, its path free at once, out of

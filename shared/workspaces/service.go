@@ -243,8 +243,10 @@ func (s *Service) DeleteFile(ctx context.Context, w Workspace, idOrUUID string, 
 	if err != nil {
 		return err
 	}
-	_, err = s.repo.Grow(ctx, w.ProjectID, w.ID, -1, -int64(size), MaxFiles, MaxBytes)
-	return err
+	if _, err = s.repo.Grow(ctx, w.ProjectID, w.ID, -1, -int64(size), MaxFiles, MaxBytes); err != nil {
+		return err
+	}
+	return s.repo.PruneTrash(ctx, w.ProjectID, w.ID, MaxTrash)
 }
 
 // Trash is a page of the workspace's deleted files, the last deleted first, without their

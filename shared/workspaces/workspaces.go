@@ -31,6 +31,9 @@ const (
 const (
 	MaxPerAgent      = 20
 	MaxFiles         = 200
+	// MaxTrash is how many deleted files a workspace's trash keeps: a delete past it drops the
+	// oldest, so that creating and deleting files in a loop cannot grow the store without bound.
+	MaxTrash = 50
 	MaxBytes         = 10 << 20
 	MaxFileBytes     = 512 << 10
 	MaxVersions      = 20
@@ -168,6 +171,8 @@ type Repo interface {
 	Trash(ctx context.Context, projectID, workspaceID string, page paging.Page) ([]DeletedInfo, int, error)
 	// DropTrashed removes the deleted file id from the workspace's trash (once undeleted).
 	DropTrashed(ctx context.Context, projectID, workspaceID, id string) error
+	// PruneTrash drops the workspace's deleted files but the keep last deleted.
+	PruneTrash(ctx context.Context, projectID, workspaceID string, keep int) error
 	// SetSubdomain publishes the workspace at subdomain since at, or unpublishes it when
 	// subdomain is "": a subdomain another workspace has is a Conflict.
 	SetSubdomain(ctx context.Context, projectID, id, subdomain string, at *time.Time) error

@@ -256,6 +256,27 @@ func (r Workspaces) Trash(ctx context.Context, projectID, workspaceID string, pa
 	return list, int(total), wrap(cur.All(ctx, &list), workspaces.DeletedResource)
 }
 
+func (r Workspaces) PruneTrash(ctx context.Context, projectID, workspaceID string, keep int) error {
+	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}}
+	cur, err := r.trash().Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "deleted_at", Value: -1}, {Key: "_id", Value: -1}}).
+		SetSkip(int64(keep)).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return wrap(err, workspaces.DeletedResource)
+	}
+	var old []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &old); err != nil || len(old) == 0 {
+		return wrap(err, workspaces.DeletedResource)
+	}
+	ids := make([]string, len(old))
+	for i, d := range old {
+		ids[i] = d.ID
+	}
+	_, err = r.trash().DeleteMany(ctx, append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}))
+	return wrap(err, workspaces.DeletedResource)
+}
+
 func (r Workspaces) DropTrashed(ctx context.Context, projectID, workspaceID, id string) error {
 	_, err := r.trash().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "workspace_id", Value: workspaceID}, {Key: "project_id", Value: projectID}})
 	return wrap(err, workspaces.DeletedResource)

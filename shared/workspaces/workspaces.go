@@ -29,11 +29,11 @@ const (
 
 // Bounds of a workspace and its files.
 const (
-	MaxPerAgent      = 20
-	MaxFiles         = 200
+	MaxPerAgent = 20
+	MaxFiles    = 200
 	// MaxTrash is how many deleted files a workspace's trash keeps: a delete past it drops the
 	// oldest, so that creating and deleting files in a loop cannot grow the store without bound.
-	MaxTrash = 50
+	MaxTrash         = 50
 	MaxBytes         = 10 << 20
 	MaxFileBytes     = 512 << 10
 	MaxVersions      = 20

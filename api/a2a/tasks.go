@@ -63,11 +63,17 @@ func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessag
 			yield(answer.(a2a.Event), nil)
 			return
 		}
-		task, err := t.task(ctx, e)
+		// A new task is streamed from its start, submitted, even when a worker took its run before
+		// it was read here: then its work is the next event.
+		first, taken := e, params.Message.TaskID == "" && e.Status == agentruns.StatusRunning
+		if taken {
+			first.Status = agentruns.StatusQueued
+		}
+		task, err := t.task(ctx, first)
 		if err != nil || !yield(task, nil) {
 			return
 		}
-		t.stream(ctx, e, len(e.Log), params.Message.TaskID != "", yield)
+		t.stream(ctx, e, len(e.Log), params.Message.TaskID != "" || taken, yield)
 	}
 }
 

@@ -57,12 +57,13 @@ func (s *server) chat(c *gin.Context) {
 	}
 	out, err := s.chats.Chat(ctx, req.ProjectID, bot, asker, req.Input, sink)
 	if err == nil && out.RunID != "" {
-		e, err := s.runs.Get(ctx, req.ProjectID, bot.ID, out.RunID)
+		f, err := s.runs.Open(ctx, req.ProjectID, bot.ID, out.RunID)
 		if err != nil {
 			httpx.Fail(c, err)
 			return
 		}
-		s.follow(c, e, 0, stream)
+		defer f.Close()
+		s.follow(c, f, 0, stream)
 		return
 	}
 	switch {
@@ -82,11 +83,11 @@ func (s *server) chat(c *gin.Context) {
 // follow answers with an agent run from its entry after: on st, an event stream of its entries
 // (and the deltas of its answer), or, when st is nil, as the chat object once it answers, waits
 // for an approval or fails, or with the steps so far when it runs longer than the wait.
-func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *httpx.SSE) {
+func (s *server) follow(c *gin.Context, f *agentruns.Following, after int, st *httpx.SSE) {
 	if st == nil {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), s.runWait)
 		defer cancel()
-		e, err := s.runs.Follow(ctx, e, after, func(agentruns.Entry) error { return nil }, nil)
+		e, err := f.Follow(ctx, after, func(agentruns.Entry) error { return nil }, nil)
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() == nil) {
 			httpx.Fail(c, err)
 			return
@@ -99,7 +100,7 @@ func (s *server) follow(c *gin.Context, e agentruns.Execution, after int, st *ht
 		c.JSON(200, gin.H{"chat": reply})
 		return
 	}
-	_, err := s.runs.Follow(c.Request.Context(), e, after, st.Entry, st.Delta)
+	_, err := f.Follow(c.Request.Context(), after, st.Entry, st.Delta)
 	switch {
 	case err == nil, c.Request.Context().Err() != nil:
 	case !st.Began():
@@ -124,11 +125,12 @@ func (s *server) chatStream(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	e, err := s.runs.Get(c, req.ProjectID, b.ID, c.Query("execution_id"))
+	f, err := s.runs.Open(c, req.ProjectID, b.ID, c.Query("execution_id"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
+	defer f.Close()
 	last := c.GetHeader("Last-Event-ID")
 	if last == "" {
 		last = c.Query("last_event_id")
@@ -142,7 +144,7 @@ func (s *server) chatStream(c *gin.Context) {
 	}
 	st := httpx.NewSSE(c, s.heartbeat)
 	defer st.Close()
-	s.follow(c, e, after, st)
+	s.follow(c, f, after, st)
 }
 
 type approvalRequest struct {
@@ -178,7 +180,9 @@ func (s *server) executeTool(c *gin.Context) {
 		st = httpx.NewSSE(c, s.heartbeat)
 		defer st.Close()
 	}
-	s.follow(c, e, len(e.Log), st)
+	f := s.runs.Watching(e)
+	defer f.Close()
+	s.follow(c, f, len(e.Log), st)
 }
 
 // agentLimit holds the agent's own limit: ratelimit_requests per ratelimit_seconds for each

@@ -98,6 +98,11 @@ func TestStoreCommandsPerRoute(t *testing.T) {
 		{"a standard chat into an existing chat", "POST", "/v1/bot/chat", func(int) {
 			chat(map[string]any{"message": "And when does it open?", "chat_id": chatID})
 		}, 3},
+		// The chat and the run stored, the run read once as its follow begins and once when its
+		// answer's notice comes (the notices of the run watched from before the first read).
+		{"an agent chat into a new chat (the run followed to its answer)", "POST", "/v1/bot/chat", func(int) {
+			chat(map[string]any{"message": "When does the shop close?", "reasoning_mode": "agent"})
+		}, 4},
 		{"a chat's history", "GET", "/v1/bot/chat/read", func(int) { a.history(t, chatID, "") }, 1},
 		{"an OpenAI chat completion (a new chat of the agent)", "POST", "/v1/chat/completions", func(int) {
 			expect(t, b.client.Do(apitest.Request{Method: "POST", Path: "/v1/chat/completions", Key: b.key, Body: map[string]any{

@@ -65,10 +65,12 @@ func (t Turns) Converse(ctx context.Context, bot agents.Bot, asker chats.Asker, 
 // answer to sink as it is made when there is one. A run still going after the run wait is
 // answered 504 when not streamed: an OpenAI answer has no form for one that is not over.
 func (t Turns) followRun(ctx context.Context, bot agents.Bot, id string, sink Sink) (chats.Reply, error) {
-	e, err := t.Runs.Get(ctx, bot.ProjectID, bot.ID, id)
+	f, err := t.Runs.Open(ctx, bot.ProjectID, bot.ID, id)
 	if err != nil {
 		return chats.Reply{}, err
 	}
+	defer f.Close()
+	e := f.Run
 	var delta func(string) error
 	wait := ctx
 	if sink != nil {
@@ -81,7 +83,7 @@ func (t Turns) followRun(ctx context.Context, bot agents.Bot, id string, sink Si
 		wait, cancel = context.WithTimeout(ctx, t.RunWait)
 		defer cancel()
 	}
-	e, err = t.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, delta)
+	e, err = f.Follow(wait, 0, func(agentruns.Entry) error { return nil }, delta)
 	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
 		return chats.Reply{}, err
 	}

@@ -160,13 +160,15 @@ func (d *Door) chat(ctx context.Context, a agentAt, args mcpChatArgs) (mcpChatOu
 	}
 	reply := out.Reply
 	if out.RunID != "" {
-		e, err := d.Runs.Get(ctx, a.projectID, a.bot.ID, out.RunID)
+		f, err := d.Runs.Open(ctx, a.projectID, a.bot.ID, out.RunID)
 		if err != nil {
 			return mcpChatOut{}, err
 		}
+		defer f.Close()
 		wait, cancel := context.WithTimeout(ctx, d.RunWait)
 		defer cancel()
-		if e, err = d.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		e, err := f.Follow(wait, 0, func(agentruns.Entry) error { return nil }, nil)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return mcpChatOut{}, err
 		}
 		r, err := d.Runs.Reply(ctx, e)

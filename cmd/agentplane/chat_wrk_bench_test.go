@@ -24,11 +24,13 @@ import (
 var (
 	chatDuration = flag.Duration("chat.duration", 20*time.Second, "how long BenchmarkChatConcurrency holds each load")
 	chatStored   = flag.Int("chat.stored", 0, "how many chats BenchmarkChatConcurrency stores before its loads (of another agent)")
+	chatProfile  = flag.String("chat.profile", "", "a file BenchmarkChatConcurrency writes dev's CPU profile of the load at 16 connections to")
 )
 
 // BenchmarkChatConcurrency measures standard chats (a new chat per request, an agent with one
 // small text source, an OpenAI-compatible fake provider on loopback) driven by wrk from outside,
-// at 1 and at 16 connections, against `agentplane dev` in a process of its own on the store of
+// at 1 and at 16 connections, then one-cycle agent runs (the same chat with "reasoning_mode":
+// "agent", not streamed: the API waits for the worker's run, whose one model call answers) at 16, against `agentplane dev` in a process of its own on the store of
 // cmd/teststore, another process: chats a second, p50 and p99, the CPU a chat costs in each
 // process (from /proc/<pid>/stat), and the store commands a chat makes (the API's own count).
 // Run it under teststore (the store's CPU is counted apart from the service's) with wrk on PATH:
@@ -47,13 +49,13 @@ func BenchmarkChatConcurrency(b *testing.B) {
 	fake := providertest.New(b)
 	db := testenv.Mongo(b)
 	storeChats(b, db, *chatStored)
-	const key = "ap_benchchatconcurrency0123456789abcdefghijklm"
+	const key, admin = "ap_benchchatconcurrency0123456789abcdefghijklm", "bench-admin-token"
 	env := map[string]string{
 		"AGENTPLANE_MONGO_URI": testenv.MongoURI(), "AGENTPLANE_MONGO_DATABASE": db.Name(),
 		"AGENTPLANE_REDIS_URL": testenv.RedisURL(), "AGENTPLANE_NATS_URL": testenv.NATSURL(),
 		"AGENTPLANE_HTTP_ADDR": "127.0.0.1:0", "AGENTPLANE_DATA_DIR": b.TempDir(),
 		"AGENTPLANE_QUEUE":       testenv.NewName(),
-		"AGENTPLANE_DEV_API_KEY": key, "AGENTPLANE_RATE_LIMIT": "0", "AGENTPLANE_ALLOW_PRIVATE_NETWORKS": "true",
+		"AGENTPLANE_DEV_API_KEY": key, "AGENTPLANE_ADMIN_TOKEN": admin, "AGENTPLANE_RATE_LIMIT": "0", "AGENTPLANE_ALLOW_PRIVATE_NETWORKS": "true",
 		"AGENTPLANE_PROVIDER_URL": fake.URL, "AGENTPLANE_PROVIDER_KEY": "sk-bench",
 	}
 	cmd, logs := spawnLogged(b, env, "dev")
@@ -80,15 +82,27 @@ func BenchmarkChatConcurrency(b *testing.B) {
 	}
 	b.ReportMetric(scanned.Seconds(), "start-scan-s")
 	project, agent := chatAgent(b, base, key)
-	script := filepath.Join(b.TempDir(), "chat.lua")
-	body, _ := json.Marshal(map[string]any{"project_id": project, "bot_id": agent, "message": "What are your opening hours?"})
-	lua := fmt.Sprintf("wrk.method = \"POST\"\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Authorization\"] = \"Bearer %s\"\n", body, key)
-	if err := os.WriteFile(script, []byte(lua), 0o600); err != nil {
-		b.Fatal(err)
+	script := func(name string, body map[string]any) string {
+		b.Helper()
+		file := filepath.Join(b.TempDir(), name+".lua")
+		raw, _ := json.Marshal(body)
+		lua := fmt.Sprintf("wrk.method = \"POST\"\nwrk.body = %q\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Authorization\"] = \"Bearer %s\"\n", raw, key)
+		if err := os.WriteFile(file, []byte(lua), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return file
 	}
-	load := func(conns int, d time.Duration) chatLoad {
+	chat := script("chat", map[string]any{"project_id": project, "bot_id": agent, "message": "What are your opening hours?"})
+	run := script("run", map[string]any{"project_id": project, "bot_id": agent, "message": "What are your opening hours?", "reasoning_mode": "agent"})
+	load := func(script string, conns int, d time.Duration, profile string) chatLoad {
 		b.Helper()
 		apiCPU, storeCPU, commands := processCPU(b, cmd.Process.Pid), processCPU(b, storePID), storeCommands(b, base)
+		profiled := make(chan error, 1)
+		if profile != "" {
+			go func() { profiled <- cpuProfile(base, admin, d, profile) }()
+		} else {
+			profiled <- nil
+		}
 		out, err := exec.Command(wrk, "-t", strconv.Itoa(min(conns, 2)), "-c", strconv.Itoa(conns), "-d", d.String(), "--timeout", "10s", "--latency", "-s", script, base+"/v1/bot/chat").CombinedOutput()
 		if err != nil {
 			b.Fatalf("wrk: %v\n%s", err, out)
@@ -98,22 +112,27 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		l.apiCPU, l.storeCPU = processCPU(b, cmd.Process.Pid)-apiCPU, processCPU(b, storePID)-storeCPU
 		after := storeCommands(b, base)
 		l.commands = (after[0] - commands[0]) / (after[1] - commands[1])
+		if err := <-profiled; err != nil {
+			b.Fatal(err)
+		}
 		return l
 	}
-	load(4, 5*time.Second) // warm-up: connections, caches, the first plans
-	one, sixteen := load(1, *chatDuration), load(16, *chatDuration)
+	load(chat, 4, 5*time.Second, "") // warm-up: connections, caches, the first plans
+	one, sixteen := load(chat, 1, *chatDuration, ""), load(chat, 16, *chatDuration, *chatProfile)
+	load(run, 4, 5*time.Second, "")
+	runs := load(run, 16, *chatDuration, "")
 	for _, l := range []struct {
 		name string
 		chatLoad
-	}{{"1", one}, {"16", sixteen}} {
-		b.ReportMetric(l.rate, "chats/s-c"+l.name)
-		b.ReportMetric(l.p50, "p50-ms-c"+l.name)
-		b.ReportMetric(l.p99, "p99-ms-c"+l.name)
-		b.ReportMetric(l.apiCPU.Seconds()*1000/float64(l.requests), "agentplane-cpu-ms/chat-c"+l.name)
-		b.ReportMetric(l.storeCPU.Seconds()*1000/float64(l.requests), "store-cpu-ms/chat-c"+l.name)
-		b.ReportMetric(l.commands, "store-cmds/chat-c"+l.name)
+	}{{"chat-c1", one}, {"chat-c16", sixteen}, {"run-c16", runs}} {
+		b.ReportMetric(l.rate, l.name+"/s")
+		b.ReportMetric(l.p50, "p50-ms-"+l.name)
+		b.ReportMetric(l.p99, "p99-ms-"+l.name)
+		b.ReportMetric(l.apiCPU.Seconds()*1000/float64(l.requests), "agentplane-cpu-ms/"+l.name)
+		b.ReportMetric(l.storeCPU.Seconds()*1000/float64(l.requests), "store-cpu-ms/"+l.name)
+		b.ReportMetric(l.commands, "store-cmds/"+l.name)
 		if l.errors > 0 {
-			b.Errorf("%s connections: %d of %d requests failed", l.name, l.errors, l.requests)
+			b.Errorf("%s: %d of %d requests failed", l.name, l.errors, l.requests)
 		}
 	}
 	b.ReportMetric(sixteen.rate/one.rate, "rate-16/1")
@@ -172,6 +191,26 @@ func chatAgent(b *testing.B, base, key string) (project, agent string) {
 	}
 }
 
+// cpuProfile writes the CPU profile of the process at base over d (its /debug/pprof/profile,
+// behind the admin token) to file.
+func cpuProfile(base, admin string, d time.Duration, file string) error {
+	req, _ := http.NewRequest(http.MethodGet, base+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(d.Seconds())-1, 1)), nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	var profile bytes.Buffer
+	if _, err := profile.ReadFrom(res.Body); err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %d %s", res.StatusCode, profile.String())
+	}
+	return os.WriteFile(file, profile.Bytes(), 0o600)
+}
+
 // processCPU is the CPU process pid has used, user and system (its /proc stat, in clock ticks of
 // 10 ms).
 func processCPU(b *testing.B, pid int) time.Duration {
@@ -188,9 +227,13 @@ func processCPU(b *testing.B, pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-var storeCommandsLine = regexp.MustCompile(`(?m)^agentplane_http_store_commands_(sum|count)\{[^}]*route="/v1/bot/chat"[^}]*\} (\S+)$`)
+var (
+	storeCommandsLine = regexp.MustCompile(`(?m)^agentplane_http_store_commands_(sum|count)\{[^}]*route="/v1/bot/chat"[^}]*\} (\S+)$`)
+	runCommandsLine   = regexp.MustCompile(`(?m)^agentplane_task_store_commands_sum\{type="agent:run"\} (\S+)$`)
+)
 
-// storeCommands are the store commands the API counted for its chats, and the chats.
+// storeCommands are the store commands counted for chats (the API's, and the worker's for the
+// agent runs among them), and the chats.
 func storeCommands(b *testing.B, base string) [2]float64 {
 	b.Helper()
 	res, err := http.Get(base + "/metrics")
@@ -208,6 +251,10 @@ func storeCommands(b *testing.B, base string) [2]float64 {
 		} else {
 			out[1] += v
 		}
+	}
+	for _, m := range runCommandsLine.FindAllStringSubmatch(text.String(), -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		out[0] += v
 	}
 	return out
 }

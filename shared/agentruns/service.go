@@ -85,23 +85,75 @@ func (s *Service) Get(ctx context.Context, projectID, botID, id string) (Executi
 	return s.repo.Get(ctx, projectID, botID, id)
 }
 
+// Following is a run being followed: its notices are watched from before it is read, so that
+// no entry kept after the read is missed. Close ends the watch.
+type Following struct {
+	// Run is the execution as Open read it.
+	Run     Execution
+	s       *Service
+	fresh   bool // Run was read after the watch began
+	notices <-chan Progress
+	stop    func()
+}
+
+// Open reads the agent's execution id to follow it: the read comes after the watch of its
+// notices begins, so Follow starts from Run without reading it again.
+func (s *Service) Open(ctx context.Context, projectID, botID, id string) (*Following, error) {
+	f := s.watch(id)
+	e, err := s.Get(ctx, projectID, botID, id)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Run, f.fresh = e, true
+	return f, nil
+}
+
+// watch begins to watch the notices of the execution id; without them (NATS unreachable) a
+// follower polls.
+func (s *Service) watch(id string) *Following {
+	notices, stop, err := s.relay.Watch(id)
+	if err != nil {
+		s.log.Warn("run progress notices unavailable; polling", "execution_id", id, "error", err)
+		stop = func() {}
+	}
+	return &Following{s: s, notices: notices, stop: stop}
+}
+
+// Watching begins to follow e as its caller has it (Follow reads it first).
+func (s *Service) Watching(e Execution) *Following {
+	f := s.watch(e.ID)
+	f.Run = e
+	return f
+}
+
+// Close ends the watch of the run's notices.
+func (f *Following) Close() { f.stop() }
+
+// Follow follows the run from Run as Open read it (see Service.Follow).
+func (f *Following) Follow(ctx context.Context, after int, emit func(Entry) error, delta func(string) error) (Execution, error) {
+	return f.s.follow(ctx, f.Run, !f.fresh, f.notices, after, emit, delta)
+}
+
 // Follow emits the execution's log entries after the one numbered after, as they are kept, and
 // passes the deltas of the answer to delta while it is made (nil ignores them). It returns when
 // an entry that ends what a client follows is the last one (an approval, the answer, an error),
-// or with ctx's error. The execution is read when the follow starts, on each poll tick, and on
-// each notice but those that carry the next entry (a cycle or a step): the run is read back once
-// per follow and once per stop, not once per entry.
+// or with ctx's error. The execution is read when the follow starts (unless Open just read it),
+// on each poll tick, and on each notice but those that carry the next entry (a cycle or a
+// step): the run is read back once per follow and once per stop, not once per entry.
 func (s *Service) Follow(ctx context.Context, e Execution, after int, emit func(Entry) error, delta func(string) error) (Execution, error) {
-	notices, stop, err := s.relay.Watch(e.ID)
-	if err != nil {
-		s.log.Warn("run progress notices unavailable; polling", "execution_id", e.ID, "error", err)
-	} else {
-		defer stop()
-	}
+	f := s.Watching(e)
+	defer f.Close()
+	return f.Follow(ctx, after, emit, delta)
+}
+
+// follow is Follow from e, read first when read says so, with the notices of the run (nil:
+// none, the follower polls).
+func (s *Service) follow(ctx context.Context, e Execution, read bool, notices <-chan Progress, after int, emit func(Entry) error, delta func(string) error) (Execution, error) {
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
 	// noticed counts the entries added to e from notices since it was read.
-	read, noticed := true, 0
+	noticed := 0
 	for {
 		if read {
 			got, err := s.repo.Get(ctx, e.ProjectID, e.BotID, e.ID)

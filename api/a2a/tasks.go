@@ -34,14 +34,16 @@ var errStopped = errors.New("a2a: the client stopped reading")
 // run wait, for the run to answer or to ask for input; one that asks to return immediately (0.3's
 // blocking false) is answered at once.
 func (t *tasks) SendMessage(ctx context.Context, params *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	e, answer, err := t.start(ctx, params)
+	f, answer, err := t.start(ctx, params)
 	if err != nil || answer != nil {
 		return answer, err
 	}
+	defer f.Close()
+	e := f.Run
 	if params.Config == nil || !params.Config.ReturnImmediately {
 		wait, cancel := context.WithTimeout(ctx, t.door.RunWait)
 		defer cancel()
-		e, err = t.door.Runs.Follow(wait, e, 0, func(agentruns.Entry) error { return nil }, nil)
+		e, err = f.Follow(wait, 0, func(agentruns.Entry) error { return nil }, nil)
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
 			return nil, t.rpcError(err, a2a.ErrInvalidParams)
 		}
@@ -54,7 +56,7 @@ func (t *tasks) SendMessage(ctx context.Context, params *a2a.SendMessageRequest)
 // final status (completed, input-required, failed or canceled).
 func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		e, answer, err := t.start(ctx, params)
+		f, answer, err := t.start(ctx, params)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -63,6 +65,8 @@ func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessag
 			yield(answer.(a2a.Event), nil)
 			return
 		}
+		defer f.Close()
+		e := f.Run
 		// A new task is streamed from its start, submitted, even when a worker took its run before
 		// it was read here: then its work is the next event.
 		first, taken := e, params.Message.TaskID == "" && e.Status == agentruns.StatusRunning
@@ -73,7 +77,7 @@ func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessag
 		if err != nil || !yield(task, nil) {
 			return
 		}
-		t.stream(ctx, e, len(e.Log), params.Message.TaskID != "" || taken, yield)
+		t.stream(ctx, f, len(e.Log), params.Message.TaskID != "" || taken, yield)
 	}
 }
 
@@ -81,16 +85,17 @@ func (t *tasks) SendStreamingMessage(ctx context.Context, params *a2a.SendMessag
 // or over, its progress as SendStreamingMessage gives it.
 func (t *tasks) SubscribeToTask(ctx context.Context, params *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		e, err := t.run(ctx, params.ID)
+		f, err := t.open(ctx, params.ID)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		task, err := t.task(ctx, e)
+		defer f.Close()
+		task, err := t.task(ctx, f.Run)
 		if err != nil || !yield(task, nil) || task.Status.State.Terminal() || task.Status.State == a2a.TaskStateInputRequired {
 			return
 		}
-		t.stream(ctx, e, len(e.Log), false, yield)
+		t.stream(ctx, f, len(f.Run.Log), false, yield)
 	}
 }
 
@@ -154,61 +159,62 @@ func (t *tasks) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardR
 // contextId names (a new chat without one), always as an agent run; with a taskId, the decision
 // on the tool call that task waits for. A turn answered without a run (a chat a person of the
 // team has taken over) is answered as a message.
-func (t *tasks) start(ctx context.Context, params *a2a.SendMessageRequest) (agentruns.Execution, a2a.SendMessageResult, error) {
+func (t *tasks) start(ctx context.Context, params *a2a.SendMessageRequest) (*agentruns.Following, a2a.SendMessageResult, error) {
 	if params == nil || params.Message == nil {
-		return agentruns.Execution{}, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+		return nil, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
 	}
 	msg, a := params.Message, callerOf(ctx)
 	if msg.TaskID != "" {
-		e, err := t.decide(ctx, msg)
-		return e, nil, err
+		if err := t.decide(ctx, msg); err != nil {
+			return nil, nil, err
+		}
+		f, err := t.open(ctx, msg.TaskID) // as decided: queued again
+		return f, nil, err
 	}
 	text := textOf(msg)
 	if text == "" {
-		return agentruns.Execution{}, nil, fmt.Errorf("%w: the message has no text part: say what to ask the agent", a2a.ErrInvalidParams)
+		return nil, nil, fmt.Errorf("%w: the message has no text part: say what to ask the agent", a2a.ErrInvalidParams)
 	}
 	if err := t.door.AgentAllow(ctx, a.bot, a.keyID); err != nil {
-		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)
+		return nil, nil, t.rpcError(err, a2a.ErrInvalidParams)
 	}
 	// The run carries the hop it answers, so that the remote agents it calls are a hop further.
 	in := chats.Input{Message: &text, ChatID: msg.ContextID, ReasoningMode: "agent", Hop: a.hop}
 	out, err := t.door.Chats.Chat(ctx, a.bot.ProjectID, a.bot, chats.Asker{AccountID: a.accountID, ForEndUsers: true}, in, nil)
 	if err != nil {
-		return agentruns.Execution{}, nil, t.rpcError(err, a2a.ErrInvalidParams)
+		return nil, nil, t.rpcError(err, a2a.ErrInvalidParams)
 	}
 	if out.RunID == "" {
 		answer := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: out.Reply.ChatID,
 			Parts: a2a.ContentParts{a2a.NewTextPart(out.Reply.Reply)}}
-		return agentruns.Execution{}, answer, nil
+		return nil, answer, nil
 	}
-	e, err := t.door.Runs.Get(ctx, a.bot.ProjectID, a.bot.ID, out.RunID)
-	return e, nil, t.rpcError(err, a2a.ErrInvalidParams)
+	f, err := t.door.Runs.Open(ctx, a.bot.ProjectID, a.bot.ID, out.RunID)
+	return f, nil, t.rpcError(err, a2a.ErrInvalidParams)
 }
 
 // decide records the decision a message brings on the tool call its task waits for: its text
 // approve or reject, or a data part {"approve": true|false}.
-func (t *tasks) decide(ctx context.Context, msg *a2a.Message) (agentruns.Execution, error) {
+func (t *tasks) decide(ctx context.Context, msg *a2a.Message) error {
 	e, err := t.run(ctx, msg.TaskID)
 	if err != nil {
-		return e, err
+		return err
 	}
 	if msg.ContextID != "" && msg.ContextID != e.ChatID {
-		return e, fmt.Errorf("%w: the task %s is of the context %s, not %s", a2a.ErrInvalidParams, e.ID, e.ChatID, msg.ContextID)
+		return fmt.Errorf("%w: the task %s is of the context %s, not %s", a2a.ErrInvalidParams, e.ID, e.ChatID, msg.ContextID)
 	}
 	if e.Status != agentruns.StatusApproval {
-		return e, fmt.Errorf("%w: the task %s does not wait for input (its run is %s): start a new task, with its contextId to go on with the conversation",
+		return fmt.Errorf("%w: the task %s does not wait for input (its run is %s): start a new task, with its contextId to go on with the conversation",
 			a2a.ErrInvalidParams, e.ID, e.Status)
 	}
 	approve, ok := decisionOf(msg)
 	if !ok {
-		return e, fmt.Errorf("%w: the task waits for a decision on its tool call: answer approve or reject (or a data part {\"approve\": true})",
+		return fmt.Errorf("%w: the task waits for a decision on its tool call: answer approve or reject (or a data part {\"approve\": true})",
 			a2a.ErrInvalidParams)
 	}
 	a := callerOf(ctx)
-	if _, err = t.door.Runs.Decide(ctx, a.bot.ProjectID, a.bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve}); err != nil {
-		return e, t.rpcError(err, a2a.ErrTaskNotFound)
-	}
-	return t.run(ctx, msg.TaskID) // as decided: queued again
+	_, err = t.door.Runs.Decide(ctx, a.bot.ProjectID, a.bot.ID, agentruns.Approval{ExecutionID: e.ID, Approve: &approve})
+	return t.rpcError(err, a2a.ErrTaskNotFound)
 }
 
 // decisionOf reads a decision from a message: a data part's approve, or a text of approve or
@@ -251,11 +257,22 @@ func (t *tasks) run(ctx context.Context, id a2a.TaskID) (agentruns.Execution, er
 	return e, t.rpcError(err, a2a.ErrTaskNotFound)
 }
 
-// stream follows the run e from its entry after, yielding working as it reasons, then the
+// open reads the task id of the caller's agent to follow it (agentruns.Service.Open): another
+// agent's run, or none, is not found.
+func (t *tasks) open(ctx context.Context, id a2a.TaskID) (*agentruns.Following, error) {
+	if strings.TrimSpace(string(id)) == "" {
+		return nil, fmt.Errorf("%w: the task id is required", a2a.ErrInvalidParams)
+	}
+	a := callerOf(ctx)
+	f, err := t.door.Runs.Open(ctx, a.bot.ProjectID, a.bot.ID, string(id))
+	return f, t.rpcError(err, a2a.ErrTaskNotFound)
+}
+
+// stream follows the run f from its entry after, yielding working as it reasons, then the
 // answer's artifact and the final status. resumed says a decision set the run going again: it
 // is working from the start.
-func (t *tasks) stream(ctx context.Context, e agentruns.Execution, after int, resumed bool, yield func(a2a.Event, error) bool) {
-	working := false
+func (t *tasks) stream(ctx context.Context, f *agentruns.Following, after int, resumed bool, yield func(a2a.Event, error) bool) {
+	e, working := f.Run, false
 	work := func() error {
 		working = true
 		if !yield(a2a.NewStatusUpdateEvent(infoOf(e), a2a.TaskStateWorking, nil), nil) {
@@ -280,7 +297,7 @@ func (t *tasks) stream(ctx context.Context, e agentruns.Execution, after int, re
 		}
 		return work()
 	}
-	e, err := t.door.Runs.Follow(ctx, e, after, emit, delta)
+	e, err := f.Follow(ctx, after, emit, delta)
 	if err != nil {
 		if !errors.Is(err, errStopped) && ctx.Err() == nil {
 			yield(nil, t.rpcError(err, a2a.ErrTaskNotFound))

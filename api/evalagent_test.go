@@ -138,6 +138,7 @@ type flakyJudge struct {
 	URL     string
 	down    atomic.Bool
 	refused atomic.Int64
+	answers atomic.Int64 // the calls that are not the judge's
 }
 
 func newFlakyJudge(t *testing.T, fake string) *flakyJudge {
@@ -151,7 +152,11 @@ func newFlakyJudge(t *testing.T, fake string) *flakyJudge {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if !f.down.Load() || !bytes.Contains(body, []byte(`"response_format"`)) {
+		judge := bytes.Contains(body, []byte(`"response_format"`))
+		if !judge {
+			f.answers.Add(1)
+		}
+		if !f.down.Load() || !judge {
 			proxy.ServeHTTP(w, r)
 			return
 		}
@@ -175,9 +180,10 @@ func newFlakyJudge(t *testing.T, fake string) *flakyJudge {
 }
 
 // TestEvalJudgeOutage: a judge whose provider is down (503, 429, connection dropped) grades
-// nothing: the case is given back and taken again with the task's back-off, the run stays
-// running with the case not graded, and once the provider is back the run ends with the judge's
-// real verdict, the case graded once.
+// nothing: the case is given back with its answer and taken again with the task's back-off, the
+// run stays running with the case not graded, and once the provider is back the run ends with the
+// judge's real verdict on the answer given first, the case answered (and paid for) once and
+// graded once.
 func TestEvalJudgeOutage(t *testing.T) {
 	t.Parallel()
 	p := providertest.New(t)
@@ -206,6 +212,12 @@ func TestEvalJudgeOutage(t *testing.T) {
 	}
 	if j := rate(t, rep["run"].(map[string]any), "judge"); j["graded"] != float64(1) || j["errors"] != float64(0) {
 		t.Fatalf("judge = %v, want one case graded, no error", j)
+	}
+	if n := judge.answers.Load(); n != 1 {
+		t.Fatalf("the case was answered %d times, want once: its answer is kept while the judge is down", n)
+	}
+	if a := rep["results"].([]any)[0].(map[string]any)["answer"]; a != "Your order ships today." {
+		t.Fatalf("answer = %v", a)
 	}
 }
 

@@ -122,7 +122,7 @@ func (x *Runner) work(ctx context.Context, run Run, agent Agent, final bool, sto
 		}
 		if err := x.grade(ctx, agent, &r, final); err != nil {
 			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = x.repo.Release(release, r.ID, x.owner)
+			_ = x.repo.Release(release, r, x.owner)
 			cancel()
 			return err
 		}
@@ -132,10 +132,10 @@ func (x *Runner) work(ctx context.Context, run Run, agent Agent, final bool, sto
 	}
 }
 
-// grade answers r's case and grades the answer. An answer the agent could not give, or a
-// judge's verdict not given, for a reason that may pass (the provider down, or limiting past the
-// waits its client makes) is an error, unless final: the case is taken again later, answered
-// and judged anew. Any other failure (a provider's refusal, as of an unknown model) is the
+// grade answers r's case (unless r keeps its answer from an attempt before) and grades the
+// answer. An answer the agent could not give, or a judge's verdict not given, for a reason that
+// may pass (the provider down, or limiting past the waits its client makes) is an error, unless
+// final: the case is taken again later, answered again only when it had no answer. Any other failure (a provider's refusal, as of an unknown model) is the
 // case's: an answer's fails every grade, a judge's its grade, with the error.
 func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) error {
 	c := &r.Case
@@ -144,7 +144,10 @@ func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) 
 	passing := func(err error) bool {
 		return !final && (ctx.Err() != nil || (apperr.Passing(apperr.As(err)) && !llm.Permanent(err)))
 	}
-	a, err := agent.Answer(ctx, *c)
+	a, err := answerOf(*r), error(nil)
+	if !r.Answered {
+		a, err = agent.Answer(ctx, *c)
+	}
 	if err != nil {
 		if passing(err) {
 			return err
@@ -157,7 +160,7 @@ func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) 
 		r.GradedAt = x.now()
 		return nil
 	}
-	r.Answer, r.Sources, r.ToolCalls = a.Text, a.Sources, a.ToolCalls
+	r.Answer, r.Sources, r.ToolCalls, r.Answered = a.Text, a.Sources, a.ToolCalls, true
 	r.Tokens, r.Cost, r.LatencyMS = a.Tokens, a.Cost, a.Latency.Milliseconds()
 	r.Grades = c.Grade(a)
 	for i, g := range r.Grades {
@@ -170,6 +173,12 @@ func (x *Runner) grade(ctx context.Context, agent Agent, r *Result, final bool) 
 	}
 	r.GradedAt = x.now()
 	return nil
+}
+
+// answerOf is the answer r keeps.
+func answerOf(r Result) Answer {
+	return Answer{Text: r.Answer, Sources: r.Sources, ToolCalls: r.ToolCalls, Latency: time.Duration(r.LatencyMS) * time.Millisecond,
+		Tokens: r.Tokens, Cost: r.Cost}
 }
 
 // finish records the run's outcome from its graded cases.

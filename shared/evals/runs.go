@@ -80,6 +80,10 @@ type Result struct {
 	Tokens     int        `json:"tokens" bson:"tokens"`
 	Cost       float64    `json:"cost" bson:"cost"`
 	LatencyMS  int64      `json:"latency_ms" bson:"latency_ms"`
+	// Answered says Answer and the fields after it are the agent's answer, kept when its case
+	// was given back before its grading was over (the judge's provider down): the case taken
+	// again is graded on it, not answered (and paid for) anew.
+	Answered bool `json:"-" bson:"answered"`
 	// Error is why the agent gave no answer (its grades then all fail).
 	Error    string    `json:"error,omitempty" bson:"error,omitempty"`
 	GradedAt time.Time `json:"graded_at" bson:"graded_at"`
@@ -114,8 +118,9 @@ type RunRepo interface {
 	// Claim takes a case of the run not graded and not held (or held under an expired lease)
 	// for owner until until; ok is false when there is none.
 	Claim(ctx context.Context, runID, owner string, until, now time.Time) (r Result, ok bool, err error)
-	// Release gives up owner's hold of a case not graded.
-	Release(ctx context.Context, id, owner string) error
+	// Release gives up owner's hold of the case r, not graded, keeping its answer when it has
+	// one (Answered).
+	Release(ctx context.Context, r Result, owner string) error
 	// Grade stores r's answer and grades, when owner still holds it and it is not graded;
 	// false otherwise (nothing is written).
 	Grade(ctx context.Context, r Result, owner string) (bool, error)

@@ -114,18 +114,27 @@ func (r EvalRuns) Claim(ctx context.Context, runID, owner string, until, now tim
 	return res, err == nil, wrap(err, evals.RunResource)
 }
 
-func (r EvalRuns) Release(ctx context.Context, id, owner string) error {
-	_, err := r.results().UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "owner", Value: owner}, {Key: "done", Value: false}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "owner", Value: ""}, {Key: "lease_until", Value: time.Time{}}}}})
+func (r EvalRuns) Release(ctx context.Context, res evals.Result, owner string) error {
+	set := bson.D{{Key: "owner", Value: ""}, {Key: "lease_until", Value: time.Time{}}}
+	if res.Answered {
+		set = append(set, answerOf(res)...)
+	}
+	_, err := r.results().UpdateOne(ctx, bson.D{{Key: "_id", Value: res.ID}, {Key: "owner", Value: owner}, {Key: "done", Value: false}},
+		bson.D{{Key: "$set", Value: set}})
 	return wrap(err, evals.RunResource)
+}
+
+// answerOf are the fields of res's answer.
+func answerOf(res evals.Result) bson.D {
+	return bson.D{{Key: "answered", Value: true}, {Key: "answer", Value: res.Answer}, {Key: "sources", Value: res.Sources},
+		{Key: "tool_calls", Value: res.ToolCalls}, {Key: "tokens", Value: res.Tokens}, {Key: "cost", Value: res.Cost},
+		{Key: "latency_ms", Value: res.LatencyMS}}
 }
 
 func (r EvalRuns) Grade(ctx context.Context, res evals.Result, owner string) (bool, error) {
 	u, err := r.results().UpdateOne(ctx, bson.D{{Key: "_id", Value: res.ID}, {Key: "owner", Value: owner}, {Key: "done", Value: false}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}, {Key: "answer", Value: res.Answer}, {Key: "sources", Value: res.Sources},
-			{Key: "tool_calls", Value: res.ToolCalls}, {Key: "grades", Value: res.Grades}, {Key: "tokens", Value: res.Tokens},
-			{Key: "cost", Value: res.Cost}, {Key: "latency_ms", Value: res.LatencyMS}, {Key: "error", Value: res.Error},
-			{Key: "graded_at", Value: res.GradedAt}}}})
+		bson.D{{Key: "$set", Value: append(answerOf(res), bson.E{Key: "done", Value: true}, bson.E{Key: "grades", Value: res.Grades},
+			bson.E{Key: "error", Value: res.Error}, bson.E{Key: "graded_at", Value: res.GradedAt})}})
 	if err != nil {
 		return false, wrap(err, evals.RunResource)
 	}

@@ -329,4 +329,17 @@ func TestPublishGateNeedsVersioning(t *testing.T) {
 			}
 		})
 	}
+
+	// A gate stored before the rule, on an agent without versioning, held nothing: the agent's
+	// next update that names neither is not refused for it, and drops it.
+	ctx := context.Background()
+	if r, err := b.db.Collection("bots").UpdateOne(ctx, bson.M{"uuid": e.bot}, bson.M{"$set": bson.M{"versioning": false,
+		"publish_gate": bson.M{"dataset_id": gate["dataset_id"], "thresholds": bson.M{"exact": 1}}}, "$inc": bson.M{"rev": 1}}); err != nil || r.ModifiedCount != 1 {
+		t.Fatalf("store the old gate: %v %+v", err, r)
+	}
+	expect(t, update(map[string]any{"name": "Renamed"}), http.StatusOK, "")
+	read := b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/read?project_id=" + b.project.ID + "&bot_id=" + e.bot, Key: b.key}).JSON(t)["bot"].(map[string]any)
+	if read["name"] != "Renamed" || read["publish_gate"] != nil {
+		t.Fatalf("after an update, name = %v, publish_gate = %v: want the update made and the old gate gone", read["name"], read["publish_gate"])
+	}
 }

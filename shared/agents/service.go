@@ -134,6 +134,11 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p Patch) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		cur.latest().Config.applyTo(next)
+		if cur.PublishGate != nil && !cur.Versioning && p.PublishGate == nil && p.Versioning == nil {
+			// A gate stored before gates needed versioning held nothing (each change was published
+			// at once): an update that names neither drops it rather than being refused for it.
+			next.PublishGate = nil
+		}
 		if err := p.apply(next); err != nil {
 			return err
 		}

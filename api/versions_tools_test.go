@@ -196,3 +196,42 @@ func TestVersionedAgentRunsWithThePublishedTools(t *testing.T) {
 		t.Fatalf("after publishing, the run was offered %v", got)
 	}
 }
+
+// TestUnversionedAgentRunsWithTheVersionsTools: an agent without versioning publishes each change
+// of its tools at once, but a run of an earlier version (a request's version, or a canary's) is
+// offered that version's tools, not the agent's tools as they are.
+func TestUnversionedAgentRunsWithTheVersionsTools(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, nil)
+	svc := startOrdersService(t)
+	tl, v := toolsAPI{c}, versionsAPI{c}
+	tl.create(t, map[string]any{"name": "Lookup", "type": "http", "config": map[string]any{"url": svc.URL + "/v2/orders/o-5"}})
+	first := v.do(t, http.MethodGet, "/v1/bot/read", nil, http.StatusOK, "")["bot"].(map[string]any)["version"].(float64)
+	tl.create(t, map[string]any{"name": "Hook", "type": "http", "config": map[string]any{"url": svc.URL + "/v2/orders"}})
+
+	offered := func(t *testing.T, body map[string]any) []string {
+		t.Helper()
+		before := len(fake.Requests())
+		fake.Set(providertest.Behavior{Reply: "Done."})
+		body["reasoning_mode"] = "agent"
+		if _, done := c.chat(t, body); done == nil || done["reply"] != "Done." {
+			t.Fatalf("run %v", done)
+		}
+		var names []string
+		for _, r := range fake.Requests()[before:] {
+			for _, n := range r.Tools {
+				if strings.Contains(n, "__") && !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := offered(t, map[string]any{"message": "Now?"}); !slices.Equal(got, []string{"hook__call", "lookup__call"}) {
+		t.Fatalf("the agent's run was offered %v", got)
+	}
+	if got := offered(t, map[string]any{"message": "Then?", "version": first}); !slices.Equal(got, []string{"lookup__call"}) {
+		t.Fatalf("a run of version %v was offered %v, want that version's tools", first, got)
+	}
+}

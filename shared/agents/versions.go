@@ -388,10 +388,11 @@ type ToolSets interface {
 
 // ToolSet is the set of its own tools the agent's runs are held to: the tools of the version b
 // carries, for a versioned agent (its published version keeps its tools while the draft's
-// change); nil for an agent that publishes every change at once, whose runs get the tools as
-// they are, each call reading its tool then (a tool turned off mid-run is no longer called).
+// change) and for any agent at another version than its own (At, a canary); nil for an agent
+// that publishes every change at once, at its newest version, whose runs get the tools as they
+// are, each call reading its tool then (a tool turned off mid-run is no longer called).
 func (b Bot) ToolSet() []tools.State {
-	if b.Versioning {
+	if b.Versioning || b.serving > 0 {
 		return b.Tools
 	}
 	return nil

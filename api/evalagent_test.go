@@ -343,3 +343,27 @@ func TestPublishGateNeedsVersioning(t *testing.T) {
 		t.Fatalf("after an update, name = %v, publish_gate = %v: want the update made and the old gate gone", read["name"], read["publish_gate"])
 	}
 }
+
+// TestEvalTrialEmptyAnswer: a case answered by an agent run whose model answers nothing ends
+// after that one call with the answer a run gives when it stops without one, as a run does,
+// rather than asking the model again until the run's calls are spent.
+func TestEvalTrialEmptyAnswer(t *testing.T) {
+	t.Parallel()
+	p := providertest.New(t)
+	p.Set(providertest.Behavior{Empty: true})
+	b := setup(t, withProvider(p.URL))
+	b.startWorker(t, workerOptions{})
+	e := evalsAPI{b: b, bot: b.createBot(t, nil)["uuid"].(string)}
+	expect(t, b.client.Do(apitest.Request{Method: "PUT", Path: "/v1/bot/update", Key: b.key,
+		Body: map[string]any{"project_id": b.project.ID, "bot_id": e.bot, "reasoning_type": "agent"}}), http.StatusOK, "")
+	res := e.create(t, "Silent", []any{map[string]any{"input": "Anyone there?", "expected_facts": []any{"hello"}}})
+	expect(t, res, http.StatusOK, "")
+	before := len(p.Requests())
+	rep := e.finished(t, e.run(t, map[string]any{"dataset_id": res.JSON(t)["dataset"].(map[string]any)["uuid"]}))
+	if n := len(p.Requests()) - before; n != 1 {
+		t.Fatalf("the case made %d model calls, want 1", n)
+	}
+	if a, _ := rep["results"].([]any)[0].(map[string]any)["answer"].(string); !strings.HasPrefix(a, "I stopped after 1 steps without reaching a final answer.") {
+		t.Fatalf("answer = %q, want the answer of a run stopped without one", a)
+	}
+}

@@ -42,8 +42,10 @@ type Usage struct{ Prompt, Completion int }
 // Behavior is how the server answers; the zero value answers [DefaultReply] at once.
 type Behavior struct {
 	// Reply is the content returned (streamed in Chunks pieces when streaming); DefaultReply
-	// when empty.
+	// when empty, unless Empty.
 	Reply string
+	// Empty makes the content returned empty (a model that answers nothing).
+	Empty bool
 	// Chunks is the number of stream deltas; one per word when zero.
 	Chunks int
 	// ChunkDelay is the pause between stream deltas.
@@ -204,7 +206,7 @@ func (s *Server) record(rec Received) (Behavior, int) {
 	if rec.Schema != "" && b.Structured != "" {
 		b.Reply = b.Structured
 	}
-	if b.Reply == "" {
+	if b.Reply == "" && !b.Empty {
 		b.Reply = DefaultReply
 	}
 	if b.Usage.Prompt == 0 {

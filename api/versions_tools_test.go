@@ -165,21 +165,7 @@ func TestVersionedAgentRunsWithThePublishedTools(t *testing.T) {
 
 	offered := func(t *testing.T, body map[string]any, script []providertest.Turn, reply string) []string {
 		t.Helper()
-		before := len(fake.Requests())
-		fake.Set(providertest.Behavior{Script: script})
-		body["reasoning_mode"] = "agent"
-		if _, done := c.chat(t, body); done == nil || done["reply"] != reply {
-			t.Fatalf("run %v", done)
-		}
-		var names []string
-		for _, r := range fake.Requests()[before:] {
-			for _, n := range r.Tools {
-				if strings.Contains(n, "__") && !slices.Contains(names, n) {
-					names = append(names, n)
-				}
-			}
-		}
-		return names
+		return offeredTools(t, c, fake, body, script, reply)
 	}
 	got := offered(t, map[string]any{"message": "Where is o-5?"}, []providertest.Turn{call("lookup__call", `{}`), {Reply: "Shipped."}}, "Shipped.")
 	if !slices.Equal(got, []string{"lookup__call"}) {
@@ -211,22 +197,7 @@ func TestUnversionedAgentRunsWithTheVersionsTools(t *testing.T) {
 
 	offered := func(t *testing.T, body map[string]any) []string {
 		t.Helper()
-		before := len(fake.Requests())
-		fake.Set(providertest.Behavior{Reply: "Done."})
-		body["reasoning_mode"] = "agent"
-		if _, done := c.chat(t, body); done == nil || done["reply"] != "Done." {
-			t.Fatalf("run %v", done)
-		}
-		var names []string
-		for _, r := range fake.Requests()[before:] {
-			for _, n := range r.Tools {
-				if strings.Contains(n, "__") && !slices.Contains(names, n) {
-					names = append(names, n)
-				}
-			}
-		}
-		slices.Sort(names)
-		return names
+		return offeredTools(t, c, fake, body, []providertest.Turn{{Reply: "Done."}}, "Done.")
 	}
 	if got := offered(t, map[string]any{"message": "Now?"}); !slices.Equal(got, []string{"hook__call", "lookup__call"}) {
 		t.Fatalf("the agent's run was offered %v", got)
@@ -234,4 +205,26 @@ func TestUnversionedAgentRunsWithTheVersionsTools(t *testing.T) {
 	if got := offered(t, map[string]any{"message": "Then?", "version": first}); !slices.Equal(got, []string{"lookup__call"}) {
 		t.Fatalf("a run of version %v was offered %v, want that version's tools", first, got)
 	}
+}
+
+// offeredTools makes an agent run of the chat body, the provider answering by script until the
+// reply, and returns the agent's own tools the provider was offered, sorted.
+func offeredTools(t *testing.T, c chatAPI, fake *providertest.Server, body map[string]any, script []providertest.Turn, reply string) []string {
+	t.Helper()
+	before := len(fake.Requests())
+	fake.Set(providertest.Behavior{Script: script})
+	body["reasoning_mode"] = "agent"
+	if _, done := c.chat(t, body); done == nil || done["reply"] != reply {
+		t.Fatalf("run %v", done)
+	}
+	var names []string
+	for _, r := range fake.Requests()[before:] {
+		for _, n := range r.Tools {
+			if strings.Contains(n, "__") && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }

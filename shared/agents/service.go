@@ -23,13 +23,14 @@ const Resource = "bot"
 
 // Service holds the agent rules; persistence is its Repo's, events go through the dispatcher.
 type Service struct {
-	repo     Repo
-	versions VersionRepo
-	events   *outbox.Dispatcher
-	hosts    Hosts
-	tools    ToolSets
-	now      func() time.Time
-	writes   keylock.Locks // agent updates of this process, one at a time per agent
+	repo      Repo
+	versions  VersionRepo
+	events    *outbox.Dispatcher
+	hosts     Hosts
+	tools     ToolSets
+	workflows WorkflowSets
+	now       func() time.Time
+	writes    keylock.Locks // agent updates of this process, one at a time per agent
 }
 
 // NewService returns the agent service, its versions kept in versions; agents' domains and
@@ -62,6 +63,7 @@ func (s *Service) Create(ctx context.Context, projectID, by string, c Create) (B
 		Integrations:   []freeform.Object{},
 		Versioning:     c.Versioning,
 		Tools:          []tools.State{},
+		Workflows:      []WorkflowState{},
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)

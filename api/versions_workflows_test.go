@@ -117,6 +117,9 @@ func TestWorkflowChangesMakeVersions(t *testing.T) {
 	if d := v.do(t, http.MethodGet, "/v1/bot/version/diff?from=3&to=4", nil, http.StatusOK, "")["diff"].(map[string]any); !reflect.DeepEqual(d["changes"], v.version(t, "4")["changes"]) {
 		t.Fatalf("the diff of versions 3 and 4 %v", d)
 	}
+	if bot := v.do(t, http.MethodGet, "/v1/bot/read", nil, http.StatusOK, "")["bot"].(map[string]any); bot["version"] != float64(4) || bot["published_version"] != float64(4) {
+		t.Fatalf("an agent without versioning after a workflow's update: version %v, published %v; want 4 published", bot["version"], bot["published_version"])
+	}
 	asAtFour := a.read(t, id)
 	if got := a.fire(t, hook, sentinel, id); !slices.Equal(got, []string{"two"}) {
 		t.Fatalf("an agent without versioning fired %v after its update, want [two]", got)

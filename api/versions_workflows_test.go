@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,8 +9,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 // versionWorkflows are the names of the workflows a version's config holds.
@@ -258,4 +261,55 @@ func TestVersionsOfConcurrentWorkflowChangesAreGapFree(t *testing.T) {
 	if got := versionWorkflows(list["versions"].([]any)[0].(map[string]any)); len(got) != n {
 		t.Fatalf("the newest version's workflows %v", got)
 	}
+}
+
+// A versioned agent's schedules are those of its published version: a schedule made in the
+// draft gets no entry until it is published, one the draft changed or deleted ticks as
+// published, and publishing the deletion removes its entry.
+func TestVersionedAgentSchedulesThePublishedWorkflows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.chatBot(t, map[string]any{"versioning": true})
+	a, v := workflowAPI{c}, versionsAPI{c}
+	b.startWorker(t, workerOptions{})
+	hook := newReceiver(t)
+	id := a.create(t, map[string]any{"name": "Digest", "trigger_type": "schedule", "trigger_config": map[string]any{"cron": "*/5 * * * *"},
+		"actions": hookActions(hook, "one")})
+	schedules := workflows.NewSchedules(b.flows, b.log)
+	ctx := context.Background()
+	entries := func(t *testing.T, want int) {
+		t.Helper()
+		if err := schedules.Reload(ctx); err != nil || schedules.Entries() != want {
+			t.Fatalf("%d entries, want %d (%v)", schedules.Entries(), want, err)
+		}
+	}
+	entries(t, 0)
+	v.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
+	entries(t, 1)
+
+	tick := func(t *testing.T, at time.Time) []string {
+		t.Helper()
+		from, ran := len(hook.got()), len(a.runsOf(t, id))
+		if err := schedules.FireAt(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+		runs := a.runsOf(t, id)
+		if len(runs) != ran+1 {
+			t.Fatalf("%d runs after the tick, want %d", len(runs), ran+1)
+		}
+		a.wait(t, runs[0]["uuid"].(string))
+		return deliveredMarks(t, hook, from)
+	}
+	a.update(t, id, map[string]any{"actions": hookActions(hook, "two")})
+	entries(t, 1)
+	if got := tick(t, time.Date(2026, 11, 22, 9, 5, 0, 0, time.UTC)); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("the draft's change of the schedule delivered %v, want [one]", got)
+	}
+	a.remove(t, id)
+	entries(t, 1)
+	if got := tick(t, time.Date(2026, 11, 22, 9, 10, 0, 0, time.UTC)); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("the schedule the draft deleted delivered %v, want [one]", got)
+	}
+	v.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
+	entries(t, 0)
 }

@@ -146,6 +146,9 @@ type Repo interface {
 	Replace(ctx context.Context, b Bot, ev outbox.Event) error
 	// Delete tombstones the data the agent owns, then the agent.
 	Delete(ctx context.Context, b Bot, at time.Time, ev outbox.Event) error
+	// ScheduledWorkflows lists the live versioned agents whose published workflows hold a
+	// schedule trigger: their ids, projects, versioning and workflows only.
+	ScheduledWorkflows(ctx context.Context) ([]Bot, error)
 }
 
 // clone returns a copy of b sharing no slice or map with it: a patch decodes into the copy's

@@ -76,6 +76,13 @@ func (b Bot) WorkflowSet() []WorkflowState {
 	return nil
 }
 
+// ScheduledWorkflows lists the versioned agents whose published workflows hold a schedule
+// trigger (their ids, projects and workflows only): the scheduler keeps those workflows' entries
+// as the published versions have them.
+func (s *Service) ScheduledWorkflows(ctx context.Context) ([]Bot, error) {
+	return s.repo.ScheduledWorkflows(ctx)
+}
+
 // WorkflowChanged records the agent's workflow workflowID as it is, after a change of it by by
 // (created, updated, toggled or deleted): a new version when it differs from the agent's newest
 // version's, published at once unless the agent is versioned, as every change of its behaviour.

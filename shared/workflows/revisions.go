@@ -177,6 +177,57 @@ func (s *Runs) published(ctx context.Context, projectID, botID string) ([]agents
 	return b.WorkflowSet(), err
 }
 
-// UseAgents has events trigger versioned agents' workflows as their published versions have
-// them, reading the agents from bots (a cached read).
-func (s *Runs) UseAgents(bots Bots) { s.bots = bots }
+// Agents are what the triggers need of agents: each one (a cached read) and the versioned ones
+// with schedules (shared/agents implements it).
+type Agents interface {
+	Bots
+	// ScheduledWorkflows lists the versioned agents whose published workflows hold a schedule
+	// trigger.
+	ScheduledWorkflows(ctx context.Context) ([]agents.Bot, error)
+}
+
+// UseAgents has events and schedules trigger versioned agents' workflows as their published
+// versions have them.
+func (s *Runs) UseAgents(a Agents) { s.bots = a }
+
+// scheduled are the schedule workflows to keep entries for: the active ones as they are, but,
+// for a versioned agent, those its published version holds active, as their revisions have them
+// (a draft's new, changed, deactivated or deleted schedule changes nothing until it is
+// published).
+func (s *Runs) scheduled(ctx context.Context) ([]Workflow, error) {
+	live, err := s.workflows.repo.Scheduled(ctx)
+	if err != nil || s.bots == nil {
+		return live, err
+	}
+	var list []Workflow
+	for _, w := range live {
+		set, err := s.published(ctx, w.ProjectID, w.BotID)
+		if err != nil {
+			return nil, err
+		}
+		if set == nil {
+			list = append(list, w)
+		}
+	}
+	versioned, err := s.bots.ScheduledWorkflows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range versioned {
+		for _, st := range b.WorkflowSet() {
+			if !st.IsActive || st.TriggerType != TriggerTypeSchedule {
+				continue
+			}
+			w, err := s.workflows.repo.Revision(ctx, b.ProjectID, b.ID, st.Revision)
+			switch {
+			case apperr.IsNotFound(err):
+				s.log.Warn("schedule not kept: its published revision is not kept", "workflow_id", st.ID, "revision", st.Revision)
+				continue
+			case err != nil:
+				return nil, err
+			}
+			list = append(list, w)
+		}
+	}
+	return list, nil
+}

@@ -144,7 +144,7 @@ type RunRepo interface {
 type Runs struct {
 	workflows *Service
 	// bots, when set, are read for the versioned agents' published workflows (UseAgents).
-	bots  Bots
+	bots  Agents
 	repo  RunRepo
 	queue tasks.Queue
 	log   *slog.Logger

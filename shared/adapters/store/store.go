@@ -85,6 +85,8 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
 			// Sparse: only agents whose domain is verified have the field.
 			{Keys: bson.D{{Key: "verified_domain", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true).SetName("verified_domain_unique")},
+			// The schedulers' read of the versioned agents whose published workflows hold a schedule.
+			{Keys: bson.D{{Key: "workflows.trigger_type", Value: 1}}, Options: options.Index().SetName("workflow_triggers")},
 			outboxIndex(),
 		},
 		subscribersColl: {

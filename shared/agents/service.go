@@ -23,14 +23,14 @@ const Resource = "bot"
 
 // Service holds the agent rules; persistence is its Repo's, events go through the dispatcher.
 type Service struct {
-	repo      Repo
-	versions  VersionRepo
-	events    *outbox.Dispatcher
-	hosts     Hosts
-	tools     ToolSets
-	workflows WorkflowSets
-	now       func() time.Time
-	writes    keylock.Locks // agent updates of this process, one at a time per agent
+	repo     Repo
+	versions VersionRepo
+	events   *outbox.Dispatcher
+	hosts    Hosts
+	tools    ToolSets
+	flows    WorkflowSets // the agents' workflows, for versions
+	now      func() time.Time
+	writes   keylock.Locks // agent updates of this process, one at a time per agent
 }
 
 // NewService returns the agent service, its versions kept in versions; agents' domains and
@@ -136,6 +136,11 @@ func (s *Service) List(ctx context.Context, projectID string, page paging.Page) 
 func (s *Service) Update(ctx context.Context, projectID, idOrUUID, by string, p Patch) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		cur.latest().Config.applyTo(next)
+		if cur.PublishGate != nil && !cur.Versioning && p.PublishGate == nil && p.Versioning == nil {
+			// A gate stored before gates needed versioning held nothing (each change was published
+			// at once): an update that names neither drops it rather than being refused for it.
+			next.PublishGate = nil
+		}
 		if err := p.apply(next); err != nil {
 			return err
 		}

@@ -88,8 +88,8 @@ type Change struct {
 }
 
 // Diff lists the fields whose values differ from old to new, in Config's order (a tool's in
-// the order of new's tools, then those removed; a workflow's likewise); none when they are the same. An absent list
-// and an empty one are the same.
+// the order of new's tools, then those removed; a workflow's likewise); none when they are the
+// same. An absent list and an empty one are the same.
 func Diff(old, new Config) []Change {
 	changes := []Change{}
 	ov, nv := reflect.ValueOf(old), reflect.ValueOf(new)
@@ -324,8 +324,8 @@ func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, 
 				return err
 			}
 		}
-		if s.workflows != nil && v.Config.Workflows != nil {
-			if err := s.workflows.Restore(ctx, projectID, cur.ID, v.Config.Workflows); err != nil {
+		if s.flows != nil && v.Config.Workflows != nil {
+			if err := s.flows.Restore(ctx, projectID, cur.ID, v.Config.Workflows); err != nil {
 				return err
 			}
 		}

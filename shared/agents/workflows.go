@@ -63,7 +63,7 @@ type WorkflowSets interface {
 
 // UseWorkflows has the versions of agents record their workflows from w, and rollbacks restore
 // them.
-func (s *Service) UseWorkflows(w WorkflowSets) { s.workflows = w }
+func (s *Service) UseWorkflows(w WorkflowSets) { s.flows = w }
 
 // WorkflowSet is the set of workflows events trigger for the agent b: its published version's,
 // for a versioned agent (a draft's change of a workflow fires nothing until it is published);
@@ -105,9 +105,9 @@ func (s *Service) WorkflowChanged(ctx context.Context, projectID, idOrUUID, by, 
 // workflowsAfter is set with the agent's workflow id as it is now: replaced, added or removed.
 func (s *Service) workflowsAfter(ctx context.Context, projectID, botID string, set []WorkflowState, id string) ([]WorkflowState, error) {
 	if set == nil {
-		return s.workflows.Set(ctx, projectID, botID)
+		return s.flows.Set(ctx, projectID, botID)
 	}
-	st, ok, err := s.workflows.State(ctx, projectID, botID, id)
+	st, ok, err := s.flows.State(ctx, projectID, botID, id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,24 @@
 package api
 
 import (
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/agentplane/agentplane/api/httpx"
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
+
+// workflowChanged records the agent's workflow id in a new version of the agent after a change
+// of it (err, the change's error, is returned as it is when the change failed).
+func (s *server) workflowChanged(c *gin.Context, projectID, botID, id string, err error) error {
+	if err != nil {
+		return err
+	}
+	_, err = s.agents.WorkflowChanged(c.Request.Context(), projectID, botID, changedBy(c), id)
+	return err
+}
 
 type workflowRequest struct {
 	scope
@@ -20,7 +33,7 @@ func (s *server) createWorkflow(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	w, err := s.workflows.Create(c, req.ProjectID, botID, req.Input)
-	return gin.H{"workflow": w}, err
+	return gin.H{"workflow": w}, s.workflowChanged(c, req.ProjectID, botID, w.UUID, err)
 }
 
 func (s *server) updateWorkflow(c *gin.Context) (any, error) {
@@ -30,7 +43,7 @@ func (s *server) updateWorkflow(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	w, err := s.workflows.Update(c, req.ProjectID, botID, req.WorkflowID, req.Input)
-	return gin.H{"workflow": w}, err
+	return gin.H{"workflow": w}, s.workflowChanged(c, req.ProjectID, botID, w.UUID, err)
 }
 
 func (s *server) readWorkflow(c *gin.Context) (any, error) {
@@ -59,7 +72,8 @@ func (s *server) deleteWorkflow(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gin.H{}, s.workflows.Delete(c, sc.ProjectID, b.ID, c.Query("workflow_id"))
+	id := strings.TrimSpace(c.Query("workflow_id"))
+	return gin.H{}, s.workflowChanged(c, sc.ProjectID, b.ID, id, s.workflows.Delete(c, sc.ProjectID, b.ID, id))
 }
 
 type workflowRunRequest struct {
@@ -68,16 +82,31 @@ type workflowRunRequest struct {
 	Input      map[string]any `json:"input"`
 	// IdempotencyKey makes a retried request start one run.
 	IdempotencyKey string `json:"idempotency_key"`
+	// Version, when given, runs the workflow as that version of the agent has it (a number,
+	// draft or published); without it, the workflow as it is.
+	Version agents.VersionName `json:"version"`
 }
 
-// runWorkflow starts a run of an active workflow by hand, with an optional input object.
+// runWorkflow starts a run of an active workflow by hand, with an optional input object, as
+// the workflow is or as a version of the agent has it.
 func (s *server) runWorkflow(c *gin.Context) (any, error) {
 	var req workflowRunRequest
 	botID, err := s.bindID(c, &req, &req.scope, &req.WorkflowID, "workflow_id")
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.workflowRuns.RunManually(c, req.ProjectID, botID, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
+	if strings.TrimSpace(string(req.Version)) == "" {
+		r, err := s.workflowRuns.RunManually(c, req.ProjectID, botID, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
+		return gin.H{"run": r}, err
+	}
+	b, err := s.agents.Get(c, req.ProjectID, botID)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = s.botAt(c, b, req.Version); err != nil {
+		return nil, err
+	}
+	r, err := s.workflowRuns.RunAt(c, b, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
 	return gin.H{"run": r}, err
 }
 

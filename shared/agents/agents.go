@@ -89,6 +89,9 @@ type Bot struct {
 	// Tools are the agent's own tools as the version whose behaviour it carries has them (nil for
 	// an agent whose tools no version recorded: its runs get its tools as they are).
 	Tools []tools.State `json:"-" bson:"tools"`
+	// Workflows are the agent's workflows as the version whose behaviour it carries has them (nil
+	// for an agent whose workflows no version recorded: events trigger its workflows as they are).
+	Workflows []WorkflowState `json:"-" bson:"workflows"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`
@@ -143,6 +146,9 @@ type Repo interface {
 	Replace(ctx context.Context, b Bot, ev outbox.Event) error
 	// Delete tombstones the data the agent owns, then the agent.
 	Delete(ctx context.Context, b Bot, at time.Time, ev outbox.Event) error
+	// ScheduledWorkflows lists the live versioned agents whose published workflows hold a
+	// schedule trigger: their ids, projects, versioning and workflows only.
+	ScheduledWorkflows(ctx context.Context) ([]Bot, error)
 }
 
 // clone returns a copy of b sharing no slice or map with it: a patch decodes into the copy's
@@ -170,6 +176,7 @@ func (b Bot) clone() Bot {
 	}
 	c.HandoffPhrases = slices.Clone(b.HandoffPhrases)
 	c.Tools = slices.Clone(b.Tools)
+	c.Workflows = slices.Clone(b.Workflows)
 	c.Canary = b.Canary.clone()
 	if b.Latest != nil {
 		v := b.Latest.clone()

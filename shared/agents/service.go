@@ -28,6 +28,7 @@ type Service struct {
 	events   *outbox.Dispatcher
 	hosts    Hosts
 	tools    ToolSets
+	flows    WorkflowSets // the agents' workflows, for versions
 	now      func() time.Time
 	writes   keylock.Locks // agent updates of this process, one at a time per agent
 }
@@ -62,6 +63,7 @@ func (s *Service) Create(ctx context.Context, projectID, by string, c Create) (B
 		Integrations:   []freeform.Object{},
 		Versioning:     c.Versioning,
 		Tools:          []tools.State{},
+		Workflows:      []WorkflowState{},
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)

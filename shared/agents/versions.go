@@ -38,6 +38,9 @@ type Config struct {
 	// Tools are the agent's own tools (nil in a version made before tools were recorded, whose
 	// runs get the agent's tools as they are).
 	Tools []tools.State `json:"tools" bson:"tools"`
+	// Workflows are the agent's workflows (nil in a version made before workflows were
+	// recorded, whose events trigger the agent's workflows as they are).
+	Workflows []WorkflowState `json:"workflows" bson:"workflows"`
 }
 
 // configFields are Config's fields by their JSON name, in order.
@@ -61,7 +64,7 @@ func ConfigOf(b Bot) Config {
 		Top: b.Top, Memory: b.Memory, NoAnswerReply: b.NoAnswerReply, AutoApproveTools: b.AutoApproveTools,
 		VisitorApprovals: b.VisitorApprovals, HumanHandoff: b.HumanHandoff, HandoffMessage: b.HandoffMessage,
 		HandoffPhrases: slices.Clone(b.HandoffPhrases), HandoffOnLowConfidence: b.HandoffOnLowConfidence, HandoffClassify: b.HandoffClassify,
-		Tools: slices.Clone(b.Tools)}
+		Tools: slices.Clone(b.Tools), Workflows: slices.Clone(b.Workflows)}
 }
 
 // applyTo sets the agent's behaviour fields to c.
@@ -72,11 +75,12 @@ func (c Config) applyTo(b *Bot) {
 	b.HandoffPhrases = slices.Clone(c.HandoffPhrases)
 	b.HandoffOnLowConfidence, b.HandoffClassify = c.HandoffOnLowConfidence, c.HandoffClassify
 	b.Tools = slices.Clone(c.Tools)
+	b.Workflows = slices.Clone(c.Workflows)
 }
 
 // Change is a field that differs between two versions: its JSON name, its value in the older
-// and in the newer. A tool's change is named "tools.<its name>", its old or new value null
-// when the tool was added or removed.
+// and in the newer. A tool's change is named "tools.<its name>" (a workflow's
+// "workflows.<its name>"), its old or new value null when it was added or removed.
 type Change struct {
 	Field string         `json:"field" bson:"field"`
 	Old   freeform.Value `json:"old" bson:"old"`
@@ -84,8 +88,8 @@ type Change struct {
 }
 
 // Diff lists the fields whose values differ from old to new, in Config's order (a tool's in
-// the order of new's tools, then those removed); none when they are the same. An absent list
-// and an empty one are the same.
+// the order of new's tools, then those removed; a workflow's likewise); none when they are the
+// same. An absent list and an empty one are the same.
 func Diff(old, new Config) []Change {
 	changes := []Change{}
 	ov, nv := reflect.ValueOf(old), reflect.ValueOf(new)
@@ -99,6 +103,9 @@ func Diff(old, new Config) []Change {
 			o, n = orNone(os), orNone(n.([]string))
 		case []tools.State:
 			changes = append(changes, toolChanges(os, n.([]tools.State))...)
+			continue
+		case []WorkflowState:
+			changes = append(changes, workflowChanges(os, n.([]WorkflowState))...)
 			continue
 		default:
 			if o == n {
@@ -164,6 +171,7 @@ func (v Version) clone() Version {
 func (c Config) clone() Config {
 	c.HandoffPhrases = slices.Clone(c.HandoffPhrases)
 	c.Tools = slices.Clone(c.Tools)
+	c.Workflows = slices.Clone(c.Workflows)
 	return c
 }
 
@@ -299,7 +307,8 @@ func (s *Service) Publish(ctx context.Context, projectID, idOrUUID string, n int
 }
 
 // Rollback makes a new version of the agent, by by, with exactly the behaviour of its earlier
-// version n, and publishes it: its own tools are made again as version n had them.
+// version n, and publishes it: its own tools and its workflows are made again as version n had
+// them.
 func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, n int) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		latest := cur.latest()
@@ -312,6 +321,11 @@ func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, 
 		}
 		if s.tools != nil && v.Config.Tools != nil {
 			if err := s.tools.Restore(ctx, projectID, cur.ID, v.Config.Tools); err != nil {
+				return err
+			}
+		}
+		if s.flows != nil && v.Config.Workflows != nil {
+			if err := s.flows.Restore(ctx, projectID, cur.ID, v.Config.Workflows); err != nil {
 				return err
 			}
 		}

@@ -42,6 +42,9 @@ type Workflow struct {
 	CreatedAt   time.Time `json:"-" bson:"created_at"`
 	UpdatedAt   time.Time `json:"-" bson:"updated_at"`
 	Rev         int64     `json:"-" bson:"rev"`
+	// Revision names the workflow's form as it is: each write of it gives a new one, and the
+	// form is kept under it for its agent's versions (see Set).
+	Revision string `json:"-" bson:"revision"`
 }
 
 // Input is the body of a workflow's creation or update: fields absent or null keep their value
@@ -121,6 +124,15 @@ type Repo interface {
 	Triggered(ctx context.Context, projectID, botID, eventType string) ([]Workflow, error)
 	// Scheduled lists every active schedule workflow.
 	Scheduled(ctx context.Context) ([]Workflow, error)
+	// All lists every workflow of the agent, oldest first.
+	All(ctx context.Context, projectID, botID string) ([]Workflow, error)
+	// Restore writes w whole as the workflow of its id (made again when it was deleted), with ev
+	// in its outbox, its Rev past the one it replaces.
+	Restore(ctx context.Context, w Workflow, ev outbox.Event) error
+	// KeepRevisions keeps each workflow's form under its revision; one kept already is left.
+	KeepRevisions(ctx context.Context, ws ...Workflow) error
+	// Revision returns the form of the agent's workflow the revision names: NotFound when none.
+	Revision(ctx context.Context, projectID, botID, revision string) (Workflow, error)
 }
 
 // Service holds the workflow definition rules.
@@ -140,7 +152,7 @@ func NewService(repo Repo, events *outbox.Dispatcher) *Service {
 // status defaults to "active" or "inactive" accordingly.
 func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Workflow, error) {
 	now := s.now()
-	w := Workflow{UUID: ids.New(), ProjectID: projectID, BotID: botID, IsActive: true, CreatedAt: now, UpdatedAt: now}
+	w := Workflow{UUID: ids.New(), ProjectID: projectID, BotID: botID, IsActive: true, CreatedAt: now, UpdatedAt: now, Revision: ids.New()}
 	in.apply(&w)
 	if w.Status == "" {
 		w.Status = map[bool]string{true: "active", false: "inactive"}[w.IsActive]
@@ -185,7 +197,7 @@ func (s *Service) update(ctx context.Context, projectID, botID, id string, in In
 	if err := next.validate(&cur); err != nil {
 		return Workflow{}, err
 	}
-	next.UpdatedAt, next.Rev = s.now(), cur.Rev+1
+	next.UpdatedAt, next.Rev, next.Revision = s.now(), cur.Rev+1, ids.New()
 	ev := workflowEvents.New(ctx, outbox.WorkflowUpdated, projectID, botID, next)
 	if err := s.repo.Replace(ctx, next, ev); err != nil {
 		return Workflow{}, err
@@ -200,7 +212,12 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 	if err != nil {
 		return err
 	}
-	ev := workflowEvents.New(ctx, outbox.WorkflowDeleted, projectID, botID, w)
+	return s.remove(ctx, w)
+}
+
+// remove tombstones w with its event.
+func (s *Service) remove(ctx context.Context, w Workflow) error {
+	ev := workflowEvents.New(ctx, outbox.WorkflowDeleted, w.ProjectID, w.BotID, w)
 	if err := s.repo.Delete(ctx, w, s.now(), ev); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/batch"
 	"github.com/agentplane/agentplane/shared/kit/ids"
@@ -142,10 +143,12 @@ type RunRepo interface {
 // Runs starts workflow runs and reads their history (the API side).
 type Runs struct {
 	workflows *Service
-	repo      RunRepo
-	queue     tasks.Queue
-	log       *slog.Logger
-	now       func() time.Time
+	// bots, when set, are read for the versioned agents' published workflows (UseAgents).
+	bots  Agents
+	repo  RunRepo
+	queue tasks.Queue
+	log   *slog.Logger
+	now   func() time.Time
 	// skips stores the skipped logs off the path of the events, in batches.
 	skips *batch.Batcher[Run]
 }
@@ -171,6 +174,30 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	if err != nil {
 		return Run{}, err
 	}
+	return s.runManually(ctx, w, input, by, key)
+}
+
+// RunAt is RunManually of the workflow as the agent b, at the version it serves (agents'
+// At), has it: its form under the version's revision. NotFound when that version has no such
+// workflow. An agent whose workflows no version recorded runs the workflow as it is.
+func (s *Runs) RunAt(ctx context.Context, b agents.Bot, workflowID string, input map[string]any, by, key string) (Run, error) {
+	if b.Workflows == nil {
+		return s.RunManually(ctx, b.ProjectID, b.ID, workflowID, input, by, key)
+	}
+	i := slices.IndexFunc(b.Workflows, func(st agents.WorkflowState) bool { return st.ID == strings.TrimSpace(workflowID) })
+	if i < 0 {
+		return Run{}, apperr.NotFoundf(Resource)
+	}
+	w, err := s.workflows.repo.Revision(ctx, b.ProjectID, b.ID, b.Workflows[i].Revision)
+	if err != nil {
+		return Run{}, err
+	}
+	return s.runManually(ctx, w, input, by, key)
+}
+
+// runManually starts a run of w, which must be active, as RunManually says.
+func (s *Runs) runManually(ctx context.Context, w Workflow, input map[string]any, by, key string) (Run, error) {
+	projectID := w.ProjectID
 	if !w.IsActive {
 		return Run{}, apperr.New(apperr.Conflict, "workflow_inactive", "The workflow is inactive (is_active false); activate it to run it.")
 	}

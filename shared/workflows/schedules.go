@@ -57,7 +57,7 @@ type Schedules struct {
 // scheduled is a workflow's cron entry, the revision it was made from and its schedule.
 type scheduled struct {
 	id       cron.EntryID
-	rev      int64
+	revision string
 	workflow Workflow
 	schedule cron.Schedule
 }
@@ -85,9 +85,10 @@ func (s *Schedules) Run(ctx context.Context, reload time.Duration) {
 	}
 }
 
-// Reload makes the cron entries match the active schedule workflows.
+// Reload makes the cron entries match the active schedule workflows (a versioned agent's as its
+// published version has them).
 func (s *Schedules) Reload(ctx context.Context) error {
-	list, err := s.runs.workflows.repo.Scheduled(ctx)
+	list, err := s.runs.scheduled(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (s *Schedules) Reload(ctx context.Context) error {
 	seen := make(map[string]bool, len(list))
 	for _, w := range list {
 		seen[w.UUID] = true
-		if cur, ok := s.entries[w.UUID]; ok && cur.rev == w.Rev {
+		if cur, ok := s.entries[w.UUID]; ok && cur.revision == w.revision() {
 			continue
 		} else if ok {
 			s.cron.Remove(cur.id)
@@ -106,7 +107,7 @@ func (s *Schedules) Reload(ctx context.Context) error {
 			s.log.Warn("schedule workflow skipped", "workflow_id", w.UUID, "error", err)
 			continue
 		}
-		s.entries[w.UUID] = scheduled{id: s.cron.Schedule(sched, s.job(ctx, w, sched)), rev: w.Rev, workflow: w, schedule: sched}
+		s.entries[w.UUID] = scheduled{id: s.cron.Schedule(sched, s.job(ctx, w, sched)), revision: w.revision(), workflow: w, schedule: sched}
 	}
 	for id, cur := range s.entries {
 		if !seen[id] {

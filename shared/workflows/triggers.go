@@ -16,8 +16,9 @@ import (
 // workflow that would have run is named in the log.
 const MaxChain = 5
 
-// OnEvent starts a run of every active workflow of the event's agent that the event triggers:
-// its trigger_event is the event's type and its conditions hold on the event envelope. Of a
+// OnEvent starts a run of every active workflow of the event's agent that the event triggers
+// (for a versioned agent, as its published version has them: see triggered): its
+// trigger_event is the event's type and its conditions hold on the event envelope. Of a
 // workflow whose conditions do not, it stores a skipped log naming the condition, off the
 // event's path (see MaxSkippedLogs). Run ids
 // derive from the workflow and the event, so an event delivered twice, or to two consumers,
@@ -30,7 +31,7 @@ const MaxChain = 5
 // tasks are held back until the lease ends, to take them over if the caller does not end
 // them. A run stored already (the event delivered again) is queued as any other.
 func (s *Runs) OnEvent(ctx context.Context, ev outbox.Event, hold *Lease) ([]Run, error) {
-	list, err := s.workflows.repo.Triggered(ctx, ev.ProjectID, ev.BotID, ev.Type)
+	list, err := s.triggered(ctx, ev)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}

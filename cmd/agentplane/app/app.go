@@ -271,6 +271,8 @@ func (a *App) Domain() (Domain, error) {
 		Events:    ev,
 	}
 	d.WorkflowRuns = workflows.NewRuns(d.Workflows, a.workflowRuns(), a.Queue(), a.Log.With("component", "workflows"))
+	d.WorkflowRuns.UseAgents(d.Agents)
+	d.Agents.UseWorkflows(d.Workflows)
 	// Agents' tools reach their users' servers through the guarded client; a call takes at
 	// most its tool's time limit, which the client's own outlasts.
 	guarded := safehttp.New(safehttp.Options{AllowPrivate: a.Cfg.AllowPrivate, Timeout: (tools.MaxTimeout + 10) * time.Second,

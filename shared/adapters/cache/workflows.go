@@ -19,21 +19,31 @@ type triggerKey struct{ project, bot, event string }
 func agentOf(k triggerKey) string { return k.project + "/" + k.bot }
 
 // workflowsRepo caches which workflows each event type triggers: every event of every agent
-// (each chat message, each deal update) asks, and workflows change seldom.
+// (each chat message, each deal update) asks, and workflows change seldom; and the workflows'
+// revisions, which never change, that the events of versioned agents trigger.
 type workflowsRepo struct {
 	workflows.Repo
 	triggered lists[triggerKey, workflows.Workflow]
+	revisions *Cache[revisionKey, workflows.Workflow]
 	notices   *Notices
 }
 
 // Workflows returns repo with the workflows each event type of an agent triggers cached (size
-// lists, an empty one included, kept at most ttl); a workflow written drops its agent's lists
-// everywhere through notices. It is repo itself when size is 0.
+// lists, an empty one included, kept at most ttl), and as many workflows' revisions; a workflow
+// written drops its agent's lists everywhere through notices. It is repo itself when size is 0.
 func Workflows(repo workflows.Repo, notices *Notices, size int, ttl time.Duration) workflows.Repo {
 	if size <= 0 {
 		return repo
 	}
-	return &workflowsRepo{Repo: repo, triggered: newLists[triggerKey, workflows.Workflow](notices, workflowsKind, agentOf, size, ttl), notices: notices}
+	return &workflowsRepo{Repo: repo, triggered: newLists[triggerKey, workflows.Workflow](notices, workflowsKind, agentOf, size, ttl),
+		revisions: New[revisionKey, workflows.Workflow](size, ttl), notices: notices}
+}
+
+// Revision is read once a TTL: a revision never changes.
+func (r *workflowsRepo) Revision(ctx context.Context, projectID, botID, revision string) (workflows.Workflow, error) {
+	return r.revisions.Load(ctx, revisionKey{projectID, botID, revision}, func(ctx context.Context) (workflows.Workflow, error) {
+		return r.Repo.Revision(ctx, projectID, botID, revision)
+	})
 }
 
 func (r *workflowsRepo) Triggered(ctx context.Context, projectID, botID, eventType string) ([]workflows.Workflow, error) {
@@ -54,6 +64,10 @@ func (r *workflowsRepo) Insert(ctx context.Context, w workflows.Workflow, ev out
 
 func (r *workflowsRepo) Replace(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
 	return r.changed(w, r.Repo.Replace(ctx, w, ev))
+}
+
+func (r *workflowsRepo) Restore(ctx context.Context, w workflows.Workflow, ev outbox.Event) error {
+	return r.changed(w, r.Repo.Restore(ctx, w, ev))
 }
 
 func (r *workflowsRepo) Delete(ctx context.Context, w workflows.Workflow, at time.Time, ev outbox.Event) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/paging"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/usermemory"
+	"github.com/agentplane/agentplane/shared/workflows"
 )
 
 const (
@@ -92,6 +93,17 @@ func (a Agents) List(ctx context.Context, projectID string, page paging.Page) ([
 	bots := []agents.Bot{}
 	total, err := findPage(ctx, a.db.Collection(botsColl), bson.D{{Key: "project_id", Value: projectID}, notDeleted}, page, &bots)
 	return bots, total, wrap(err, "bot")
+}
+
+func (a Agents) ScheduledWorkflows(ctx context.Context) ([]agents.Bot, error) {
+	cur, err := a.db.Collection(botsColl).Find(ctx, bson.D{{Key: "workflows.trigger_type", Value: workflows.TriggerTypeSchedule},
+		{Key: "versioning", Value: true}, notDeleted}, options.Find().SetProjection(bson.D{{Key: "project_id", Value: 1},
+		{Key: "versioning", Value: 1}, {Key: "workflows", Value: 1}}))
+	if err != nil {
+		return nil, wrap(err, "bot")
+	}
+	var bots []agents.Bot
+	return bots, wrap(cur.All(ctx, &bots), "bot")
 }
 
 // Replace removes the fields b has not that $set of b leaves as they were (they are omitted when

@@ -64,7 +64,7 @@ func Migrate(ctx context.Context, db *mongo.Database) error {
 // unindexed are the collections read by _id alone, created here rather than by their first
 // write so that they exist when the embedded store's _id lookup indexes are made
 // (devstack's IndexIDs runs after Migrate).
-var unindexed = []string{sourceTextsColl, versionsColl, evalResultsColl, toolRevisionsColl}
+var unindexed = []string{sourceTextsColl, versionsColl, evalResultsColl, toolRevisionsColl, workflowRevisionsColl}
 
 // namespaceExists is the server's error code for a collection created twice.
 const namespaceExists = 48
@@ -85,6 +85,8 @@ func indexes() map[string][]mongo.IndexModel {
 			{Keys: bson.D{{Key: "subdomain", Value: 1}}, Options: options.Index().SetUnique(true).SetName("subdomain_unique")},
 			// Sparse: only agents whose domain is verified have the field.
 			{Keys: bson.D{{Key: "verified_domain", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true).SetName("verified_domain_unique")},
+			// The schedulers' read of the versioned agents whose published workflows hold a schedule.
+			{Keys: bson.D{{Key: "workflows.trigger_type", Value: 1}}, Options: options.Index().SetName("workflow_triggers")},
 			outboxIndex(),
 		},
 		subscribersColl: {

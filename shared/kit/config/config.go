@@ -60,7 +60,7 @@ var Vars = []Var{
 	{"AGENTPLANE_EMBEDDING_KEY", "unset", "API key of the embeddings endpoint."},
 	{"AGENTPLANE_EMBEDDING_MODEL", "`text-embedding-3-small`", "Embedding model name."},
 	{"AGENTPLANE_MEMORY_CACHE_MB", "`512`", "Memory each API process may hold for its retrieval index cache."},
-	{"AGENTPLANE_CACHE_ENTRIES", "`10000`", "Entries each process keeps in each of its caches (API keys, projects, agents, deal stages, end users' memories, agents' memory version tokens, the workflows an event type triggers, agents' own tools, signing secrets; `0` turns the caches off). A change drops its entry on every process at once through NATS."},
+	{"AGENTPLANE_CACHE_ENTRIES", "`10000`", "Entries each process keeps in each of its caches (API keys, projects, agents, deal stages, end users' memories, agents' memory version tokens, the workflows an event type triggers and their revisions, agents' own tools and their revisions, signing secrets; `0` turns the caches off). A change drops its entry on every process at once through NATS."},
 	{"AGENTPLANE_CACHE_TTL", "`30s`", "How long a cached entry is kept at most: the longest a change (a revoked key, an updated or deleted agent, a source made ready or deleted, a workflow or a tool changed) may go unseen by another process while NATS is down. At most `5m`."},
 	{"AGENTPLANE_SOURCE_STUCK_AFTER", "`15m`", "A source still `processing` this long gets a new generation, queued by the reconciler, unless its task is still queued, running or retrying (one whose task could not be queued is queued again after a minute)."},
 	{"AGENTPLANE_RUN_WAIT", "`60s`", "How long a non-streamed agent run (`reasoning_mode: agent`) is waited for; after it the answer has `isComplete: false` and the run goes on."},

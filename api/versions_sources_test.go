@@ -156,8 +156,8 @@ func TestVersionedAgentAnswersFromItsVersionsSources(t *testing.T) {
 }
 
 // An agent without versioning answers from a source as soon as it is ready (its creation is
-// published at once); a rollback to a version before it stops it answering, and a reset makes a
-// version without any source.
+// published at once); a rollback to a version before it stops it answering; a reset makes a
+// version without any source, and a rollback past it restores none of the deleted ones.
 func TestUnversionedAgentAnswersFromANewSourceAtOnce(t *testing.T) {
 	t.Parallel()
 	a, fake := sourcesAgent(t, false)
@@ -182,6 +182,15 @@ func TestUnversionedAgentAnswersFromANewSourceAtOnce(t *testing.T) {
 	wantSourcesChange(t, "version 6", sixth["changes"].([]any), nil, []string{closes})
 	if n := sixth["config"].(map[string]any)["sources"].(map[string]any)["count"]; n != float64(0) {
 		t.Fatalf("version 6 has %v sources", n)
+	}
+	// A rollback to a version whose source was deleted since does not bring it back.
+	a.do(t, http.MethodPost, "/v1/bot/version/rollback", map[string]any{"version": 5}, http.StatusOK, "")
+	seventh := a.version(t, "7")
+	if n := seventh["config"].(map[string]any)["sources"].(map[string]any)["count"]; n != float64(0) || sourcesChange(seventh["changes"].([]any)) != nil {
+		t.Fatalf("the rollback to version 5 after the reset: %v", seventh)
+	}
+	if got := a.recalls(t, fake, map[string]any{}); len(got) != 0 {
+		t.Fatalf("after the rollback to version 5, the agent recalled %v", got)
 	}
 }
 

@@ -44,14 +44,35 @@ func (v versionsAPI) recalls(t *testing.T, fake *providertest.Server, body map[s
 	if len(prompts) != 1 {
 		t.Fatalf("the provider got %q", prompts)
 	}
+	return recalled(prompts[0])
+}
+
+// recalled names the two sources whose passages text holds, in order.
+func recalled(text string) []string {
 	got := []string{}
-	for name, text := range map[string]string{"opens": opensText, "closes": closesText} {
-		if strings.Contains(prompts[0], text) {
+	for name, passage := range map[string]string{"opens": opensText, "closes": closesText} {
+		if strings.Contains(text, passage) {
 			got = append(got, name)
 		}
 	}
 	slices.Sort(got)
 	return got
+}
+
+// evalRecalls runs an eval of one case (the hours asked) against the agent's version and
+// returns which sources' passages the provider was shown for it.
+func (v versionsAPI) evalRecalls(t *testing.T, fake *providertest.Server, version string) []string {
+	t.Helper()
+	e := evalsAPI{b: v.b, bot: v.botID}
+	res := e.create(t, "Hours "+version, []any{map[string]any{"input": hoursAsked, "expected_facts": []any{"nine"}}})
+	expect(t, res, http.StatusOK, "")
+	before := len(systemPrompts(fake))
+	e.finished(t, e.run(t, map[string]any{"dataset_id": res.JSON(t)["dataset"].(map[string]any)["uuid"], "version": version}))
+	prompts := systemPrompts(fake)[before:]
+	if len(prompts) != 1 {
+		t.Fatalf("the provider got %q", prompts)
+	}
+	return recalled(prompts[0])
 }
 
 // sourcesChange is the change of the set of sources among a version's (or a diff's) changes:
@@ -92,7 +113,7 @@ func wantSourcesChange(t *testing.T, what string, changes []any, added, removed 
 }
 
 // A versioned agent's sources are part of its versions: a source created is in the draft, not
-// in what end users get, until the draft is published; a rollback makes the set the earlier
+// in what end users get (nor an eval run of the published version), until the draft is published; a rollback makes the set the earlier
 // version's (a source added since no longer answers); a source deleted answers no version,
 // even one whose set has it; each version's changes, and a diff of two, name the sources added
 // and removed.
@@ -118,6 +139,12 @@ func TestVersionedAgentAnswersFromItsVersionsSources(t *testing.T) {
 	}
 	if got := a.recalls(t, fake, map[string]any{"version": "draft"}); !slices.Equal(got, []string{"opens"}) {
 		t.Fatalf("the draft recalled %v", got)
+	}
+	if got := a.evalRecalls(t, fake, "published"); len(got) != 0 {
+		t.Fatalf("an eval run of the published version recalled %v", got)
+	}
+	if got := a.evalRecalls(t, fake, "draft"); !slices.Equal(got, []string{"opens"}) {
+		t.Fatalf("an eval run of the draft recalled %v", got)
 	}
 	a.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
 	if got := a.recalls(t, fake, map[string]any{}); !slices.Equal(got, []string{"opens"}) {
@@ -241,5 +268,35 @@ func TestVersionsOfConcurrentSourceCreatesAreGapFree(t *testing.T) {
 	draft := a.do(t, http.MethodGet, "/v1/bot/version/read?version=draft", nil, http.StatusOK, "")
 	if got := ids(draft["sources"].(map[string]any)["ids"]); !slices.Equal(got, created) {
 		t.Fatalf("the newest version's sources %v, want %v", got, created)
+	}
+}
+
+// An agent run searches the memory of the version it answers as: the published version's run
+// does not find a source the draft added, the draft's does.
+func TestAgentRunSearchesItsVersionsSources(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, nil)
+	a := versionsAPI{c}
+	a.update(t, map[string]any{"versioning": true})
+	a.ingest(t, map[string]any{"title": "Opening", "type": "text", "source": opensText})
+	searched := func(t *testing.T, body map[string]any) []string {
+		t.Helper()
+		fake.Set(providertest.Behavior{Script: []providertest.Turn{call("search_memory", `{"query":"When does the shop open?"}`), {Reply: "Done."}}})
+		body["message"], body["reasoning_mode"] = "When does the shop open?", "agent"
+		res, chat := c.chat(t, body)
+		if chat == nil {
+			t.Fatalf("chat: %d %s", res.Status, res.Body)
+		}
+		cs := cycles(t, chat)
+		if len(cs) != 1 || cs[0]["action"] != "search_memory" {
+			t.Fatalf("the run's cycles %v", cs)
+		}
+		return recalled(cs[0]["observation"].(string))
+	}
+	if got := searched(t, map[string]any{}); len(got) != 0 {
+		t.Fatalf("the published version's run found %v", got)
+	}
+	if got := searched(t, map[string]any{"version": "draft"}); !slices.Equal(got, []string{"opens"}) {
+		t.Fatalf("the draft's run found %v", got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentplane/agentplane/api/apitest"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 )
@@ -298,5 +300,37 @@ func TestAgentRunSearchesItsVersionsSources(t *testing.T) {
 	}
 	if got := searched(t, map[string]any{"version": "draft"}); !slices.Equal(got, []string{"opens"}) {
 		t.Fatalf("the draft's run found %v", got)
+	}
+}
+
+// The MCP door's memory search is the published version's: a source the draft added is found
+// once the draft is published.
+func TestAgentMCPSearchesThePublishedSources(t *testing.T) {
+	t.Parallel()
+	b, c, _ := agentSetup(t, nil)
+	a := versionsAPI{c}
+	a.update(t, map[string]any{"versioning": true})
+	a.ingest(t, map[string]any{"title": "Opening", "type": "text", "source": opensText})
+	cs, err := connectMCP(t, b, "/mcp/agents/"+a.botID, b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(t *testing.T) []string {
+		t.Helper()
+		found, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_memory", Arguments: map[string]any{"query": "when does the shop open"}})
+		if err != nil || found.IsError {
+			t.Fatalf("search: %+v, %v", found, err)
+		}
+		if len(found.Content) == 0 {
+			return recalled("")
+		}
+		return recalled(found.Content[0].(*mcp.TextContent).Text)
+	}
+	if got := search(t); len(got) != 0 {
+		t.Fatalf("the published version's search found %v", got)
+	}
+	a.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
+	if got := search(t); !slices.Equal(got, []string{"opens"}) {
+		t.Fatalf("after publishing, the search found %v", got)
 	}
 }

@@ -77,7 +77,8 @@ func (s *server) deleteBot(c *gin.Context) (any, error) {
 	return gin.H{}, s.agents.Delete(c, sc.ProjectID, b.ID)
 }
 
-// resetBot deletes all of the agent's memory sources and keeps the agent.
+// resetBot deletes all of the agent's memory sources and keeps the agent (its new version has
+// no source).
 func (s *server) resetBot(c *gin.Context) (any, error) {
 	var sc scope
 	if err := s.decoder.Decode(c, &sc); err != nil {
@@ -87,10 +88,11 @@ func (s *server) resetBot(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.sources.Reset(c.Request.Context(), sc.ProjectID, b.ID); err != nil {
+	if _, err := s.sources.Reset(c.Request.Context(), sc.ProjectID, b.ID, changedBy(c)); err != nil {
 		return nil, err
 	}
-	return gin.H{"bot": b.Public()}, nil
+	b, err = s.agents.Get(c, sc.ProjectID, b.ID)
+	return gin.H{"bot": b.Public()}, err
 }
 
 // verifyBotDomain looks up the agent's domain verification record and answers the agent with

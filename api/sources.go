@@ -23,7 +23,7 @@ func (s *server) createSource(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := s.sources.Create(c, req.ProjectID, botID, req.Input)
+	src, err := s.sources.Create(c, req.ProjectID, botID, changedBy(c), req.Input)
 	return gin.H{"source": src}, err
 }
 
@@ -74,7 +74,7 @@ func (s *server) deleteSource(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gin.H{}, s.sources.Delete(c, sc.ProjectID, b.ID, c.Query("source_id"))
+	return gin.H{}, s.sources.Delete(c, sc.ProjectID, b.ID, changedBy(c), c.Query("source_id"))
 }
 
 // searchRequest asks an agent's memory directly.

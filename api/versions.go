@@ -53,8 +53,19 @@ func (s *server) readVersion(c *gin.Context) (any, error) {
 		return nil, err
 	}
 	v, err := s.agents.Version(c, b, n)
-	return gin.H{"version": v}, err
+	if err != nil {
+		return nil, err
+	}
+	out := gin.H{"version": v}
+	ids, total, err := s.agents.SourcesOf(c, b, v, versionSourcesShown)
+	if total >= 0 {
+		out["sources"] = gin.H{"ids": ids, "total": total}
+	}
+	return out, err
 }
+
+// versionSourcesShown is how many ids of its memory sources a version read shows at most.
+const versionSourcesShown = 1000
 
 func (s *server) diffVersions(c *gin.Context) (any, error) {
 	var sc scope

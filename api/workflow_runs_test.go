@@ -720,6 +720,14 @@ func TestWorkflowMemoryAndReply(t *testing.T) {
 	if len(srcs) != 1 || srcs[0].(map[string]any)["title"] != "Note" {
 		t.Fatalf("sources %v", srcs)
 	}
+	// The source made a version of the agent, by the workflow, which the agent answers from.
+	res = b.client.Do(apitest.Request{Method: "GET", Path: "/v1/bot/version/read?" + a.query("&version=published"), Key: b.key})
+	expect(t, res, http.StatusOK, "")
+	ver := res.JSON(t)
+	if got := ids(ver["sources"].(map[string]any)["ids"]); !slices.Equal(got, []string{srcs[0].(map[string]any)["id"].(string)}) ||
+		!strings.HasPrefix(ver["version"].(map[string]any)["by"].(string), "workflow:") {
+		t.Fatalf("the published version %v", ver)
+	}
 	var out struct {
 		ChatID string `json:"chat_id"`
 	}

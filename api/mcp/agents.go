@@ -130,7 +130,7 @@ func (d *Door) agentServer(a agentAt) *sdk.Server {
 			if strings.TrimSpace(in.Query) == "" {
 				return toolError(apperr.Invalidf("query", "is required")), mcpSearchOut{}, nil
 			}
-			found, err := d.Memory.Search(ctx, memory.Query{ProjectID: a.projectID, BotID: a.bot.ID, Text: in.Query, Top: in.Top})
+			found, err := d.Memory.Search(ctx, memory.Query{ProjectID: a.projectID, BotID: a.bot.ID, Text: in.Query, Top: in.Top, Sources: a.bot.Sources})
 			if err != nil {
 				return toolError(err), mcpSearchOut{}, nil
 			}

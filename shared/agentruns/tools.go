@@ -37,6 +37,9 @@ type Scope struct {
 	Request   Request
 	// Numbered is how many memory passages earlier cycles found: new ones are numbered after.
 	Numbered int
+	// Sources is the set of memory sources of the version the run answers as (nil: all the
+	// agent's sources).
+	Sources *memory.SetRef
 }
 
 // Result is what a tool observed.
@@ -368,7 +371,7 @@ func (s Services) searchMemory(ctx context.Context, sc Scope, raw json.RawMessag
 		top = sc.Request.Top
 	}
 	passages, err := s.Memory.Search(ctx, memory.Query{ProjectID: sc.ProjectID, BotID: sc.BotID, Text: a.Query,
-		Top: min(max(top, 1), memory.MaxTop), Filter: memory.Filter{SourceIDs: sc.Request.SourceIDs, Tags: sc.Request.Tags}})
+		Top: min(max(top, 1), memory.MaxTop), Filter: memory.Filter{SourceIDs: sc.Request.SourceIDs, Tags: sc.Request.Tags}, Sources: sc.Sources})
 	if err != nil {
 		return Result{}, err
 	}

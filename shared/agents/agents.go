@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tools"
 )
@@ -92,6 +93,9 @@ type Bot struct {
 	// Workflows are the agent's workflows as the version whose behaviour it carries has them (nil
 	// for an agent whose workflows no version recorded: events trigger its workflows as they are).
 	Workflows []WorkflowState `json:"-" bson:"workflows"`
+	// Sources names the set of memory sources the version whose behaviour it carries answers
+	// from (nil for an agent whose sources no version recorded: it answers from all of them).
+	Sources *memory.SetRef `json:"-" bson:"sources"`
 	// Latest is the newest version whole, written with the agent: the store of versions gets it
 	// after, and a version the agent names but the store lacks is taken from here.
 	Latest *Version `json:"-" bson:"latest_version,omitempty"`
@@ -177,6 +181,7 @@ func (b Bot) clone() Bot {
 	c.HandoffPhrases = slices.Clone(b.HandoffPhrases)
 	c.Tools = slices.Clone(b.Tools)
 	c.Workflows = slices.Clone(b.Workflows)
+	c.Sources = refCopy(b.Sources)
 	c.Canary = b.Canary.clone()
 	if b.Latest != nil {
 		v := b.Latest.clone()

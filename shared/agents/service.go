@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/ids"
 	"github.com/agentplane/agentplane/shared/kit/keylock"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/outbox"
 	"github.com/agentplane/agentplane/shared/tools"
 )
@@ -29,6 +30,8 @@ type Service struct {
 	hosts    Hosts
 	tools    ToolSets
 	flows    WorkflowSets // the agents' workflows, for versions
+	sources  SourceIDs
+	sets     SourceSets
 	now      func() time.Time
 	writes   keylock.Locks // agent updates of this process, one at a time per agent
 }
@@ -64,6 +67,9 @@ func (s *Service) Create(ctx context.Context, projectID, by string, c Create) (B
 		Versioning:     c.Versioning,
 		Tools:          []tools.State{},
 		Workflows:      []WorkflowState{},
+	}
+	if s.sets != nil {
+		b.Sources = &memory.SetRef{Digest: memory.SetDigest(nil)}
 	}
 	if c.Status.Set {
 		b.Status = int(c.Status.Value)

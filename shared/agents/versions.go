@@ -14,6 +14,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/kit/paging"
+	"github.com/agentplane/agentplane/shared/memory"
 	"github.com/agentplane/agentplane/shared/tools"
 )
 
@@ -41,6 +42,10 @@ type Config struct {
 	// Workflows are the agent's workflows (nil in a version made before workflows were
 	// recorded, whose events trigger the agent's workflows as they are).
 	Workflows []WorkflowState `json:"workflows" bson:"workflows"`
+	// Sources names the set of the agent's memory sources the version answers from (those of
+	// them not deleted since): nil in a version made before sets were recorded, which answers
+	// from all the agent's sources.
+	Sources *memory.SetRef `json:"sources" bson:"sources"`
 }
 
 // configFields are Config's fields by their JSON name, in order.
@@ -64,7 +69,16 @@ func ConfigOf(b Bot) Config {
 		Top: b.Top, Memory: b.Memory, NoAnswerReply: b.NoAnswerReply, AutoApproveTools: b.AutoApproveTools,
 		VisitorApprovals: b.VisitorApprovals, HumanHandoff: b.HumanHandoff, HandoffMessage: b.HandoffMessage,
 		HandoffPhrases: slices.Clone(b.HandoffPhrases), HandoffOnLowConfidence: b.HandoffOnLowConfidence, HandoffClassify: b.HandoffClassify,
-		Tools: slices.Clone(b.Tools), Workflows: slices.Clone(b.Workflows)}
+		Tools: slices.Clone(b.Tools), Workflows: slices.Clone(b.Workflows), Sources: refCopy(b.Sources)}
+}
+
+// refCopy is a copy of r (nil for nil).
+func refCopy(r *memory.SetRef) *memory.SetRef {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
 }
 
 // applyTo sets the agent's behaviour fields to c.
@@ -76,16 +90,32 @@ func (c Config) applyTo(b *Bot) {
 	b.HandoffOnLowConfidence, b.HandoffClassify = c.HandoffOnLowConfidence, c.HandoffClassify
 	b.Tools = slices.Clone(c.Tools)
 	b.Workflows = slices.Clone(c.Workflows)
+	b.Sources = refCopy(c.Sources)
 }
 
 // Change is a field that differs between two versions: its JSON name, its value in the older
 // and in the newer. A tool's change is named "tools.<its name>" (a workflow's
-// "workflows.<its name>"), its old or new value null when it was added or removed.
+// "workflows.<its name>"), its old or new value null when it was added or removed. The change
+// of the set of memory sources is named "sources", its values the sets' references ({count,
+// digest}), with the ids it added and removed.
 type Change struct {
 	Field string         `json:"field" bson:"field"`
 	Old   freeform.Value `json:"old" bson:"old"`
 	New   freeform.Value `json:"new" bson:"new"`
+	// Added and Removed are the ids of the sources the newer set has and the older has not, and
+	// the other way round, in order: at most MaxListedSources of each, AddedCount and
+	// RemovedCount counting them all (none are listed when the older version recorded no set).
+	Added        []string `json:"added,omitempty" bson:"added,omitempty"`
+	Removed      []string `json:"removed,omitempty" bson:"removed,omitempty"`
+	AddedCount   int      `json:"added_count,omitempty" bson:"added_count,omitempty"`
+	RemovedCount int      `json:"removed_count,omitempty" bson:"removed_count,omitempty"`
 }
+
+// MaxListedSources bounds the ids of sources a change lists as added, and as removed.
+const MaxListedSources = 100
+
+// sourcesField is the name of the change of the set of memory sources.
+const sourcesField = "sources"
 
 // Diff lists the fields whose values differ from old to new, in Config's order (a tool's in
 // the order of new's tools, then those removed; a workflow's likewise); none when they are the
@@ -106,6 +136,11 @@ func Diff(old, new Config) []Change {
 			continue
 		case []WorkflowState:
 			changes = append(changes, workflowChanges(os, n.([]WorkflowState))...)
+			continue
+		case *memory.SetRef:
+			if ns := n.(*memory.SetRef); os != ns && (os == nil || ns == nil || *os != *ns) {
+				changes = append(changes, Change{Field: field, Old: refValue(os), New: refValue(ns)})
+			}
 			continue
 		default:
 			if o == n {
@@ -136,6 +171,14 @@ func toolChanges(old, new []tools.State) []Change {
 		}
 	}
 	return changes
+}
+
+// refValue is r as a change's value: null for nil.
+func refValue(r *memory.SetRef) freeform.Value {
+	if r == nil {
+		return freeform.Value{}
+	}
+	return freeform.Value{V: *r}
 }
 
 func orNone(s []string) []string {
@@ -172,6 +215,7 @@ func (c Config) clone() Config {
 	c.HandoffPhrases = slices.Clone(c.HandoffPhrases)
 	c.Tools = slices.Clone(c.Tools)
 	c.Workflows = slices.Clone(c.Workflows)
+	c.Sources = refCopy(c.Sources)
 	return c
 }
 
@@ -282,7 +326,8 @@ func (s *Service) Diff(ctx context.Context, b Bot, from, to int) (VersionDiff, e
 	if err != nil {
 		return VersionDiff{}, err
 	}
-	return VersionDiff{From: from, To: to, Changes: Diff(older.Config, newer.Config)}, nil
+	changes := Diff(older.Config, newer.Config)
+	return VersionDiff{From: from, To: to, Changes: changes}, s.listSourcesOf(ctx, b, changes, older.Config, newer.Config)
 }
 
 // Publish makes the agent's version n (its draft, the newest, when n is 0) the one end users
@@ -308,7 +353,8 @@ func (s *Service) Publish(ctx context.Context, projectID, idOrUUID string, n int
 
 // Rollback makes a new version of the agent, by by, with exactly the behaviour of its earlier
 // version n, and publishes it: its own tools and its workflows are made again as version n had
-// them.
+// them, and its set of memory sources is version n's, less the sources deleted since (forgetting
+// is not undone).
 func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, n int) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		latest := cur.latest()
@@ -329,8 +375,15 @@ func (s *Service) Rollback(ctx context.Context, projectID, idOrUUID, by string, 
 				return err
 			}
 		}
+		v.Config = v.Config.clone()
+		if err := s.restoredSources(ctx, *cur, &v.Config); err != nil {
+			return err
+		}
 		rb := Version{BotID: cur.ID, ProjectID: cur.ProjectID, Number: latest.Number + 1, Config: v.Config.clone(),
 			Changes: Diff(latest.Config, v.Config), By: by, CreatedAt: s.now(), RollbackOf: n}
+		if err := s.listSourcesOf(ctx, *cur, rb.Changes, latest.Config, rb.Config); err != nil {
+			return err
+		}
 		v.Config.applyTo(next)
 		next.Latest, next.Version, next.PublishedVersion = &rb, rb.Number, rb.Number
 		return nil

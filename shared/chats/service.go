@@ -456,8 +456,8 @@ func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, c
 	return nil
 }
 
-// Retrieve returns the memory passages for the question, unless the agent or the request
-// turned memory off.
+// Retrieve returns the memory passages for the question, from the sources of the version bot
+// carries, unless the agent or the request turned memory off.
 func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot, in Input, question string) ([]memory.Passage, error) {
 	if bot.Memory == 0 || (in.Memory != nil && !*in.Memory) {
 		return nil, nil
@@ -467,7 +467,7 @@ func (s *Service) Retrieve(ctx context.Context, projectID string, bot agents.Bot
 		top = int(in.Top.Value)
 	}
 	return s.memory.Search(ctx, memory.Query{ProjectID: projectID, BotID: bot.ID, Text: question, Top: min(max(top, 1), memory.MaxTop),
-		Filter: memory.Filter{SourceIDs: in.SourceIDs, Tags: in.Tags}})
+		Filter: memory.Filter{SourceIDs: in.SourceIDs, Tags: in.Tags}, Sources: bot.Sources})
 }
 
 // Prompt is a standard turn's messages: the system prompt (instruction, what is known of the

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// cache keeps the generations, live lists and merged segments queries used last, up to a
-// memory budget.
+// cache keeps the generations, live lists, merged segments and sets of sources queries used
+// last, up to a memory budget.
 type cache struct {
 	mu     sync.Mutex
 	budget int64
@@ -15,7 +15,7 @@ type cache struct {
 	items  map[string]*list.Element
 }
 
-// cached is what the cache holds: a *generation, a *liveList or a *merged.
+// cached is what the cache holds: a *generation, a *liveList, an agent's mergedSegs or a *Set.
 type cached interface{ bytes() int64 }
 
 type entry struct {

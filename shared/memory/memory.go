@@ -112,10 +112,11 @@ type Filter struct {
 	Tags      []string
 }
 
-// keeps reports whether l is retrievable at now and passes f.
-func (f Filter) keeps(l Listed, now time.Time) bool {
+// keeps reports whether l is retrievable at now, in within (when it is not nil) and passes f.
+func (f Filter) keeps(l Listed, now time.Time, within *Set) bool {
 	switch {
 	case l.ForgetAt != nil && !l.ForgetAt.After(now),
+		within != nil && !within.Has(l.Ref.SourceID),
 		len(f.SourceIDs) > 0 && !slices.Contains(f.SourceIDs, l.Ref.SourceID) && !slices.Contains(f.SourceIDs, l.UUID),
 		len(f.Tags) > 0 && !slices.ContainsFunc(l.Ref.Tags, func(t string) bool { return slices.Contains(f.Tags, t) }):
 		return false
@@ -136,6 +137,12 @@ type Store interface {
 	// "<source id>/<generation>", up to the count of each (a generation removed meanwhile has
 	// fewer or none).
 	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
+	// SourceSet returns the ids of the agent's set of sources of that digest (NotFound when
+	// none is stored).
+	SourceSet(ctx context.Context, botID, digest string) ([]string, error)
+	// PutSourceSet stores the set of the agent's sources ids (sorted) under its digest; a set
+	// stored already is left as it is.
+	PutSourceSet(ctx context.Context, projectID, botID, digest string, ids []string) error
 }
 
 // Query asks the memory of one agent.
@@ -144,6 +151,9 @@ type Query struct {
 	BotID     string
 	Text      string
 	Filter
+	// Sources is the set of sources a version of the agent holds the query to (sources since
+	// deleted or forgotten are not found all the same); nil: all of the agent's sources.
+	Sources *SetRef
 	// Top is how many passages to return: DefaultTop when 0, at most MaxTop.
 	Top int
 	// Explain asks for each passage's Explain: why it ranked where it did.
@@ -283,14 +293,28 @@ type merged struct {
 	seg *index.Segment
 }
 
-func (mg *merged) bytes() int64 { return int64(mg.seg.Bytes()) }
+// mergedKept is how many merged segments an agent keeps, one per list of generations: an agent
+// whose versions hold different sets (its published version and its draft, or a canary) is
+// asked over as many lists at once.
+const mergedKept = 3
+
+// mergedSegs are an agent's merged segments, the newest first.
+type mergedSegs []*merged
+
+func (ms mergedSegs) bytes() int64 {
+	var n int64
+	for _, mg := range ms {
+		n += int64(mg.seg.Bytes())
+	}
+	return n
+}
 
 // segments returns the segments a query over the generations gens of live searches: the
 // large ones as they are and the small ones merged into one, cached for the agent with the list
 // of their keys (generations never change, so it cannot go stale): a query over another list
-// builds its own, which replaces it, so an agent whose sources change keeps one merged segment,
-// not one per list it had. A filtered query searches them one by one, so that the cache does not
-// fill with a merged segment per filter.
+// builds its own, which replaces the agent's oldest past mergedKept, so an agent whose sources
+// change keeps a few merged segments, not one per list it had. A filtered query searches them
+// one by one, so that the cache does not fill with a merged segment per filter.
 func (m *Memory) segments(q Query, live []Live, gens []*generation) []*index.Segment {
 	segs := make([]*index.Segment, 0, len(gens))
 	var small []*index.Segment
@@ -308,22 +332,24 @@ func (m *Memory) segments(q Query, live []Live, gens []*generation) []*index.Seg
 	}
 	sum := sha256.Sum256(names)
 	key := "merged:" + q.ProjectID + "/" + q.BotID
-	mg, ok := m.cache.get(key).(*merged)
-	if !ok || mg.sum != sum {
-		v, _, _ := m.loads.Do(key+"@"+string(sum[:]), func() (any, error) {
-			seg, ok := index.Merge(small)
-			if !ok {
-				return (*merged)(nil), nil
-			}
-			mg := &merged{sum: sum, seg: seg}
-			m.cache.put(key, mg)
-			return mg, nil
-		})
-		if mg = v.(*merged); mg == nil {
-			return append(segs, small...)
-		}
+	kept, _ := m.cache.get(key).(mergedSegs)
+	if i := slices.IndexFunc(kept, func(mg *merged) bool { return mg.sum == sum }); i >= 0 {
+		return append(segs, kept[i].seg)
 	}
-	return append(segs, mg.seg)
+	v, _, _ := m.loads.Do(key+"@"+string(sum[:]), func() (any, error) {
+		seg, ok := index.Merge(small)
+		if !ok {
+			return (*merged)(nil), nil
+		}
+		mg := &merged{sum: sum, seg: seg}
+		kept, _ := m.cache.get(key).(mergedSegs)
+		m.cache.put(key, append(mergedSegs{mg}, kept[:min(len(kept), mergedKept-1)]...))
+		return mg, nil
+	})
+	if mg := v.(*merged); mg != nil {
+		return append(segs, mg.seg)
+	}
+	return append(segs, small...)
 }
 
 // generation is a source generation in memory: its chunks and their index.
@@ -341,11 +367,19 @@ func (g *generation) bytes() int64 {
 	return n
 }
 
-// generations returns the live generations of q's agent, each with its chunks in memory; the
+// generations returns the live generations of q's agent (of its set of sources, when q names
+// one), each with its chunks in memory; the
 // ones not cached are read in one go. A generation whose chunks were replaced between the two
 // reads is seen as incomplete, and the live list is read again: a reader sees the old chunks
 // or the new ones, never none or both.
 func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generation, error) {
+	var within *Set
+	if q.Sources != nil {
+		var err error
+		if within, err = m.Set(ctx, q.BotID, *q.Sources); err != nil {
+			return nil, nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		listed, err := m.listed(ctx, q.ProjectID, q.BotID, attempt > 0)
 		if err != nil {
@@ -354,7 +388,7 @@ func (m *Memory) generations(ctx context.Context, q Query) ([]Live, []*generatio
 		now := m.now()
 		var live []Live
 		for _, l := range listed {
-			if q.Filter.keeps(l, now) {
+			if q.Filter.keeps(l, now, within) {
 				live = append(live, l.Live)
 			}
 		}

@@ -62,7 +62,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(len(content))*float64(b.N)/(cpuTime()-start).Seconds()/1e6, "MB/cpu-s")
 		}()
 		for i := range b.N {
-			src, err := svc.Create(ctx, "p", "b", sources.Input{Title: new("spec"), Type: new("text"), Source: new(strings.Repeat(" ", i%2) + content)})
+			src, err := svc.Create(ctx, "p", "b", "test", sources.Input{Title: new("spec"), Type: new("text"), Source: new(strings.Repeat(" ", i%2) + content)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -22,7 +22,7 @@ func TestTextSourceContentIsItsSource(t *testing.T) {
 	svc, ing, repo := newIngestion(t)
 	long := strings.Repeat("The harbour opens at dawn. ", sources.MaxContentBytes/20)
 	for _, body := range []string{"Ferries leave every hour from the north pier.", long} {
-		created, err := svc.Create(ctx, "p", "b", sources.Input{Title: new("t"), Type: new("text"), Source: new(body)})
+		created, err := svc.Create(ctx, "p", "b", "test", sources.Input{Title: new("t"), Type: new("text"), Source: new(body)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,8 @@ type Repo interface {
 	Insert(ctx context.Context, s Source, ev outbox.Event) error
 	Get(ctx context.Context, projectID, botID, idOrUUID string) (Source, error)
 	List(ctx context.Context, projectID, botID string, f ListFilter, page paging.Page) ([]Source, int, error)
+	// IDs returns the ids of all the agent's sources, in any order.
+	IDs(ctx context.Context, projectID, botID string) ([]string, error)
 	// Update writes the fields users edit (title, description, tags, forget and sync rules) over
 	// the stored source of revision s.Rev-1 (Conflict otherwise); ingestion's fields are left alone.
 	Update(ctx context.Context, s Source, ev outbox.Event) error
@@ -69,9 +71,18 @@ type Repo interface {
 	PurgeDeleted(ctx context.Context, limit int) (int, error)
 }
 
+// Versions records which sources an agent has in the agent's versions (shared/agents implements
+// it).
+type Versions interface {
+	// SourcesChanged makes a new version of the agent, by by, whose set of sources is its
+	// newest version's after c.
+	SourcesChanged(ctx context.Context, projectID, botID, by string, c memory.SetChange) error
+}
+
 // Service holds the rules of sources users manage.
 type Service struct {
 	repo      Repo
+	versions  Versions
 	events    *outbox.Dispatcher
 	queue     tasks.Queue
 	log       *slog.Logger
@@ -85,9 +96,30 @@ func NewService(repo Repo, events *outbox.Dispatcher, queue tasks.Queue, maxSour
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
-// Create stores a new source of the agent as `processing` and queues its ingestion. When the
-// queue is down the source is kept and the reconciler queues it later.
-func (s *Service) Create(ctx context.Context, projectID, botID string, in Input) (Source, error) {
+// UseVersions has the creation and deletion of sources make versions of their agents.
+func (s *Service) UseVersions(v Versions) { s.versions = v }
+
+// versioned records c, a change of the agent's sources by by, in a new version of the agent. It
+// comes before the change is written: a source created is in a version before it is stored, one
+// deleted leaves the newest version before it is deleted. What fails in between leaves a version
+// naming a source that does not exist (retrieval finds nothing of it, and a retried deletion
+// finds it out already), never a source the agent has and no version names.
+func (s *Service) versioned(ctx context.Context, projectID, botID, by string, c memory.SetChange) error {
+	if s.versions == nil {
+		return nil
+	}
+	return s.versions.SourcesChanged(ctx, projectID, botID, by, c)
+}
+
+// SourceIDs returns the ids of the agent's sources (not deleted), in any order.
+func (s *Service) SourceIDs(ctx context.Context, projectID, botID string) ([]string, error) {
+	return s.repo.IDs(ctx, projectID, botID)
+}
+
+// Create stores a new source of the agent as `processing`, made by by, and queues its
+// ingestion; the agent's next version has it. When the queue is down the source is kept and the
+// reconciler queues it later.
+func (s *Service) Create(ctx context.Context, projectID, botID, by string, in Input) (Source, error) {
 	now := s.now()
 	src := Source{
 		ID: ids.ObjectID(), UUID: ids.New(), ProjectID: projectID, BotID: botID,
@@ -99,6 +131,9 @@ func (s *Service) Create(ctx context.Context, projectID, botID string, in Input)
 		return Source{}, err
 	}
 	src.ForgetAfterAt = forgetAt(src.ForgetAfter, src.CreatedAt)
+	if err := s.versioned(ctx, projectID, botID, by, memory.SetChange{Add: []string{src.ID}}); err != nil {
+		return Source{}, err
+	}
 	ev := sourceEvents.New(ctx, outbox.SourceCreated, projectID, botID, src.public())
 	if err := s.repo.Insert(ctx, src, ev); err != nil {
 		return Source{}, err
@@ -180,12 +215,20 @@ func (s *Service) Update(ctx context.Context, projectID, botID, id string, in In
 	return next.public(), nil
 }
 
-// Delete tombstones a source and removes its chunks: retrieval stops seeing it at once.
-func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error {
+// Delete tombstones a source, a change by by, and removes its chunks: retrieval stops seeing it
+// at once, whatever version of the agent answers. The agent's next version is without it.
+func (s *Service) Delete(ctx context.Context, projectID, botID, by, id string) error {
 	src, err := s.Get(ctx, projectID, botID, id)
 	if err != nil {
 		return err
 	}
+	if err := s.versioned(ctx, projectID, botID, by, memory.SetChange{Remove: []string{src.ID}}); err != nil {
+		return err
+	}
+	return s.delete(ctx, projectID, botID, src)
+}
+
+func (s *Service) delete(ctx context.Context, projectID, botID string, src Source) error {
 	ev := sourceEvents.New(ctx, outbox.SourceDeleted, projectID, botID, src)
 	if err := s.repo.Delete(ctx, src, s.now(), ev); err != nil {
 		return err
@@ -195,8 +238,12 @@ func (s *Service) Delete(ctx context.Context, projectID, botID, id string) error
 }
 
 // Reset deletes every memory source of the agent (each with its event; the sweep purges their
-// chunks) and returns how many it deleted.
-func (s *Service) Reset(ctx context.Context, projectID, botID string) (int, error) {
+// chunks), a change by by, and returns how many it deleted. The agent's next version has no
+// source.
+func (s *Service) Reset(ctx context.Context, projectID, botID, by string) (int, error) {
+	if err := s.versioned(ctx, projectID, botID, by, memory.SetChange{Clear: true}); err != nil {
+		return 0, err
+	}
 	n := 0
 	for {
 		list, _, err := s.repo.List(ctx, projectID, botID, ListFilter{}, paging.Page{Page: 1, PerPage: paging.MaxPerPage})
@@ -204,7 +251,7 @@ func (s *Service) Reset(ctx context.Context, projectID, botID string) (int, erro
 			return n, err
 		}
 		for _, src := range list {
-			if err := s.Delete(ctx, projectID, botID, src.ID); err != nil && apperr.As(err).Kind != apperr.NotFound {
+			if err := s.delete(ctx, projectID, botID, src.public()); err != nil && apperr.As(err).Kind != apperr.NotFound {
 				return n, err
 			}
 			n++

@@ -299,7 +299,7 @@ func (x *Executor) act(ctx context.Context, r Run, i int, typ string, p map[stri
 		if err := remarshal(p, &in); err != nil {
 			return "", 0, 1, refusal{err}
 		}
-		src, err := x.actors.Sources.Create(ctx, r.ProjectID, r.BotID, in)
+		src, err := x.actors.Sources.Create(ctx, r.ProjectID, r.BotID, "workflow:"+r.WorkflowID, in)
 		return output(map[string]any{"source_id": src.UUID, "status": src.Status}), 0, 1, err
 	case ActionSendMessage:
 		return x.sendMessage(ctx, r, key, p)

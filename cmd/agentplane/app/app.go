@@ -270,6 +270,10 @@ func (a *App) Domain() (Domain, error) {
 		Workflows: workflows.NewService(cache.Workflows(store.NewWorkflows(db), a.notices, size, ttl), ev),
 		Events:    ev,
 	}
+	// A version of an agent records its set of memory sources; creating or deleting a source
+	// makes one.
+	d.Agents.UseSources(d.Sources, mem)
+	d.Sources.UseVersions(d.Agents)
 	d.WorkflowRuns = workflows.NewRuns(d.Workflows, a.workflowRuns(), a.Queue(), a.Log.With("component", "workflows"))
 	d.WorkflowRuns.UseAgents(d.Agents)
 	d.Agents.UseWorkflows(d.Workflows)

@@ -77,6 +77,25 @@ func (r Sources) List(ctx context.Context, projectID, botID string, f sources.Li
 	return list, total, r.withTexts(ctx, list)
 }
 
+func (r Sources) IDs(ctx context.Context, projectID, botID string) ([]string, error) {
+	cur, err := r.coll().Find(ctx, bson.D{{Key: "project_id", Value: projectID}, {Key: "bot_id", Value: botID}, notDeleted},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, wrap(err, sources.Resource)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, wrap(err, sources.Resource)
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	return ids, nil
+}
+
 func (r Sources) Update(ctx context.Context, s sources.Source, ev outbox.Event) error {
 	res, err := r.coll().UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}, {Key: "rev", Value: s.Rev - 1}, notDeleted},
 		bson.D{{Key: "$set", Value: bson.D{

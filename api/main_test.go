@@ -86,6 +86,7 @@ type options struct {
 	heartbeat   time.Duration
 	runWait     time.Duration
 	cacheTTL    time.Duration
+	runPoll     time.Duration
 	// providerTimeout bounds a model call (2 s when zero).
 	providerTimeout time.Duration
 	logs            io.Writer
@@ -119,6 +120,10 @@ func withHeartbeat(d time.Duration) option { return func(o *options) { o.heartbe
 
 // withRunWait bounds how long a non-streamed agent run is waited for.
 func withRunWait(d time.Duration) option { return func(o *options) { o.runWait = d } }
+
+// withRunPoll has followers of agent runs read them every d when no notice comes, instead of
+// every 200 ms.
+func withRunPoll(d time.Duration) option { return func(o *options) { o.runPoll = d } }
 
 // withCacheTTL keeps cached entries for d instead of 30 s.
 func withCacheTTL(d time.Duration) option { return func(o *options) { o.cacheTTL = d } }
@@ -162,7 +167,7 @@ func setup(t testing.TB, opts ...option) *bundle {
 	cfg := testConfig(o)
 	cfg.DNSResolver = dns.Addr
 	a := app.New(cfg, log, app.Conns{DB: db, Redis: o.redis, RedisOpt: redisOpt(t), NATS: o.nats})
-	a.RunPoll = 200 * time.Millisecond
+	a.RunPoll = cmp.Or(o.runPoll, 200*time.Millisecond)
 	t.Cleanup(a.Close)
 	d, err := a.Domain()
 	if err != nil {

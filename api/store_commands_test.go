@@ -63,8 +63,10 @@ func (b *bundle) commandsOf(t *testing.T, method, route string, do func()) int {
 func TestStoreCommandsPerRoute(t *testing.T) {
 	t.Parallel()
 	// Cached entries outlive the test: one that expired between two of its requests (the test
-	// took 80 s on a loaded machine, the cache keeps entries 30 s) read again would count.
-	b := setup(t, withCacheTTL(time.Hour))
+	// took 80 s on a loaded machine, the cache keeps entries 30 s) read again would count. A
+	// follower of an agent run reads it at each poll tick too, its fallback for a lost notice: on
+	// a loaded machine a run outlasted the tests' 200 ms poll, and that read counted.
+	b := setup(t, withCacheTTL(time.Hour), withRunPoll(time.Hour))
 	b.startWorker(t, workerOptions{})
 	a := b.chatBot(t, nil)
 	a.ingest(t, map[string]any{"title": "Hours", "type": "text", "source": "The shop opens at nine and closes at six."})

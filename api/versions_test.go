@@ -42,6 +42,40 @@ func (v versionsAPI) update(t *testing.T, fields map[string]any) map[string]any 
 	return v.do(t, http.MethodPut, "/v1/bot/update", fields, http.StatusOK, "")["bot"].(map[string]any)
 }
 
+// changedAtOnce makes n changes of the agent at once (change(i), each answered 200), then
+// checks that its versions are numbered n+1 down to 1, none missing or taken twice, and that a
+// version names each change's field (named(i)); it returns the versions, newest first.
+func (v versionsAPI) changedAtOnce(t *testing.T, n int, change func(i int) *apitest.Response, named func(i int) string) []any {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if res := change(i); res.Status != http.StatusOK {
+				t.Errorf("change %d: %d %s", i, res.Status, res.Body)
+			}
+		})
+	}
+	wg.Wait()
+	list := v.versions(t, "?per_page=50")["versions"].([]any)
+	var numbers, want []int
+	fields := map[string]bool{}
+	for i, raw := range list {
+		numbers, want = append(numbers, int(raw.(map[string]any)["version"].(float64))), append(want, n+1-i)
+		for _, f := range changedFields(raw.(map[string]any)) {
+			fields[f] = true
+		}
+	}
+	if !slices.Equal(numbers, want) || len(numbers) != n+1 {
+		t.Fatalf("version numbers %v, want %d down to 1", numbers, n+1)
+	}
+	for i := range n {
+		if !fields[named(i)] {
+			t.Errorf("no version names %s: %v", named(i), fields)
+		}
+	}
+	return list
+}
+
 // versions reads the agent's versions, newest first.
 func (v versionsAPI) versions(t *testing.T, query string) map[string]any {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentplane/agentplane/api/apitest"
@@ -110,36 +109,11 @@ func TestVersionsOfConcurrentToolChangesAreGapFree(t *testing.T) {
 	a := b.versionedBot(t, map[string]any{"instruction": "Tools."})
 	tl := toolsAPI{a.chatAPI}
 	const n = 8
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			res := b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/tool", Key: b.key, Body: tl.body(map[string]any{
-				"name": fmt.Sprintf("Tool %d", i), "type": "http", "config": map[string]any{"url": "https://api.example.com/t"}})})
-			if res.Status != http.StatusOK {
-				t.Errorf("tool %d: %d %s", i, res.Status, res.Body)
-			}
-		})
-	}
-	wg.Wait()
-	list := a.versions(t, "?per_page=50")
-	var numbers []int
-	added := map[string]bool{}
-	for _, raw := range list["versions"].([]any) {
-		v := raw.(map[string]any)
-		numbers = append(numbers, int(v["version"].(float64)))
-		for _, f := range changedFields(v) {
-			added[f] = true
-		}
-	}
-	if want := []int{9, 8, 7, 6, 5, 4, 3, 2, 1}; !slices.Equal(numbers, want) {
-		t.Fatalf("version numbers %v, want %v", numbers, want)
-	}
-	for i := range n {
-		if !added[fmt.Sprintf("tools.Tool %d", i)] {
-			t.Errorf("no version names tool %d: %v", i, added)
-		}
-	}
-	if got := versionTools(list["versions"].([]any)[0].(map[string]any)); len(got) != n {
+	list := a.changedAtOnce(t, n, func(i int) *apitest.Response {
+		return b.client.Do(apitest.Request{Method: http.MethodPost, Path: "/v1/bot/tool", Key: b.key, Body: tl.body(map[string]any{
+			"name": fmt.Sprintf("Tool %d", i), "type": "http", "config": map[string]any{"url": "https://api.example.com/t"}})})
+	}, func(i int) string { return fmt.Sprintf("tools.Tool %d", i) })
+	if got := versionTools(list[0].(map[string]any)); len(got) != n {
 		t.Fatalf("the newest version's tools %v", got)
 	}
 }

@@ -200,7 +200,9 @@ func TestConcurrentUpdates(t *testing.T) {
 	}
 	text := func(prefix string) func(int) any { return func(r int) any { return prefix + " " + strconv.Itoa(r) } }
 	const rounds = 6
-	updates := 0
+	// Each change of a workflow makes a version of its agent, with its bot.updated: its creation's
+	// first.
+	updates, versions := 0, 1
 	for _, tt := range []struct {
 		event, method, path, read, object string
 		extra                             map[string]any
@@ -235,6 +237,9 @@ func TestConcurrentUpdates(t *testing.T) {
 			}
 			wg.Wait()
 			updates += len(tt.fields)
+			if tt.event == "workflow.updated" {
+				versions += len(tt.fields)
+			}
 			for i, st := range statuses {
 				if st != http.StatusOK {
 					t.Errorf("%s, round %d, %s: %d", tt.path, r, tt.fields[i].name, st)
@@ -250,15 +255,16 @@ func TestConcurrentUpdates(t *testing.T) {
 			}
 		}
 	}
-	// bot.created, deal.created, workflow.created, then the updates.
-	types := eventTypes(streamEvents(t, "", b.project.ID, 3+updates))
+	// bot.created, deal.created, workflow.created, then the updates and the versions.
+	want := 3 + updates + versions
+	types := eventTypes(streamEvents(t, "", b.project.ID, want))
 	for _, typ := range []string{"deal.updated", "bot.updated", "workflow.updated"} {
 		if got := slices.DeleteFunc(slices.Clone(types), func(x string) bool { return x != typ }); len(got) == 0 {
 			t.Errorf("no %s events: %v", typ, types)
 		}
 	}
-	if len(types) != 3+updates {
-		t.Errorf("%d events, want %d: %v", len(types), 3+updates, types)
+	if len(types) != want {
+		t.Errorf("%d events, want %d: %v", len(types), want, types)
 	}
 }
 

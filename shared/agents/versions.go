@@ -152,22 +152,28 @@ func Diff(old, new Config) []Change {
 	return changes
 }
 
-// toolChanges are the tools that differ from old to new, by their ids: each added, changed or
-// removed.
+// toolChanges are the tools that differ from old to new, named "tools.<its name>".
 func toolChanges(old, new []tools.State) []Change {
+	return setChanges("tools.", old, new, func(t tools.State) (string, string) { return t.ID, t.Name }, tools.State.Same)
+}
+
+// setChanges are the members of a set a version records (tools, workflows) that differ from old
+// to new, by their ids: each added, changed or removed, named prefix and its name.
+func setChanges[T any](prefix string, old, new []T, key func(T) (id, name string), same func(a, b T) bool) []Change {
 	var changes []Change
+	idOf := func(id string) func(T) bool { return func(t T) bool { k, _ := key(t); return k == id } }
 	for _, n := range new {
-		i := slices.IndexFunc(old, func(o tools.State) bool { return o.ID == n.ID })
-		switch {
+		id, name := key(n)
+		switch i := slices.IndexFunc(old, idOf(id)); {
 		case i < 0:
-			changes = append(changes, Change{Field: "tools." + n.Name, New: freeform.Value{V: n}})
-		case !old[i].Same(n):
-			changes = append(changes, Change{Field: "tools." + n.Name, Old: freeform.Value{V: old[i]}, New: freeform.Value{V: n}})
+			changes = append(changes, Change{Field: prefix + name, New: freeform.Value{V: n}})
+		case !same(old[i], n):
+			changes = append(changes, Change{Field: prefix + name, Old: freeform.Value{V: old[i]}, New: freeform.Value{V: n}})
 		}
 	}
 	for _, o := range old {
-		if !slices.ContainsFunc(new, func(n tools.State) bool { return n.ID == o.ID }) {
-			changes = append(changes, Change{Field: "tools." + o.Name, Old: freeform.Value{V: o}})
+		if id, name := key(o); !slices.ContainsFunc(new, idOf(id)) {
+			changes = append(changes, Change{Field: prefix + name, Old: freeform.Value{V: o}})
 		}
 	}
 	return changes
@@ -474,29 +480,40 @@ func (s *Service) UseTools(t ToolSets) { s.tools = t }
 // published at once unless the agent is versioned, as every change of its behaviour. A newest
 // version that recorded no tools records the agent's whole set.
 func (s *Service) ToolChanged(ctx context.Context, projectID, idOrUUID, by, toolID string) (Bot, error) {
+	return s.memberChanged(ctx, projectID, idOrUUID, by, func(cur Bot, latest Config, next *Bot) (err error) {
+		next.Tools, err = setAfter(latest.Tools, toolID, func(t tools.State) string { return t.ID },
+			func() ([]tools.State, error) { return s.tools.Set(ctx, projectID, cur.ID) },
+			func() (tools.State, bool, error) { return s.tools.State(ctx, projectID, cur.ID, toolID) })
+		return err
+	})
+}
+
+// memberChanged records a change of a member of a set the agent's versions hold (a tool, a
+// workflow): next is the agent at its newest version's behaviour, whose set after sets; a new
+// version when it differs, published at once unless the agent is versioned.
+func (s *Service) memberChanged(ctx context.Context, projectID, idOrUUID, by string, after func(cur Bot, latest Config, next *Bot) error) (Bot, error) {
 	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
 		latest := cur.latest()
-		set, err := s.toolsAfter(ctx, projectID, cur.ID, latest.Config.Tools, toolID)
-		if err != nil {
+		latest.Config.applyTo(next)
+		if err := after(*cur, latest.Config, next); err != nil {
 			return err
 		}
-		latest.Config.applyTo(next)
-		next.Tools = set
 		versioned(*cur, next, by, s.now(), false)
 		return nil
 	})
 }
 
-// toolsAfter is set with the agent's tool id as it is now: replaced, added or removed.
-func (s *Service) toolsAfter(ctx context.Context, projectID, botID string, set []tools.State, id string) ([]tools.State, error) {
+// setAfter is set with its member id as one reads it now: replaced, added or removed (one's
+// false: there is none). A set no version recorded (nil) is all of them as they are.
+func setAfter[T any](set []T, id string, idOf func(T) string, all func() ([]T, error), one func() (T, bool, error)) ([]T, error) {
 	if set == nil {
-		return s.tools.Set(ctx, projectID, botID)
+		return all()
 	}
-	st, ok, err := s.tools.State(ctx, projectID, botID, id)
+	st, ok, err := one()
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(set, func(t tools.State) bool { return t.ID == id })
+	i := slices.IndexFunc(set, func(t T) bool { return idOf(t) == id })
 	switch {
 	case !ok && i >= 0:
 		return slices.Delete(slices.Clone(set), i, i+1), nil

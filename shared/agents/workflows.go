@@ -1,11 +1,6 @@
 package agents
 
-import (
-	"context"
-	"slices"
-
-	"github.com/agentplane/agentplane/shared/kit/freeform"
-)
+import "context"
 
 // WorkflowState is a workflow as a version of its agent holds it: what decides when it runs,
 // and Digest, a hash of its whole definition (name, description, status, is_active, trigger,
@@ -28,25 +23,9 @@ func (a WorkflowState) Same(b WorkflowState) bool {
 	return a == b
 }
 
-// workflowChanges are the workflows that differ from old to new, by their ids: each added,
-// changed or removed, named "workflows.<its name>".
+// workflowChanges are the workflows that differ from old to new, named "workflows.<its name>".
 func workflowChanges(old, new []WorkflowState) []Change {
-	var changes []Change
-	for _, n := range new {
-		i := slices.IndexFunc(old, func(o WorkflowState) bool { return o.ID == n.ID })
-		switch {
-		case i < 0:
-			changes = append(changes, Change{Field: "workflows." + n.Name, New: freeform.Value{V: n}})
-		case !old[i].Same(n):
-			changes = append(changes, Change{Field: "workflows." + n.Name, Old: freeform.Value{V: old[i]}, New: freeform.Value{V: n}})
-		}
-	}
-	for _, o := range old {
-		if !slices.ContainsFunc(new, func(n WorkflowState) bool { return n.ID == o.ID }) {
-			changes = append(changes, Change{Field: "workflows." + o.Name, Old: freeform.Value{V: o}})
-		}
-	}
-	return changes
+	return setChanges("workflows.", old, new, func(w WorkflowState) (string, string) { return w.ID, w.Name }, WorkflowState.Same)
 }
 
 // WorkflowSets are agents' workflows as versions record and restore them (shared/workflows
@@ -89,38 +68,10 @@ func (s *Service) ScheduledWorkflows(ctx context.Context) ([]Bot, error) {
 // A newest version that recorded no workflows records the agent's whole set. Each change
 // records its own workflow on the agent's record, so concurrent changes make one version each.
 func (s *Service) WorkflowChanged(ctx context.Context, projectID, idOrUUID, by, workflowID string) (Bot, error) {
-	return s.change(ctx, projectID, idOrUUID, func(cur, next *Bot) error {
-		latest := cur.latest()
-		set, err := s.workflowsAfter(ctx, projectID, cur.ID, latest.Config.Workflows, workflowID)
-		if err != nil {
-			return err
-		}
-		latest.Config.applyTo(next)
-		next.Workflows = set
-		versioned(*cur, next, by, s.now(), false)
-		return nil
+	return s.memberChanged(ctx, projectID, idOrUUID, by, func(cur Bot, latest Config, next *Bot) (err error) {
+		next.Workflows, err = setAfter(latest.Workflows, workflowID, func(w WorkflowState) string { return w.ID },
+			func() ([]WorkflowState, error) { return s.flows.Set(ctx, projectID, cur.ID) },
+			func() (WorkflowState, bool, error) { return s.flows.State(ctx, projectID, cur.ID, workflowID) })
+		return err
 	})
-}
-
-// workflowsAfter is set with the agent's workflow id as it is now: replaced, added or removed.
-func (s *Service) workflowsAfter(ctx context.Context, projectID, botID string, set []WorkflowState, id string) ([]WorkflowState, error) {
-	if set == nil {
-		return s.flows.Set(ctx, projectID, botID)
-	}
-	st, ok, err := s.flows.State(ctx, projectID, botID, id)
-	if err != nil {
-		return nil, err
-	}
-	i := slices.IndexFunc(set, func(w WorkflowState) bool { return w.ID == id })
-	switch {
-	case !ok && i >= 0:
-		return slices.Delete(slices.Clone(set), i, i+1), nil
-	case !ok:
-		return set, nil
-	case i >= 0:
-		set = slices.Clone(set)
-		set[i] = st
-		return set, nil
-	}
-	return append(slices.Clone(set), st), nil
 }

@@ -318,13 +318,23 @@ func setOf(doc any, evs ...outbox.Event) (bson.D, error) {
 	return bson.D{{Key: "$set", Value: set}}, nil
 }
 
+// toD is doc encoded, element by element: each element's value stays in its encoding (a
+// bson.RawValue), which the driver copies as it is, so the document is not decoded to be
+// encoded again.
 func toD(doc any) (bson.D, error) {
 	raw, err := marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	var d bson.D
-	return d, bson.Unmarshal(raw, &d)
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, err
+	}
+	d := make(bson.D, len(elems))
+	for i, e := range elems {
+		d[i] = bson.E{Key: e.Key(), Value: e.Value()}
+	}
+	return d, nil
 }
 
 // notDeleted matches documents that are not tombstoned.

@@ -144,6 +144,7 @@ func (s *server) chatStream(c *gin.Context) {
 	}
 	st := httpx.NewSSE(c, s.heartbeat)
 	defer st.Close()
+	st.Start()
 	s.follow(c, f, after, st)
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -854,5 +855,39 @@ func TestAgentRunFailure(t *testing.T) {
 	want, _ := json.Marshal(map[string]any{"error": map[string]any{"status": answer.Error.Status, "code": answer.Error.Code, "message": answer.Error.Message}, "message": answer.Error.Message})
 	if !strings.Contains(string(raw), "event: error\ndata: "+string(want)+"\n") {
 		t.Fatalf("the stream does not end with the error body %s:\n%s", want, raw)
+	}
+}
+
+// A client that follows a run waiting for its model gets the stream's headers at once and a
+// heartbeat before the run's next event, so that no proxy closes the silent connection.
+func TestRunStreamBeatsBeforeItsFirstEvent(t *testing.T) {
+	t.Parallel()
+	_, a, fake := agentSetup(t, nil, withHeartbeat(30*time.Millisecond))
+	fake.Set(providertest.Behavior{Reply: "Here at last.", FirstByteDelay: time.Second})
+	s := a.openRunStream(t, map[string]any{"message": "Take your time", "reasoning_mode": "agent", "stream": true}, "")
+	ev, err, ok := s.next()
+	if !ok || err != nil || ev.Type != "stored" {
+		t.Fatalf("first event %+v, %v", ev, err)
+	}
+	var stored struct{ ExecutionID string }
+	if err := json.Unmarshal([]byte(ev.Data), &stored); err != nil || stored.ExecutionID == "" {
+		t.Fatalf("stored %s: %v", ev.Data, err)
+	}
+	res := a.followRun(t, stored.ExecutionID, ev.LastEventID)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %v", res.StatusCode, res.Header)
+	}
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() && lines.Text() == "" {
+	}
+	if got := lines.Text(); got != ": ping" {
+		t.Fatalf("the stream began with %q, not a heartbeat", got)
+	}
+	var rest bytes.Buffer
+	for lines.Scan() {
+		rest.WriteString(lines.Text() + "\n")
+	}
+	if !strings.Contains(rest.String(), "event: done") {
+		t.Fatalf("the run did not end on the stream: %s", rest.String())
 	}
 }

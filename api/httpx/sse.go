@@ -15,9 +15,9 @@ import (
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 )
 
-// SSE writes a Server-Sent Events stream. Nothing is written until the first event, so an error
-// found before then is still an ordinary JSON error answer. Once started, a comment line every
-// heartbeat keeps idle proxies from closing the connection.
+// SSE writes a Server-Sent Events stream. Nothing is written until the first event or Start, so
+// an error found before then is still an ordinary JSON error answer. Once started, a comment
+// line every heartbeat keeps idle proxies from closing the connection.
 type SSE struct {
 	c         *gin.Context
 	heartbeat time.Duration
@@ -150,6 +150,18 @@ func (s *SSE) begin() {
 			}
 		}
 	})
+}
+
+// Start sends the headers and starts the heartbeat now, when nothing can fail with an ordinary
+// answer any more: a stream whose first event may be long in coming (a run followed while it
+// waits for its model) is then kept alive by the heartbeat from its start.
+func (s *SSE) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.begin()
+		s.c.Writer.Flush()
+	}
 }
 
 // Began reports whether the stream has started (its headers are sent).

@@ -198,6 +198,10 @@ func (s *agentService) do(method, path string, body any) map[string]any {
 	return res.JSON(s.t)
 }
 
+// streamWithin bounds a stream of the crash tests: the longest wait for a run they make is the
+// minute asynq's lease on a killed worker's task takes to expire, plus the run's own lease.
+const streamWithin = 3 * time.Minute
+
 // stream sends a request whose answer is an event stream and returns the kept events it
 // reads ("id:type") and the execution id the stored event names. At the first event of type
 // until (when not empty) it stops, or, with at, calls at and reads on until the stream breaks.
@@ -207,7 +211,7 @@ func (s *agentService) stream(method, path string, body any, last, until string,
 	if body != nil {
 		raw, _ = json.Marshal(body)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), streamWithin)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bearer "+s.key)
@@ -226,6 +230,9 @@ func (s *agentService) stream(method, path string, body any, last, until string,
 	for ev, err := range sse.Read(res.Body, nil) {
 		if err != nil && called {
 			break
+		}
+		if err != nil && ctx.Err() != nil {
+			s.t.Fatalf("the stream did not end within %v; events so far: %v", streamWithin, seen)
 		}
 		if err != nil {
 			s.t.Fatal(err)

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/workflows"
 )
 
@@ -218,6 +220,126 @@ func TestVersionedAgentFiresThePublishedWorkflows(t *testing.T) {
 	if got := a.fire(t, hook, sentinel, keep, gone, added); !slices.Equal(got, []string{"new", "two"}) {
 		t.Fatalf("after publishing, the workflows fired %v, want [new two]", got)
 	}
+}
+
+// A versioned agent's runs start the workflows of the version they serve with run_workflow:
+// a chat's run (the published version) runs a workflow the draft changed as published, one the
+// draft deleted as it was, and is refused one the draft added; a draft's test call, and a chat
+// a canary of the draft took, run the draft's. Publishing the draft makes its workflows what
+// the runs start.
+func TestVersionedAgentRunsThePublishedWorkflowsByTool(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, map[string]any{"versioning": true, "auto_approve_tools": 1})
+	a, v := workflowAPI{c}, versionsAPI{c}
+	hook := newReceiver(t)
+	keep := a.create(t, map[string]any{"name": "Keep", "trigger_type": "manual", "actions": hookActions(hook, "one")})
+	gone := a.create(t, map[string]any{"name": "Gone", "trigger_type": "manual", "actions": hookActions(hook, "gone")})
+	v.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
+	a.update(t, keep, map[string]any{"actions": hookActions(hook, "two")})
+	added := a.create(t, map[string]any{"name": "New", "trigger_type": "manual", "actions": hookActions(hook, "new")})
+	a.remove(t, gone)
+
+	check := func(name string, body map[string]any, want, wantRefused []string) {
+		t.Helper()
+		got, refused := ranByTool(t, a, fake, hook, body, keep, gone, added)
+		if !slices.Equal(got, want) || !slices.Equal(refused, wantRefused) {
+			t.Fatalf("the %s version's run delivered %v and was refused %v; want %v and %v", name, got, refused, want, wantRefused)
+		}
+	}
+	check("published", map[string]any{"message": "Run them"}, []string{"gone", "one"}, []string{added})
+	check("draft", map[string]any{"message": "Run them", "version": "draft"}, []string{"new", "two"}, []string{gone})
+
+	draft := v.do(t, http.MethodGet, "/v1/bot/read", nil, http.StatusOK, "")["bot"].(map[string]any)["version"]
+	v.update(t, map[string]any{"canary": map[string]any{"version": draft, "share": 0.9}})
+	check("canary", map[string]any{"message": "Run them", "chat_id": chatOn(t, a.chatAPI, fake, draft)}, []string{"new", "two"}, []string{gone})
+	v.update(t, map[string]any{"canary": map[string]any{"version": 0}})
+
+	v.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
+	check("newly published", map[string]any{"message": "Run them"}, []string{"new", "two"}, []string{gone})
+}
+
+// chatOn is a chat of the agent that began on version, which its canary serves: of up to 30
+// new chats (a canary's share sends each to it by the hash of its id), the first that did.
+func chatOn(t *testing.T, c chatAPI, fake *providertest.Server, version any) string {
+	t.Helper()
+	fake.Set(providertest.Behavior{Reply: "Hi."})
+	for range 30 {
+		res, chat := c.chat(t, map[string]any{"message": "Hello"})
+		if chat == nil {
+			t.Fatalf("chat: %d %s", res.Status, res.Body)
+		}
+		if chat["agent"].(map[string]any)["version"] == version {
+			return chat["chat_id"].(string)
+		}
+	}
+	t.Fatalf("none of 30 new chats began on version %v", version)
+	return ""
+}
+
+// An agent without versioning runs its workflows as they are with run_workflow, but a run of
+// an earlier version (a request's version) runs that version's.
+func TestUnversionedAgentRunsTheVersionsWorkflowsByTool(t *testing.T) {
+	t.Parallel()
+	_, c, fake := agentSetup(t, map[string]any{"auto_approve_tools": 1})
+	a, v := workflowAPI{c}, versionsAPI{c}
+	hook := newReceiver(t)
+	keep := a.create(t, map[string]any{"name": "Keep", "trigger_type": "manual", "actions": hookActions(hook, "one")})
+	first := v.do(t, http.MethodGet, "/v1/bot/read", nil, http.StatusOK, "")["bot"].(map[string]any)["version"]
+	a.update(t, keep, map[string]any{"actions": hookActions(hook, "two")})
+	added := a.create(t, map[string]any{"name": "New", "trigger_type": "manual", "actions": hookActions(hook, "new")})
+
+	if got, refused := ranByTool(t, a, fake, hook, map[string]any{"message": "Run them"}, keep, added); !slices.Equal(got, []string{"new", "two"}) || len(refused) != 0 {
+		t.Fatalf("the agent's run delivered %v and was refused %v; want [new two]", got, refused)
+	}
+	got, refused := ranByTool(t, a, fake, hook, map[string]any{"message": "Run them", "version": first}, keep, added)
+	if !slices.Equal(got, []string{"one"}) || !slices.Equal(refused, []string{added}) {
+		t.Fatalf("a run of version %v delivered %v and was refused %v; want [one] and the workflow added since", first, got, refused)
+	}
+}
+
+// ranByTool makes an agent run of the chat body that calls run_workflow on each of ids in
+// turn, waits for the workflow runs it started, and returns the marks they delivered to hook
+// (sorted) and the ids the tool refused as not found.
+func ranByTool(t *testing.T, a workflowAPI, fake *providertest.Server, hook *receiver, body map[string]any, ids ...string) ([]string, []string) {
+	t.Helper()
+	from := len(hook.got())
+	var script []providertest.Turn
+	for _, id := range ids {
+		script = append(script, call("run_workflow", `{"workflow_id":"`+id+`"}`))
+	}
+	fake.Set(providertest.Behavior{Script: append(script, providertest.Turn{Reply: "Done."})})
+	body["reasoning_mode"] = "agent"
+	res, chat := a.chat(t, body)
+	if chat == nil || chat["reply"] != "Done." {
+		t.Fatalf("the run: %d %s", res.Status, res.Body)
+	}
+	cs := cycles(t, chat)
+	if len(cs) != len(ids) {
+		t.Fatalf("cycles %v, want one per workflow", cs)
+	}
+	var refused []string
+	for i, c := range cs {
+		obs, _ := c["observation"].(string)
+		if c["actionSuccess"] != true {
+			if !strings.HasPrefix(obs, "Error: ") || !strings.Contains(obs, "not found") {
+				t.Fatalf("the call of %s: %v", ids[i], c)
+			}
+			refused = append(refused, ids[i])
+			continue
+		}
+		var o struct {
+			Started struct {
+				RunID string `json:"run_id"`
+			}
+		}
+		if err := json.Unmarshal([]byte(obs), &o); err != nil || o.Started.RunID == "" {
+			t.Fatalf("the call of %s observed %q", ids[i], obs)
+		}
+		if run := a.wait(t, o.Started.RunID); run["status"] != "succeeded" {
+			t.Fatalf("the run of %s: %v", ids[i], run)
+		}
+	}
+	return deliveredMarks(t, hook, from), refused
 }
 
 // Eight workflows created at once make versions 2..9, no number missing or taken twice, each

@@ -106,7 +106,7 @@ func (s *server) runWorkflow(c *gin.Context) (any, error) {
 	if b, err = s.botAt(c, b, req.Version); err != nil {
 		return nil, err
 	}
-	r, err := s.workflowRuns.RunAt(c, b, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
+	r, err := s.workflowRuns.RunAt(c, b.ProjectID, b.ID, b.Workflows, req.WorkflowID, req.Input, "api", req.IdempotencyKey)
 	return gin.H{"run": r}, err
 }
 

@@ -328,7 +328,7 @@ func (h *holder) execute(ctx context.Context, c *Cycle) error {
 	}
 	c.ServerLabel, c.Operation = tool.ServerLabel, tool.Operation
 	sc := Scope{ProjectID: h.e.ProjectID, BotID: h.e.BotID, ChatID: h.e.ChatID, ExecutionID: h.e.ID, Workspace: h.e.Request.Workspace,
-		Request: h.e.Request, Numbered: len(passages(h.e.Cycles)), Sources: h.bot.Sources}
+		Request: h.e.Request, Numbered: len(passages(h.e.Cycles)), Sources: h.bot.Sources, Workflows: h.bot.WorkflowSet()}
 	res, err := tool.Call(ctx, sc, c.ActionInput, h.e.ID+":"+strconv.Itoa(c.Cycle))
 	switch {
 	case errors.Is(err, errRefused):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/calendar"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
@@ -40,6 +41,9 @@ type Scope struct {
 	// Sources is the set of memory sources of the version the run answers as (nil: all the
 	// agent's sources).
 	Sources *memory.SetRef
+	// Workflows are the workflows of the version the run serves, which run_workflow runs as
+	// their revisions have them (nil: the agent's workflows as they are).
+	Workflows []agents.WorkflowState
 }
 
 // Result is what a tool observed.
@@ -542,7 +546,7 @@ func (s Services) runWorkflow(ctx context.Context, sc Scope, raw json.RawMessage
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return Result{}, apperr.Invalidf("arguments", "%v", err)
 	}
-	r, err := s.Workflows.RunManually(ctx, sc.ProjectID, sc.BotID, a.WorkflowID, a.Input, "agent", key)
+	r, err := s.Workflows.RunAt(ctx, sc.ProjectID, sc.BotID, sc.Workflows, a.WorkflowID, a.Input, "agent", key)
 	if err != nil {
 		return Result{}, err
 	}

@@ -44,12 +44,13 @@ type WorkflowSets interface {
 // them.
 func (s *Service) UseWorkflows(w WorkflowSets) { s.flows = w }
 
-// WorkflowSet is the set of workflows events trigger for the agent b: its published version's,
-// for a versioned agent (a draft's change of a workflow fires nothing until it is published);
-// nil for an agent that publishes every change at once, or whose workflows no version recorded,
-// whose events trigger its workflows as they are.
+// WorkflowSet is the set of workflows of the version the agent b serves, which its events
+// trigger and its runs' run_workflow tool runs: its published version's, for a versioned agent
+// (a draft's change of a workflow fires nothing until it is published), or the version's that
+// b was taken at (At, ForChat: a request's version, a canary's); nil for an agent that publishes
+// every change at once, or whose workflows no version recorded, whose workflows run as they are.
 func (b Bot) WorkflowSet() []WorkflowState {
-	if b.Versioning {
+	if b.Versioning || b.serving > 0 {
 		return b.Workflows
 	}
 	return nil

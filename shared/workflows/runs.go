@@ -177,18 +177,19 @@ func (s *Runs) RunManually(ctx context.Context, projectID, botID, workflowID str
 	return s.runManually(ctx, w, input, by, key)
 }
 
-// RunAt is RunManually of the workflow as the agent b, at the version it serves (agents'
-// At), has it: its form under the version's revision. NotFound when that version has no such
-// workflow. An agent whose workflows no version recorded runs the workflow as it is.
-func (s *Runs) RunAt(ctx context.Context, b agents.Bot, workflowID string, input map[string]any, by, key string) (Run, error) {
-	if b.Workflows == nil {
-		return s.RunManually(ctx, b.ProjectID, b.ID, workflowID, input, by, key)
+// RunAt is RunManually of the agent's workflow as set, the workflows of a version of the agent,
+// has it: its form under the version's revision, read through the revisions' cache. NotFound
+// when set has no such workflow. A nil set (an agent whose workflows no version recorded, or
+// whose runs take its workflows as they are) runs the workflow as it is.
+func (s *Runs) RunAt(ctx context.Context, projectID, botID string, set []agents.WorkflowState, workflowID string, input map[string]any, by, key string) (Run, error) {
+	if set == nil {
+		return s.RunManually(ctx, projectID, botID, workflowID, input, by, key)
 	}
-	i := slices.IndexFunc(b.Workflows, func(st agents.WorkflowState) bool { return st.ID == strings.TrimSpace(workflowID) })
+	i := slices.IndexFunc(set, func(st agents.WorkflowState) bool { return st.ID == strings.TrimSpace(workflowID) })
 	if i < 0 {
 		return Run{}, apperr.NotFoundf(Resource)
 	}
-	w, err := s.workflows.repo.Revision(ctx, b.ProjectID, b.ID, b.Workflows[i].Revision)
+	w, err := s.workflows.repo.Revision(ctx, projectID, botID, set[i].Revision)
 	if err != nil {
 		return Run{}, err
 	}

@@ -138,7 +138,7 @@ type Store interface {
 	// fewer or none).
 	Generations(ctx context.Context, gens []Live) (map[string][]Chunk, error)
 	// SourceSet returns the ids of the agent's set of sources of that digest (NotFound when
-	// none is stored).
+	// none is stored; an error, never other ids, when what is stored is not that set).
 	SourceSet(ctx context.Context, botID, digest string) ([]string, error)
 	// PutSourceSet stores the set of the agent's sources ids (sorted) under its digest; a set
 	// stored already is left as it is.

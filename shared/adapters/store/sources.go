@@ -356,13 +356,17 @@ func (r Sources) PurgeDeleted(ctx context.Context, limit int) (int, error) {
 	return len(ids), nil
 }
 
-// Memory is what retrieval reads: live source generations and their chunks.
-type Memory struct{ db *mongo.Database }
+// Memory is what retrieval reads: live source generations and their chunks; and the sets of
+// sources versions record.
+type Memory struct {
+	db    *mongo.Database
+	known *knownPages
+}
 
 var _ memory.Store = Memory{}
 
 // NewMemory returns the retrieval store of db.
-func NewMemory(db *mongo.Database) Memory { return Memory{db: db} }
+func NewMemory(db *mongo.Database) Memory { return Memory{db: db, known: newKnownPages()} }
 
 // Generations reads the documents of the generations' chunks by their _ids, which their chunk
 // counts give.

@@ -145,8 +145,9 @@ type Repo interface {
 	// Delete marks c deleted and deletes its messages and its handoff to people, if any.
 	Delete(ctx context.Context, c Chat, at time.Time) error
 	// Append stores m as the chat's next message (setting its Seq) with ev in the outbox of the
-	// document it returns, and updates c to what it stored (reading it again when c was not).
-	Append(ctx context.Context, c *Chat, m *Message, ev outbox.Event) (outbox.Ref, error)
+	// document it returns, removes from the chat's document the events published (their ids)
+	// in the same write, and updates c to what it stored (reading it again when c was not).
+	Append(ctx context.Context, c *Chat, m *Message, ev outbox.Event, published []string) (outbox.Ref, error)
 	// Range returns the messages of c, as read, of sequence numbers from..to (1-based,
 	// inclusive), in order.
 	Range(ctx context.Context, c Chat, from, to int) ([]Message, error)

@@ -128,7 +128,7 @@ func (s *Service) PostAs(ctx context.Context, projectID string, bot agents.Bot, 
 	}
 	write := s.repo.Append
 	if isNew {
-		write = s.repo.Start
+		write = s.started
 	}
 	t := Turn{ProjectID: projectID, Bot: bot, Chat: chat, Started: time.Now(),
 		User: Message{Model: bot.Model, Complexity: Complexity(text), Preference: Preference{ReasoningType: "standard", Model: bot.Model, Complexity: Complexity(text)}}}
@@ -137,7 +137,7 @@ func (s *Service) PostAs(ctx context.Context, projectID string, bot agents.Bot, 
 	if by != nil {
 		m.User = *by
 	}
-	return m, s.store(ctx, projectID, bot, &chat, &m, write)
+	return m, s.store(ctx, projectID, bot, &chat, &m, write, false)
 }
 
 // say answers the turn t with text, without a model call (credit 0).

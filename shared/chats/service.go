@@ -231,12 +231,12 @@ func (s *Service) Begin(ctx context.Context, projectID string, bot agents.Bot, a
 		ReasoningType: rt, EstimatedTimeMS: "0", EstimatedCost: "0.000000", Confidence: "", ConfidenceScore: ""}
 	if isNew {
 		ms := append(prior, user)
-		if err := s.start(ctx, projectID, bot, &chat, ms); err != nil {
+		if err := s.start(ctx, projectID, bot, &chat, ms, true); err != nil {
 			return Turn{}, err
 		}
 		n := len(prior)
 		user, earlier = ms[n], ms[max(0, n-HistoryTurns):n:n]
-	} else if err := s.store(ctx, projectID, bot, &chat, &user, s.repo.Append); err != nil {
+	} else if err := s.store(ctx, projectID, bot, &chat, &user, s.repo.Append, true); err != nil {
 		return Turn{}, err
 	}
 	return Turn{ProjectID: projectID, Bot: bot, Chat: chat, User: user, Earlier: earlier, Input: in, Started: started, Verdict: verdict,
@@ -422,13 +422,13 @@ func EventOf(m Message) MessageEvent {
 // Append stores m as the chat's next message and emits chat.message.created; chat becomes what
 // was stored.
 func (s *Service) Append(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message) error {
-	return s.store(ctx, projectID, bot, chat, m, s.repo.Append)
+	return s.store(ctx, projectID, bot, chat, m, s.repo.Append, false)
 }
 
 // start stores chat, a new chat, with ms as its first messages (Repo.StartWith: one write, or two
 // when the oldest go to their pages, however many there are) and emits chat.message.created for
-// each, in order.
-func (s *Service) start(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, ms []Message) error {
+// each, in order; held as dispatch says.
+func (s *Service) start(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, ms []Message, held bool) error {
 	evs := make([]outbox.Event, len(ms))
 	for i, m := range ms {
 		evs[i] = outbox.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(m))
@@ -438,22 +438,45 @@ func (s *Service) start(ctx context.Context, projectID string, bot agents.Bot, c
 		return err
 	}
 	for i, ev := range evs {
-		s.events.Dispatch(ctx, refs[i], ev)
+		s.dispatch(ctx, refs[i], ev, held)
 	}
 	return nil
 }
 
-// store stores m in chat with write (Repo.Append, or Repo.Start for a new chat) and emits
-// chat.message.created.
+// store stores m in chat with write (Repo.Append, or a new chat's Repo.Start), removing with it
+// the events of the chat's document that wait for its next write, and emits
+// chat.message.created, held as dispatch says.
 func (s *Service) store(ctx context.Context, projectID string, bot agents.Bot, chat *Chat, m *Message,
-	write func(context.Context, *Chat, *Message, outbox.Event) (outbox.Ref, error)) error {
+	write func(context.Context, *Chat, *Message, outbox.Event, []string) (outbox.Ref, error), held bool) error {
 	ev := messageEvents.New(ctx, outbox.ChatMessageCreated, projectID, bot.ID, EventOf(*m))
-	ref, err := write(ctx, chat, m, ev)
+	waiting := s.events.Take(outbox.Ref{Resource: RecordResource, ID: chat.UUID})
+	published := make([]string, len(waiting))
+	for i, p := range waiting {
+		published[i] = p.Event.ID
+	}
+	ref, err := write(ctx, chat, m, ev, published)
 	if err != nil {
+		s.events.Release(waiting)
 		return err
 	}
-	s.events.Dispatch(ctx, ref, ev)
+	s.dispatch(ctx, ref, ev, held)
 	return nil
+}
+
+// dispatch publishes ev, committed in the document ref. A user's message that a reply follows
+// is held (an event in the chat's own document): the reply's write removes it (store), one
+// write fewer than its removal on its own.
+func (s *Service) dispatch(ctx context.Context, ref outbox.Ref, ev outbox.Event, held bool) {
+	if held && ref.Resource == RecordResource {
+		s.events.DispatchHeld(ctx, ref, ev)
+		return
+	}
+	s.events.Dispatch(ctx, ref, ev)
+}
+
+// started is Repo.Start as store writes: a new chat has no events to remove.
+func (s *Service) started(ctx context.Context, c *Chat, m *Message, ev outbox.Event, _ []string) (outbox.Ref, error) {
+	return s.repo.Start(ctx, c, m, ev)
 }
 
 // Retrieve returns the memory passages for the question, from the sources of the version bot

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,12 +81,20 @@ type Dispatcher struct {
 	// acks removes the events published inline from their documents, off the caller's path, in
 	// batches.
 	acks *batch.Batcher[Pending]
+
+	// held are the published events whose removal waits for their document's next write
+	// (DispatchHeld, Take), by document; stopping sends every event to acks instead.
+	mu       sync.Mutex
+	held     map[Ref][]Pending
+	stopping bool
+	// holdFor is how long an event waits for its document's next write before acks removes it.
+	holdFor time.Duration
 }
 
 // NewDispatcher returns a dispatcher publishing to pub; setAside is told of every event set
 // aside because it cannot be published.
 func NewDispatcher(pub Publisher, store Store, log *slog.Logger, setAside func(typ string)) *Dispatcher {
-	d := &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside}
+	d := &Dispatcher{pub: pub, store: store, log: log, writer: ids.New(), setAside: setAside, held: map[Ref][]Pending{}, holdFor: holdFor}
 	d.acks = batch.New(func(ps []Pending) {
 		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 		defer cancel()
@@ -102,6 +111,12 @@ const (
 	recordTimeout  = 10 * time.Second
 )
 
+// holdFor is how long DispatchHeld's event waits for its document's next write: longer than
+// most model calls (a chat's reply follows its user's message after one), far shorter than the
+// stream's window of deduplication (a process that dies holding events leaves them to the
+// relay's scan, which publishes them again).
+const holdFor = 15 * time.Second
+
 // Dispatch publishes ev, committed in the document ref, and has it removed from there after the
 // caller's request: events published meanwhile are removed with it, one store command per
 // collection. A process that stops before removing them leaves them to the relay's scan, which
@@ -110,6 +125,48 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ref Ref, ev Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	d.deliver(ctx, Pending{Ref: ref, Event: ev}, d.acks.Add)
+}
+
+// DispatchHeld is Dispatch of an event whose document the caller writes again shortly (a chat,
+// whose reply follows its user's message): once published, the event waits for that write,
+// which takes it (Take) and removes it with its own change, saving the removal's write; when no
+// write takes it within holdFor, or the process leaves, it is removed as Dispatch's are.
+func (d *Dispatcher) DispatchHeld(ctx context.Context, ref Ref, ev Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	d.deliver(ctx, Pending{Ref: ref, Event: ev}, d.hold)
+}
+
+// hold keeps p, published, for its document's next write.
+func (d *Dispatcher) hold(p Pending) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping {
+		d.acks.Add(p)
+		return
+	}
+	if len(d.held[p.Ref]) == 0 {
+		time.AfterFunc(d.holdFor, func() { d.Release(d.Take(p.Ref)) })
+	}
+	d.held[p.Ref] = append(d.held[p.Ref], p)
+}
+
+// Take returns the events of the document ref that wait for its next write (DispatchHeld): the
+// caller removes them with its write of ref, or, should the write fail, hands them back with
+// Release.
+func (d *Dispatcher) Take(ref Ref) []Pending {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ps := d.held[ref]
+	delete(d.held, ref)
+	return ps
+}
+
+// Release has the events ps, taken and not removed, removed as Dispatch's are.
+func (d *Dispatcher) Release(ps []Pending) {
+	for _, p := range ps {
+		d.acks.Add(p)
+	}
 }
 
 // deliver publishes p and hands it to published, which removes it from its document. An event
@@ -238,6 +295,13 @@ func (d *Dispatcher) Beat(ctx context.Context) {
 // Leave removes this process from the writers of events; a process that could not mark a failed
 // publish asks for a scan instead.
 func (d *Dispatcher) Leave(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopping = true
+	for ref, ps := range d.held {
+		delete(d.held, ref)
+		d.Release(ps)
+	}
+	d.mu.Unlock()
 	d.acks.Wait()
 	if d.unmarked.Load() {
 		return d.store.Beat(ctx, d.writer, true)

@@ -172,7 +172,7 @@ func ofRevision(id string, rev int64) bson.D {
 // Append adds m to c's recent messages, counted, with ev: one write of the chat's document when
 // c is as stored (else it reads the chat again and retries), one more when older messages move
 // to their pages.
-func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event) (outbox.Ref, error) {
+func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev outbox.Event, published []string) (outbox.Ref, error) {
 	ref := outbox.Ref{Resource: chats.RecordResource, ID: c.UUID}
 	for attempt := range appendAttempts {
 		if attempt > 0 {
@@ -203,6 +203,13 @@ func (r Chats) Append(ctx context.Context, c *chats.Chat, m *chats.Message, ev o
 		}
 		set = append(set, bson.E{Key: "recent_from", Value: from})
 		update = append(update, bson.E{Key: "$set", Value: set})
+		if len(published) > 0 {
+			unset := make(bson.D, len(published))
+			for i, id := range published {
+				unset[i] = bson.E{Key: slot(id), Value: ""}
+			}
+			update = append(update, bson.E{Key: "$unset", Value: unset})
+		}
 		res, err := r.coll().UpdateOne(ctx, ofRevision(c.UUID, c.Rev), update)
 		if err != nil {
 			return ref, wrap(err, chats.Resource)

@@ -48,8 +48,16 @@ func TestChatStartCountsTheFirstMessage(t *testing.T) {
 		t.Fatalf("pending events %+v", pending)
 	}
 	second := chats.Message{UUID: "m2", ChatID: c.UUID, Role: chats.RoleAgent, Content: "hello", CreatedAt: at, UpdatedAt: at}
-	if _, err := repo.Append(ctx, &got, &second, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", map[string]string{"chat_id": c.UUID})); err != nil {
+	reply := outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", map[string]string{"chat_id": c.UUID})
+	if _, err := repo.Append(ctx, &got, &second, reply, []string{ev.ID}); err != nil {
 		t.Fatal(err)
+	}
+	// The first message's event, published, goes with the write that adds the second's.
+	if pending, err = store.NewOutbox(db).Pending(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].Ref != ref || pending[0].Event.ID != reply.ID {
+		t.Fatalf("pending events after the reply %+v", pending)
 	}
 	again, err := repo.Get(ctx, "p", "b", c.UUID)
 	if err != nil {
@@ -84,7 +92,7 @@ func chatWith(t *testing.T, repo store.Chats, c *chats.Chat, prefix string, n in
 	for range n {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		m := chats.Message{UUID: fmt.Sprintf("%s%d", prefix, c.Messages+1), ChatID: c.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
-		if _, err := repo.Append(ctx, c, &m, outbox.New(ctx, outbox.ChatMessageCreated, c.ProjectID, c.BotID, nil)); err != nil {
+		if _, err := repo.Append(ctx, c, &m, outbox.New(ctx, outbox.ChatMessageCreated, c.ProjectID, c.BotID, nil), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,7 +299,7 @@ func TestConcurrentAppendsAreAllKept(t *testing.T) {
 			wg.Go(func() {
 				id := fmt.Sprintf("%d-%d", round, w)
 				m := chats.Message{UUID: id, ChatID: c.UUID, Role: chats.RoleUser, Content: id, CreatedAt: at, UpdatedAt: at}
-				if _, err := repo.Append(ctx, &copyOf, &m, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil)); err != nil {
+				if _, err := repo.Append(ctx, &copyOf, &m, outbox.New(ctx, outbox.ChatMessageCreated, "p", "b", nil), nil); err != nil {
 					t.Error(err)
 				}
 			})

@@ -68,10 +68,11 @@ func HourlyID(botID string, at time.Time) string {
 }
 
 // Pages is how many pages an agent's hour is split into, by chat. What a page holds grows with
-// its chats (about 150 bytes each, in its chats and authors): 16 pages keep an hour of 180 new
-// chats a second (650,000 chats) near 6 MB a page, under the store's 16 MB a document, and a
-// batch of events rewrites the pages of its chats only, a sixteenth of the hour each; a batch
-// touching every page of an hour still reads them in one find.
+// its chats (about 130 bytes each, in its chats and authors): 16 pages keep an hour of 180 new
+// chats a second (650,000 chats) near 5 MB a page, under the store's 16 MB a document, and a
+// batch of events rewrites the pages of its chats only (a batch of many chats, all of them). More
+// pages would hold more chats an hour but make a busy hour that many more documents to read and a
+// batch that many more writes; the pages a batch touches are read in one find.
 const Pages = 16
 
 // PageID names the page of the agent's hour holding at that keeps the chat chatID.

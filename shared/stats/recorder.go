@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,7 +59,7 @@ type Messages interface {
 
 // Recorder folds the chat.message.* events into the hours and votes the statistics read, in
 // the stream's order: one recorder at a time holds the claim (others wait to take it over),
-// and each hour remembers the last event folded into it, so an event delivered again
+// and each page of an hour remembers the last event folded into it, so an event delivered again
 // (after a crash, or to a recorder whose claim lapsed) is never counted twice.
 type Recorder struct {
 	ledger   Ledger
@@ -144,17 +145,20 @@ func (r *Recorder) lead(ctx context.Context) error {
 	return errors.Join(err, context.Cause(ctx))
 }
 
-// change is what one event changes in an hour, and the event's sequence.
+// change is what one event changes in an hour: the chat it is about, the message whose votes it
+// sets (none: it counts a message), and the event's sequence.
 type change struct {
-	seq   uint64
-	apply func(*Hourly)
+	seq           uint64
+	chat, message string
+	apply         func(*Hourly)
 }
 
-// pending are the changes a batch makes to one hour of an agent.
+// pending are the changes a batch makes to one hour of an agent, and the pages they touch.
 type pending struct {
 	projectID, botID string
 	at               time.Time
 	changes          []change
+	pages            []string
 }
 
 // hourChanges are the changes of a batch by hour, the hours in the order they were first
@@ -166,15 +170,20 @@ type hourChanges struct {
 
 func (hs *hourChanges) add(projectID, botID string, at time.Time, c change) {
 	id := HourlyID(botID, at)
-	if hs.pending[id] == nil {
-		hs.pending[id] = &pending{projectID: projectID, botID: botID, at: at}
+	p := hs.pending[id]
+	if p == nil {
+		p = &pending{projectID: projectID, botID: botID, at: at}
+		hs.pending[id] = p
 		hs.ids = append(hs.ids, id)
 	}
-	hs.pending[id].changes = append(hs.pending[id].changes, c)
+	p.changes = append(p.changes, c)
+	if page := PageID(botID, at, c.chat); !slices.Contains(p.pages, page) {
+		p.pages = append(p.pages, page)
+	}
 }
 
-// Record folds batch (in stream order) into the hours: a message into the hour it was written
-// in, its votes (as an event sets them) into that hour too.
+// Record folds batch (in stream order) into the hours: a message into the page of its chat in
+// the hour it was written in, its votes (as an event sets them) into that page too.
 func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 	hs := &hourChanges{pending: map[string]*pending{}}
 	known := map[string]bool{}
@@ -196,49 +205,39 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 		switch ev.Type {
 		case outbox.ChatMessageCreated:
 			f := factOf(m)
-			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.add(f) }})
+			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{seq: d.Seq, chat: m.ChatID, apply: func(h *Hourly) { h.add(f) }})
 		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
 			v := Vote{ChatID: m.ChatID, Role: m.Role, Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Version: m.Version}
 			if ev.Type == outbox.ChatMessageDeleted {
 				v.Upvotes, v.Downvotes = 0, 0
 			}
 			id := m.UUID
-			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{d.Seq, func(h *Hourly) { h.vote(id, v) }})
+			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{seq: d.Seq, chat: m.ChatID, message: id, apply: func(h *Hourly) { h.vote(id, v) }})
 		}
 	}
 	return r.fold(ctx, hs)
 }
 
-// fold applies the changes of each hour of hs not yet applied to it, writing each hour once
-// (again when another recorder wrote it meanwhile).
+// fold applies the changes of each hour of hs not yet applied to it, reading the pages the
+// batch touches (and each hour's unpaged document) in one read and writing each page once
+// (again, with the rest of its hour, when another recorder wrote it meanwhile).
 func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
-	ids := hs.ids
-	for attempt := 0; len(ids) > 0; attempt++ {
+	hours := hs.ids
+	for attempt := 0; len(hours) > 0; attempt++ {
 		if attempt == 5 {
-			return fmt.Errorf("stats: hours %v kept changing under the recorder", ids)
+			return fmt.Errorf("stats: hours %v kept changing under the recorder", hours)
+		}
+		var ids []string
+		for _, id := range hours {
+			ids = append(append(ids, id), hs.pending[id].pages...)
 		}
 		stored, err := r.ledger.HoursByID(ctx, ids)
 		if err != nil {
 			return err
 		}
 		var again []string
-		for _, id := range ids {
-			p := hs.pending[id]
-			h, ok := stored[id]
-			if !ok {
-				h = NewHourly(p.projectID, p.botID, p.at)
-			}
-			prev := h.Seq
-			for _, c := range p.changes {
-				if c.seq > h.Seq {
-					c.apply(&h)
-					h.Seq = c.seq
-				}
-			}
-			if h.Seq == prev {
-				continue
-			}
-			written, err := r.ledger.PutHour(ctx, h, prev)
+		for _, id := range hours {
+			written, err := r.foldHour(ctx, id, hs.pending[id], stored)
 			if err != nil {
 				return err
 			}
@@ -246,9 +245,63 @@ func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 				again = append(again, id)
 			}
 		}
-		ids = again
+		hours = again
 	}
 	return nil
+}
+
+// foldHour applies the changes of p not yet applied to the pages of hour id and writes the
+// pages it changed; false when another write came first to one of them. When the hour has an
+// unpaged document (written before hours were paged), the events up to the sequence it was
+// sealed at are counted in it, and the votes of the messages it holds votes of stay in it.
+func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored map[string]Hourly) (bool, error) {
+	docs, prev := map[string]*Hourly{}, map[string]uint64{}
+	var order []string
+	doc := func(id string) *Hourly {
+		if h := docs[id]; h != nil {
+			return h
+		}
+		h, ok := stored[id]
+		if !ok {
+			h = NewHourly(p.projectID, p.botID, p.at)
+			h.ID = id
+		}
+		docs[id], prev[id] = &h, h.Seq
+		order = append(order, id)
+		return &h
+	}
+	var unpaged *Hourly
+	var floor uint64
+	if _, ok := stored[id]; ok {
+		unpaged = doc(id)
+		floor = cmp.Or(unpaged.Sealed, unpaged.Seq)
+	}
+	for _, c := range p.changes {
+		var h *Hourly
+		if unpaged.holdsVotes(c.message) {
+			h = doc(id)
+			h.Sealed = floor
+		} else if c.seq > floor {
+			h = doc(PageID(p.botID, p.at, c.chat))
+		}
+		if h != nil && c.seq > h.Seq {
+			c.apply(h)
+			h.Seq = c.seq
+		}
+	}
+	all := true
+	for _, id := range order {
+		h := docs[id]
+		if h.Seq == prev[id] {
+			continue
+		}
+		written, err := r.ledger.PutHour(ctx, *h, prev[id])
+		if err != nil {
+			return false, err
+		}
+		all = all && written
+	}
+	return all, nil
 }
 
 // known reports whether the event's agent exists, asking once per batch.

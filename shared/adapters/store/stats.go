@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -61,25 +61,18 @@ func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, e
 	return wrap(cur.Err(), stats.Resource)
 }
 
-// HoursByID reads the stored hours among ids, one point read each: a batch of events touches
-// few hours, and on the embedded store only a filter on _id alone is not a collection scan.
+// HoursByID reads the stored hours among ids in one find by _id (a thousand at a time): the
+// embedded store reads such a find by _id, not by a collection scan.
 func (r Stats) HoursByID(ctx context.Context, ids []string) (map[string]stats.Hourly, error) {
-	return byIDs[stats.Hourly](ctx, r.db.Collection(statHoursColl), ids)
-}
-
-// byIDs reads the documents of coll among ids, by id, one point read each.
-func byIDs[T any](ctx context.Context, coll *mongo.Collection, ids []string) (map[string]T, error) {
-	out := map[string]T{}
-	for _, id := range ids {
-		var v T
-		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&v)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			continue
-		}
+	out := map[string]stats.Hourly{}
+	for part := range slices.Chunk(ids, 1000) {
+		err := eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: part}}}}, func(h stats.Hourly) error {
+			out[h.ID] = h
+			return nil
+		})
 		if err != nil {
-			return nil, wrap(err, stats.Resource)
+			return nil, err
 		}
-		out[id] = v
 	}
 	return out, nil
 }

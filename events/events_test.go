@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -56,14 +57,7 @@ func (r *received) wait(t *testing.T, n int) []outbox.Event {
 
 func setup(t *testing.T) (*events.Publisher, string) {
 	t.Helper()
-	nc := testenv.NATS(t)
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := eventstest.Stream(t)
 	// A project of its own keeps each test's events apart on the shared stream.
 	return pub, testenv.NewName()
 }

@@ -9,7 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -34,14 +34,7 @@ func serviceOf(t *testing.T) (*agents.Service, *mongo.Database) {
 	if err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	nc := testenv.NATS(t)
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := eventstest.Stream(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	return agents.NewService(store.NewAgents(db), store.NewVersions(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), agents.Hosts{}), db
 }

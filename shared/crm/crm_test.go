@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/crm"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -32,14 +32,7 @@ func serviceOn(t *testing.T) (*crm.Service, crm.Repo) {
 	if err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	nc := testenv.NATS(t)
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := eventstest.Stream(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	return crm.NewService(store.NewCRM(db), outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {}), "USD"), store.NewCRM(db)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -34,18 +35,7 @@ type heldEnv struct {
 func newHeldEnv(t *testing.T) *heldEnv {
 	t.Helper()
 	ctx := context.Background()
-	nc := testenv.NATS(t)
-	if err := events.EnsureStream(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, js := eventstest.Stream(t)
 	db := testenv.Mongo(t)
 	e := &heldEnv{repo: store.NewChats(db), box: store.NewOutbox(db), js: js}
 	e.d = outbox.NewDispatcher(pub, e.box, slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) {})
@@ -54,6 +44,7 @@ func newHeldEnv(t *testing.T) *heldEnv {
 	e.chat = chats.Chat{UUID: testenv.NewName(), ProjectID: project, BotID: "b", CreatedAt: at, UpdatedAt: at}
 	m := chats.Message{UUID: testenv.NewName(), ChatID: e.chat.UUID, Role: chats.RoleUser, Content: "hi", CreatedAt: at, UpdatedAt: at}
 	e.first = outbox.New(ctx, outbox.ChatMessageCreated, project, "b", map[string]string{"said": "hi"})
+	var err error
 	if e.ref, err = e.repo.Start(ctx, &e.chat, &m, e.first); err != nil {
 		t.Fatal(err)
 	}

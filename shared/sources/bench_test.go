@@ -14,7 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -91,14 +91,7 @@ func newIngestion(tb testing.TB) (*sources.Service, *sources.Ingester, store.Sou
 
 // newIngestionIn returns the source service, the ingester and the repository of db.
 func newIngestionIn(tb testing.TB, db *mongo.Database) (*sources.Service, *sources.Ingester, store.Sources) {
-	nc := testenv.NATS(tb)
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		tb.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	pub, _ := eventstest.Stream(tb)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	repo := store.NewSources(db)
 	ev := outbox.NewDispatcher(pub, store.NewOutbox(db), log, func(string) {})

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/events"
+	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -35,18 +36,7 @@ type relayEnv struct {
 
 func newRelayEnv(t *testing.T, db *mongo.Database) *relayEnv {
 	t.Helper()
-	nc := testenv.NATS(t)
-	if err := events.EnsureStream(context.Background(), nc); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := events.NewPublisher(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, js := eventstest.Stream(t)
 	e := &relayEnv{db: db, project: testenv.NewName(), js: js}
 	e.relay = outbox.NewDispatcher(pub, store.NewOutbox(db), slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(typ string) { e.aside = append(e.aside, typ) })

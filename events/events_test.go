@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/agentruns"
+	"github.com/agentplane/agentplane/shared/devenv/eventstest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 )

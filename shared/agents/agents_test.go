@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/agents"
+	"github.com/agentplane/agentplane/shared/devenv/eventstest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/kit/flex"

@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/devenv/eventstest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 )

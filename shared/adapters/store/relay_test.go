@@ -18,9 +18,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/agentplane/agentplane/events"
-	"github.com/agentplane/agentplane/events/eventstest"
 	"github.com/agentplane/agentplane/shared/adapters/store"
 	"github.com/agentplane/agentplane/shared/chats"
+	"github.com/agentplane/agentplane/shared/devenv/eventstest"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/outbox"
 )

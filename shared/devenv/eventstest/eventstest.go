@@ -1,4 +1,4 @@
-// Package eventstest gives tests the events' stream on the test NATS server.
+// Package eventstest gives tests the events' stream on the test NATS server (testenv's).
 package eventstest
 
 import (

@@ -90,11 +90,7 @@ func (a workflowAPI) remove(t *testing.T, id string) {
 // the earlier version had: a deleted workflow made again as it was, one added since removed.
 func TestWorkflowChangesMakeVersions(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c := b.chatBot(t, nil)
-	a, v := workflowAPI{c}, versionsAPI{c}
-	b.startWorker(t, workerOptions{})
-	hook := newReceiver(t)
+	b, a, v, hook := workflowsOf(t, nil)
 	sentinel := a.create(t, map[string]any{"name": "Sentinel", "trigger_type": "event", "trigger_event": "contact.created",
 		"actions": hookActions(newReceiver(t), "sentinel")})
 	id := a.create(t, map[string]any{"name": "Notify", "trigger_type": "event", "trigger_event": "deal.created", "actions": hookActions(hook, "one")})
@@ -169,11 +165,7 @@ func TestWorkflowChangesMakeVersions(t *testing.T) {
 // makes its workflows what fires.
 func TestVersionedAgentFiresThePublishedWorkflows(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c := b.chatBot(t, map[string]any{"versioning": true})
-	a, v := workflowAPI{c}, versionsAPI{c}
-	b.startWorker(t, workerOptions{})
-	hook := newReceiver(t)
+	_, a, v, hook := workflowsOf(t, map[string]any{"versioning": true})
 	sentinel := a.create(t, map[string]any{"name": "Sentinel", "trigger_type": "event", "trigger_event": "contact.created",
 		"actions": hookActions(newReceiver(t), "sentinel")})
 	keep := a.create(t, map[string]any{"name": "Keep", "trigger_type": "event", "trigger_event": "deal.created", "actions": hookActions(hook, "one")})
@@ -364,11 +356,7 @@ func TestVersionsOfConcurrentWorkflowChangesAreGapFree(t *testing.T) {
 // published, and publishing the deletion removes its entry.
 func TestVersionedAgentSchedulesThePublishedWorkflows(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c := b.chatBot(t, map[string]any{"versioning": true})
-	a, v := workflowAPI{c}, versionsAPI{c}
-	b.startWorker(t, workerOptions{})
-	hook := newReceiver(t)
+	b, a, v, hook := workflowsOf(t, map[string]any{"versioning": true})
 	id := a.create(t, map[string]any{"name": "Digest", "trigger_type": "schedule", "trigger_config": map[string]any{"cron": "*/5 * * * *"},
 		"actions": hookActions(hook, "one")})
 	schedules := workflows.NewSchedules(b.flows, b.log)
@@ -408,4 +396,15 @@ func TestVersionedAgentSchedulesThePublishedWorkflows(t *testing.T) {
 	}
 	v.do(t, http.MethodPost, "/v1/bot/version/publish", map[string]any{}, http.StatusOK, "")
 	entries(t, 0)
+}
+
+// workflowsOf is an agent made as chatBot makes it from bot, with a worker that takes its
+// workflows' runs: its bundle, the APIs of its workflows and its versions, and a receiver for
+// their webhooks.
+func workflowsOf(t *testing.T, bot map[string]any) (*bundle, workflowAPI, versionsAPI, *receiver) {
+	t.Helper()
+	b := setup(t)
+	c := b.chatBot(t, bot)
+	b.startWorker(t, workerOptions{})
+	return b, workflowAPI{c}, versionsAPI{c}, newReceiver(t)
 }

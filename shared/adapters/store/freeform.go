@@ -39,6 +39,7 @@ func newRegistry() *bson.Registry {
 		v.Set(reflect.ValueOf(freeform.Value{V: x}))
 		return nil
 	}))
+	registerMessages(r)
 	return r
 }
 

@@ -13,7 +13,8 @@ import (
 
 // A chat message is stored without what every reader can tell without it: a field that holds
 // its zero value or the value nearly every message holds (estimated_time_ms "0", channel "api"),
-// the preference's fields that repeat the message's own, updated_at when it is created_at. A
+// the preference's fields that repeat the message's own, updated_at when it is created_at, a
+// cited source's empty URL, favicon and tags. A
 // message is written with every write of its chat's document and read back with every read, so
 // its size is what a turn costs the store: about half the fields of a standard turn's messages
 // go (on the embedded store, which keeps a schema of every field beside the document, a chat's
@@ -43,7 +44,7 @@ type storedMessage struct {
 	Downvotes       int               `bson:"downvotes,omitempty"`
 	Reasoning       freeform.Object   `bson:"reasoning,omitempty"` // {}
 	Preference      storedPreference  `bson:"preference,omitempty"`
-	Sources         []memory.Ref      `bson:"sources,omitempty"` // []
+	Sources         []storedRef       `bson:"sources,omitempty"` // []
 	Interrupted     bool              `bson:"interrupted,omitempty"`
 	IsToolExecuting bool              `bson:"is_tool_executing,omitempty"`
 	User            storedMessageUser `bson:"user,omitempty"`
@@ -59,6 +60,17 @@ type storedPreference struct {
 	Model         *string `bson:"model,omitempty"`
 	MaxTokens     int     `bson:"max_tokens,omitempty"`
 	Complexity    *string `bson:"complexity,omitempty"`
+}
+
+// storedRef is a source a message cites (memory.Ref): its tags left out are none.
+type storedRef struct {
+	CitationNumber int      `bson:"citationnumber"`
+	SourceID       string   `bson:"sourceid"`
+	Title          string   `bson:"title,omitempty"`
+	URL            string   `bson:"url,omitempty"`
+	Favicon        string   `bson:"favicon,omitempty"`
+	Type           string   `bson:"type,omitempty"`
+	Tags           []string `bson:"tags,omitempty"`
 }
 
 type storedMessageUser struct {
@@ -86,7 +98,7 @@ func or[T any](p *T, def T) T {
 }
 
 func storeMessage(m chats.Message) storedMessage {
-	return storedMessage{
+	s := storedMessage{
 		UUID: m.UUID, ChatID: m.ChatID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: m.Complexity,
 		ReasoningType: m.ReasoningType, EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
 		Confidence: m.Confidence, ConfidenceScore: m.ConfidenceScore, Channel: unless(m.Channel, "api"), CreditUsed: unless(m.CreditUsed, "0"),
@@ -95,9 +107,14 @@ func storeMessage(m chats.Message) storedMessage {
 			ReasoningType: unless(m.Preference.ReasoningType, m.ReasoningType), Model: unless(m.Preference.Model, m.Model),
 			MaxTokens: m.Preference.MaxTokens, Complexity: unless(m.Preference.Complexity, m.Complexity),
 		},
-		Sources: m.Sources, Interrupted: m.Interrupted, IsToolExecuting: m.IsToolExecuting, User: storedMessageUser(m.User),
+		Interrupted: m.Interrupted, IsToolExecuting: m.IsToolExecuting, User: storedMessageUser(m.User),
 		CreatedAt: m.CreatedAt, UpdatedAt: unlessSameTime(m.UpdatedAt, m.CreatedAt), FirstTokenMS: m.FirstTokenMS, Version: m.Version,
+		Sources: make([]storedRef, len(m.Sources)),
 	}
+	for i, r := range m.Sources {
+		s.Sources[i] = storedRef(r)
+	}
+	return s
 }
 
 // unlessSameTime is a pointer to t, or nil when t is the instant def is.
@@ -118,14 +135,17 @@ func (s storedMessage) message() chats.Message {
 			ReasoningType: or(s.Preference.ReasoningType, s.ReasoningType), Model: or(s.Preference.Model, s.Model),
 			MaxTokens: s.Preference.MaxTokens, Complexity: or(s.Preference.Complexity, s.Complexity),
 		},
-		Sources: s.Sources, Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(s.User),
+		Sources: make([]memory.Ref, len(s.Sources)), Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(s.User),
 		CreatedAt: s.CreatedAt, UpdatedAt: or(s.UpdatedAt, s.CreatedAt), FirstTokenMS: s.FirstTokenMS, Version: s.Version,
 	}
 	if m.Reasoning == nil {
 		m.Reasoning = freeform.Object{}
 	}
-	if m.Sources == nil {
-		m.Sources = []memory.Ref{}
+	for i, r := range s.Sources {
+		m.Sources[i] = memory.Ref(r)
+		if r.Tags == nil {
+			m.Sources[i].Tags = []string{}
+		}
 	}
 	return m
 }

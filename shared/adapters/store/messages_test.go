@@ -107,6 +107,15 @@ func TestMessagesStoredCompactlyReadBackExactly(t *testing.T) {
 	if pref := fieldsOf(t, first.Document().Lookup("preference").Document()); !slices.Equal(pref, []string{"max_tokens"}) {
 		t.Fatalf("its preference stored as %v", pref)
 	}
+	// The next, made like want[1], the answer, cites a source of no URL, favicon or tags.
+	answer, err := recent.Array().IndexErr(uint((5 - (stored.RecentFrom-1)%4) % 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := answer.Document().Lookup("sources").Array().Index(0).Document()
+	if keys := fieldsOf(t, cited); !slices.Equal(keys, []string{"citationnumber", "sourceid", "title", "type"}) {
+		t.Fatalf("the answer's source stored as %v", keys)
+	}
 }
 
 func fieldsOf(t *testing.T, doc bson.Raw) []string {

@@ -141,7 +141,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := stack.mongo.IndexIDs(context.Background(), env["AGENTPLANE_MONGO_DATABASE"]); err != nil {
+	if err := stack.mongo.Reindex(context.Background(), env["AGENTPLANE_MONGO_DATABASE"]); err != nil {
 		t.Fatal(err)
 	}
 	key := createAccount(t, env)

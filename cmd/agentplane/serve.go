@@ -52,7 +52,7 @@ func serve(ctx context.Context, role string, getenv func(string) string, stdout,
 		if banner, err = devSetup(ctx, d, stdout); err != nil {
 			return err
 		}
-		if err := stack.IndexIDs(ctx, cfg.MongoDatabase); err != nil {
+		if err := stack.Reindex(ctx, cfg.MongoDatabase); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,7 @@ func child(out string) int {
 	}
 	dir := os.Getenv(devstack.TestStoreDirEnv)
 	if err == nil {
-		err = devstack.IndexIDs(ctx, dir, "child")
+		err = devstack.Reindex(ctx, dir, "child")
 	}
 	if err == nil {
 		err = os.WriteFile(out, []byte(dir), 0o600)

@@ -63,7 +63,7 @@ func Migrate(ctx context.Context, db *mongo.Database) error {
 
 // unindexed are the collections read by _id alone, created here rather than by their first
 // write so that they exist when the embedded store's _id lookup indexes are made
-// (devstack's IndexIDs runs after Migrate).
+// (devstack's Reindex runs after Migrate).
 var unindexed = []string{sourceTextsColl, versionsColl, evalResultsColl, toolRevisionsColl, workflowRevisionsColl, sourceSetsColl, sourceSetPagesColl}
 
 // namespaceExists is the server's error code for a collection created twice.

@@ -74,48 +74,90 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 	return m, nil
 }
 
-// IndexIDs gives every collection of database an index SQLite can use for lookups by _id.
-// FerretDB 1.24 builds its _id index on `_ferretdb_sjson->"_id"` but filters on
-// `_ferretdb_sjson->'$._id'`, so without this index every query, even by _id, reads the whole
-// table. Call it after the collections exist (after store.Migrate); it is idempotent.
-func (m *Mongo) IndexIDs(ctx context.Context, database string) error {
-	return IndexIDs(ctx, m.dir, database)
+// Reindex gives every collection of database the SQLite indexes FerretDB 1.24 can use and only
+// those. FerretDB reads by an index only for a filter of exactly {_id}, which it writes as
+// `_ferretdb_sjson->'$._id'`, while it builds its own _id index on `_ferretdb_sjson->"_id"` (the
+// same value, another expression, so SQLite never picks it) and an SQLite index for every index
+// the service creates, none of which any of its queries reads. Every write of a document still
+// keeps each of them, extracting its key from the document's JSON text (a chat's 38 KB, for its
+// four other indexes). So each collection gets one unique index on the expression FerretDB
+// filters on, which enforces what its _id index did (FerretDB reports a unique constraint of
+// either as a duplicate _id), and loses FerretDB's _id index and the non-unique indexes; unique
+// ones stay, as they enforce the service's constraints. The indexes stay in FerretDB's catalogue:
+// listIndexes names them and createIndexes of them again does nothing. Call it after the
+// collections exist (after store.Migrate); it is idempotent.
+func (m *Mongo) Reindex(ctx context.Context, database string) error {
+	return Reindex(ctx, m.dir, database)
 }
 
 // TestStoreDirEnv names the variable that gives tests the data directory of an embedded store
-// started for them in another process (cmd/teststore), for IndexIDs.
+// started for them in another process (cmd/teststore), for Reindex.
 const TestStoreDirEnv = "AGENTPLANE_TEST_STORE_DIR"
 
-// IndexIDs is Mongo.IndexIDs for the embedded store keeping its data under dir, which may run in
+// Reindex is Mongo.Reindex for the embedded store keeping its data under dir, which may run in
 // another process.
-func IndexIDs(ctx context.Context, dir, database string) error {
+func Reindex(ctx context.Context, dir, database string) error {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, database+".sqlite")+"?mode=rw&_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT table_name FROM "_ferretdb_collections"`)
+	tables, err := column(ctx, db, `SELECT table_name FROM "_ferretdb_collections"`)
 	if err != nil {
 		return fmt.Errorf("embedded mongo tables of %s: %w", database, err)
 	}
-	var tables []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			_ = rows.Close()
-			return err
-		}
-		tables = append(tables, t)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return err
-	}
 	for _, t := range tables {
-		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (_ferretdb_sjson->'$._id')`, t+"_id_lookup", t)); err != nil {
-			return fmt.Errorf("embedded mongo _id index of %s: %w", t, err)
+		if err := reindex(ctx, db, t); err != nil {
+			return fmt.Errorf("embedded mongo indexes of %s: %w", t, err)
 		}
 	}
 	return nil
+}
+
+// reindex gives table its unique _id lookup index and drops the others FerretDB never reads.
+func reindex(ctx context.Context, db *sql.DB, table string) error {
+	lookup := table + "_id_lookup"
+	unique, err := column(ctx, db, `SELECT name FROM pragma_index_list(?) WHERE "unique" = 1`, table)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(unique, lookup) {
+		// A lookup index made before it was unique goes first.
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %q`, lookup)); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE UNIQUE INDEX %q ON %q (_ferretdb_sjson->'$._id')`, lookup, table)); err != nil {
+			return err
+		}
+	}
+	unread, err := column(ctx, db, `SELECT name FROM pragma_index_list(?) WHERE origin = 'c' AND ("unique" = 0 OR name = ?)`, table, table+"__id_")
+	if err != nil {
+		return err
+	}
+	for _, name := range unread {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DROP INDEX %q`, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// column returns the one column of query's rows.
+func column(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // Close stops the store and waits until its files are closed, at most until ctx ends.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -614,7 +615,7 @@ func BenchmarkEmbeddedStore(b *testing.B) {
 // _id (a revision; a project), and a read of 20 documents by a list of _ids, in a collection of
 // 10,000 documents, straight to FerretDB (the baseline: it decodes the whole collection) and
 // through the proxy (which narrows them to the _id, or reads the 20 one by one), with the _id
-// index the service makes (IndexIDs).
+// index the service makes (Reindex).
 func BenchmarkConditional(b *testing.B) {
 	ctx := context.Background()
 	m, err := StartMongo(ctx, b.TempDir(), "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -636,7 +637,7 @@ func BenchmarkConditional(b *testing.B) {
 		if _, err := coll.InsertMany(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
-		if err := m.IndexIDs(ctx, "bench"); err != nil {
+		if err := m.Reindex(ctx, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		b.Run("update/"+target.name, func(b *testing.B) {
@@ -677,35 +678,88 @@ func BenchmarkConditional(b *testing.B) {
 	}
 }
 
-// IndexIDsCommand sent through the proxy gives every collection of its database the _id lookup
-// index, in the store's own process; for a database the store does not have it fails, and
-// makes none.
-func TestIndexIDsCommand(t *testing.T) {
+// ReindexCommand sent through the proxy gives every collection of its database the SQLite
+// indexes FerretDB reads, a unique _id lookup, and drops those it never reads (its own _id index
+// on another expression, the non-unique ones), in the store's own process; uniqueness holds as
+// before, every index is still listed, and a lookup index made before it was unique becomes
+// unique. For a database the store does not have it fails, and makes none.
+func TestReindexCommand(t *testing.T) {
 	m := startStore(t)
 	client := connect(t, m.URI)
 	ctx := context.Background()
 	db := client.Database("shop")
 	for _, coll := range []string{"deals", "contacts"} {
-		if _, err := db.Collection(coll).InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}}); err != nil {
+		if _, err := db.Collection(coll).InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "email", Value: "a@x"}, {Key: "stage", Value: "won"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.RunCommand(ctx, bson.D{{Key: IndexIDsCommand, Value: 1}}).Err(); err != nil {
+	if _, err := db.Collection("contacts").Indexes().CreateMany(ctx, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "stage", Value: 1}}, Options: options.Index().SetName("stage")},
+		{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetName("email").SetUnique(true)},
+	}); err != nil {
 		t.Fatal(err)
 	}
-	files, err := sql.Open("sqlite", "file:"+filepath.Join(m.dir, "shop.sqlite")+"?mode=ro")
+	files, err := sql.Open("sqlite", "file:"+filepath.Join(m.dir, "shop.sqlite")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer files.Close()
-	var n int
-	if err := files.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE '%_id_lookup'`).Scan(&n); err != nil {
+	var deals string
+	if err := files.QueryRowContext(ctx, `SELECT table_name FROM _ferretdb_collections WHERE name = 'deals'`).Scan(&deals); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Fatalf("%d _id lookup indexes, want 2 (one per collection)", n)
+	// The lookup index as the store made it before: not unique.
+	if _, err := files.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX %q ON %q (_ferretdb_sjson->'$._id')`, deals+"_id_lookup", deals)); err != nil {
+		t.Fatal(err)
 	}
-	if err := client.Database("none").RunCommand(ctx, bson.D{{Key: IndexIDsCommand, Value: 1}}).Err(); err == nil {
+	for range 2 {
+		if err := db.RunCommand(ctx, bson.D{{Key: ReindexCommand, Value: 1}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexes := map[string]bool{}
+	rows, err := files.QueryContext(ctx, `SELECT c.name, c.table_name, il.name, il."unique" FROM _ferretdb_collections c, pragma_index_list(c.table_name) il`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var coll, table, name string
+		var unique bool
+		if err := rows.Scan(&coll, &table, &name, &unique); err != nil {
+			t.Fatal(err)
+		}
+		indexes[coll+"."+strings.TrimPrefix(name, table+"_")] = unique
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"deals.id_lookup": true, "contacts.id_lookup": true, "contacts.email": true}; !maps.Equal(indexes, want) {
+		t.Fatalf("SQLite indexes (collection.name: unique) %v, want %v", indexes, want)
+	}
+	for _, coll := range []string{"deals", "contacts"} {
+		if _, err := db.Collection(coll).InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}}); !mongo.IsDuplicateKeyError(err) {
+			t.Fatalf("a second document of _id a in %s: %v, want a duplicate key error", coll, err)
+		}
+	}
+	if _, err := db.Collection("contacts").InsertOne(ctx, bson.D{{Key: "_id", Value: "b"}, {Key: "email", Value: "a@x"}}); !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("a second contact of one email: %v, want a duplicate key error", err)
+	}
+	var found bson.M
+	if err := db.Collection("contacts").FindOne(ctx, bson.D{{Key: "stage", Value: "won"}}).Decode(&found); err != nil || found["_id"] != "a" {
+		t.Fatalf("find by stage: %v %v", found, err)
+	}
+	specs, err := db.Collection("contacts").Indexes().ListSpecifications(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, spec := range specs {
+		listed = append(listed, spec.Name)
+	}
+	if slices.Sort(listed); !slices.Equal(listed, []string{"_id_", "email", "stage"}) {
+		t.Fatalf("listed indexes %v", listed)
+	}
+	if err := client.Database("none").RunCommand(ctx, bson.D{{Key: ReindexCommand, Value: 1}}).Err(); err == nil {
 		t.Fatal("indexing a database the store does not have succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(m.dir, "none.sqlite")); !errors.Is(err, fs.ErrNotExist) {

@@ -25,7 +25,7 @@ import (
 type serializer struct {
 	ln      net.Listener
 	backend string
-	// dir is the store's data directory, where IndexIDsCommand finds the database's file.
+	// dir is the store's data directory, where ReindexCommand finds the database's file.
 	dir string
 
 	locks sync.Map // "database.collection" -> *collectionLock
@@ -38,11 +38,11 @@ type serializer struct {
 // serialized are the commands that read and rewrite documents.
 var serialized = map[string]bool{"update": true, "findAndModify": true, "findandmodify": true}
 
-// IndexIDsCommand is a command the proxy answers itself, in the store's process: it gives every
-// collection of the database it is sent to the _id lookup index (IndexIDs). The tests, whose
+// ReindexCommand is a command the proxy answers itself, in the store's process: it gives every
+// collection of the database it is sent to the SQLite indexes FerretDB reads (Reindex). The tests, whose
 // store runs in another process (cmd/teststore), send it rather than open the store's files
 // themselves: SQLite under their race detector was a tenth of an API test's CPU.
-const IndexIDsCommand = "agentplaneIndexIDs"
+const ReindexCommand = "agentplaneReindex"
 
 func startSerializer(addr, backend, dir string) (*serializer, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -109,9 +109,9 @@ func (s *serializer) serve(client net.Conn) {
 
 func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 	cmd, coll := command(req)
-	if cmd == IndexIDsCommand {
+	if cmd == ReindexCommand {
 		db, _, _ := strings.Cut(coll, ".")
-		return s.indexIDs(client, req, db)
+		return s.answerReindex(client, req, db)
 	}
 	var reply []byte
 	var err error
@@ -162,10 +162,10 @@ func (s *serializer) exchange(server net.Conn, cmd, coll string, req []byte) ([]
 	return readMessage(server)
 }
 
-// indexIDs answers IndexIDsCommand req for database db.
-func (s *serializer) indexIDs(client net.Conn, req []byte, db string) error {
+// answerReindex answers ReindexCommand req for database db.
+func (s *serializer) answerReindex(client net.Conn, req []byte, db string) error {
 	reply := bson.D{{Key: "ok", Value: 1.0}}
-	if err := IndexIDs(context.Background(), s.dir, db); err != nil {
+	if err := Reindex(context.Background(), s.dir, db); err != nil {
 		reply = bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: err.Error()}, {Key: "code", Value: int32(8)}}
 	}
 	body, err := bson.Marshal(reply)

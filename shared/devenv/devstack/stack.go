@@ -102,11 +102,11 @@ func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{Handler: f.Handler.WithGroup(name), min: f.min}
 }
 
-// IndexIDs gives the embedded store's collections of database their _id lookup index (see
-// Mongo.IndexIDs); with a configured MongoDB it does nothing.
-func (s *Stack) IndexIDs(ctx context.Context, database string) error {
+// Reindex gives the embedded store's collections of database the SQLite indexes FerretDB reads
+// and only those (see Mongo.Reindex); with a configured MongoDB it does nothing.
+func (s *Stack) Reindex(ctx context.Context, database string) error {
 	if s.mongo == nil {
 		return nil
 	}
-	return s.mongo.IndexIDs(ctx, database)
+	return s.mongo.Reindex(ctx, database)
 }

@@ -129,16 +129,17 @@ func Mongo(t testing.TB) *mongo.Database {
 	return db
 }
 
-// Prepare migrates db and, on the embedded store, gives its collections their _id lookup index.
+// Prepare migrates db and, on the embedded store, gives its collections the indexes FerretDB
+// reads (devstack.Reindex).
 func Prepare(ctx context.Context, db *mongo.Database) error {
 	if err := store.Migrate(ctx, db); err != nil {
 		return err
 	}
 	switch {
 	case servers.mongo != nil:
-		return servers.mongo.IndexIDs(ctx, db.Name())
+		return servers.mongo.Reindex(ctx, db.Name())
 	case servers.storeDir != "":
-		return db.RunCommand(ctx, bson.D{{Key: devstack.IndexIDsCommand, Value: 1}}).Err()
+		return db.RunCommand(ctx, bson.D{{Key: devstack.ReindexCommand, Value: 1}}).Err()
 	}
 	return nil
 }

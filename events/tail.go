@@ -15,10 +15,14 @@ import (
 	"github.com/agentplane/agentplane/shared/stats"
 )
 
-// tailBatch bounds a batch of Tail; tailGather is how long Tail waits for more events once a
-// batch has its first.
+// tailBatch bounds a batch of Tail. Once a batch has its first event, Tail takes every event
+// that comes within tailWindow of it, then those that follow each other within tailGather: a
+// batch folds its events into the statistics' pages with one write a page, and events coming a
+// few at a time (a chat's question, then its answer) would otherwise make a batch, and so a
+// write of their pages, each. The statistics are at most about tailWindow behind.
 const (
 	tailBatch  = 500
+	tailWindow = 500 * time.Millisecond
 	tailGather = 20 * time.Millisecond
 )
 
@@ -62,14 +66,16 @@ func Tail(nc *nats.Conn, filter string, log *slog.Logger) stats.Tail {
 	}
 }
 
-// gatherBatch waits for the next event, then takes those that follow within tailGather, up to
-// tailBatch. A message that is not an event is skipped (and logged).
+// gatherBatch waits for the next event, then takes those that follow within tailWindow of it
+// and after that within tailGather of each other, up to tailBatch. A message that is not an
+// event is skipped (and logged).
 func gatherBatch(ctx context.Context, it jetstream.MessagesContext, log *slog.Logger) ([]stats.Delivery, error) {
 	var batch []stats.Delivery
+	var first time.Time
 	for len(batch) < tailBatch {
 		opt := jetstream.NextContext(ctx)
 		if len(batch) > 0 {
-			opt = jetstream.NextMaxWait(tailGather)
+			opt = jetstream.NextMaxWait(max(tailGather, tailWindow-time.Since(first)))
 		}
 		msg, err := it.Next(opt)
 		if len(batch) > 0 && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) {
@@ -86,6 +92,9 @@ func gatherBatch(ctx context.Context, it jetstream.MessagesContext, log *slog.Lo
 		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.ID == "" {
 			log.Error("skipping a message that is not an event", "subject", msg.Subject(), "error", err)
 			continue
+		}
+		if len(batch) == 0 {
+			first = time.Now()
 		}
 		batch = append(batch, stats.Delivery{Seq: meta.Sequence.Stream, Event: ev})
 	}

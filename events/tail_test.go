@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,47 @@ func TestRecorderFollowsTheStream(t *testing.T) {
 	w, _ := stats.ParseWindow("", "", "", time.Now().Add(time.Hour))
 	if err := ledger.Hours(ctx, project, "nobody", w.From, w.To, func(stats.Hourly) error { hours++; return nil }); err != nil || hours != 0 {
 		t.Fatalf("%d hours kept of an agent that does not exist (%v)", hours, err)
+	}
+}
+
+// Events that come a few at a time, each after a pause longer than Tail waits for a next one
+// once it has a window's worth, reach the recorder in one batch when they come within that
+// window of the first: a chat's question and answer are folded into their pages with one write.
+func TestTailBatchesEventsOfAWindow(t *testing.T) {
+	pub, project := setup(t)
+	nc := testenv.NATS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	since := time.Now()
+	const sent = 5
+	batches := make(chan int, sent)
+	done := make(chan error, 1)
+	go func() {
+		done <- events.Tail(nc, events.SubjectPrefix+project+".chat.message.>", quiet)(ctx, 0, since, func(_ context.Context, batch []stats.Delivery) error {
+			batches <- len(batch)
+			return nil
+		})
+	}()
+	for i := range sent {
+		m := chats.Message{UUID: fmt.Sprintf("m%d", i), ChatID: "c", Role: chats.RoleUser, Content: "hello", CreatedAt: time.Now()}
+		if err := pub.Publish(ctx, outbox.New(ctx, outbox.ChatMessageCreated, project, "b", chats.EventOf(m))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	var sizes []int
+	for got := 0; got < sent; {
+		select {
+		case n := <-batches:
+			sizes = append(sizes, n)
+			got += n
+		case err := <-done:
+			t.Fatalf("the tail ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("batches %v, want %d events", sizes, sent)
+		}
+	}
+	if len(sizes) > 2 {
+		t.Fatalf("%d events 40 ms apart came in batches of %v, want one (two at most, on a machine that paused)", sent, sizes)
 	}
 }

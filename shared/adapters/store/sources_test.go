@@ -181,6 +181,22 @@ func TestReadySourcesAreListedUnlessRemoved(t *testing.T) {
 	if got := listed(t, mem); len(got) != 2 || !slices.Contains(got, first.ID) || !slices.Contains(got, second.ID) {
 		t.Fatalf("listed %v, want %s and %s", got, first.ID, second.ID)
 	}
+	// An entry is stored without its empty fields, and read with them.
+	var raw bson.Raw
+	if err := db.Collection("memory_live").FindOne(ctx, bson.D{{Key: "_id", Value: "b"}}).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if keys := fieldsOf(t, raw.Lookup("entries", first.ID).Document()); !slices.Equal(keys, []string{"uuid", "title", "type", "gen", "chunks"}) {
+		t.Fatalf("a text source listed as %v", keys)
+	}
+	list, _, err := mem.Live(ctx, "p", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := list[slices.IndexFunc(list, func(l memory.Listed) bool { return l.Ref.SourceID == first.ID })]; e.UUID != first.UUID ||
+		e.Ref.Tags == nil || len(e.Ref.Tags) != 0 || e.Ref.URL != "" || e.ForgetAt != nil || e.Gen != "g" || e.Chunks != 1 || e.Ref.Title != first.Title {
+		t.Fatalf("listed %+v of %+v", e, first)
+	}
 }
 
 // textOf is the text stored apart of source id ("" when there is none).

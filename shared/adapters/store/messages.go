@@ -12,8 +12,10 @@ import (
 )
 
 // A chat message is stored without what every reader can tell without it: a field that holds
-// its zero value or the value nearly every message holds (estimated_time_ms "0", channel "api"),
-// the preference's fields that repeat the message's own, updated_at when it is created_at, a
+// its zero value or the value nearly every message holds (estimated_time_ms "0", channel "api",
+// complexity "simple", reasoning_type "standard", max_tokens 1024),
+// the preference's fields that repeat the message's own, updated_at when it is created_at, the
+// chat's id (its chat's document or page names it: findChat, findPage), a
 // cited source's empty URL, favicon and tags. A
 // message is written with every write of its chat's document and read back with every read, so
 // its size is what a turn costs the store: about half the fields of a standard turn's messages
@@ -26,13 +28,13 @@ import (
 // default (the comment names it), an absent omitempty field for its zero value.
 type storedMessage struct {
 	UUID            string            `bson:"uuid"`
-	ChatID          string            `bson:"chat_id"`
+	ChatID          string            `bson:"chat_id,omitempty"` // the chat's, which holds it
 	Seq             int               `bson:"seq"`
 	Role            string            `bson:"role"`
 	Content         string            `bson:"content"`
 	Model           string            `bson:"model,omitempty"`
-	Complexity      string            `bson:"complexity,omitempty"`
-	ReasoningType   string            `bson:"reasoning_type,omitempty"`
+	Complexity      *string           `bson:"complexity,omitempty"`        // "simple"
+	ReasoningType   *string           `bson:"reasoning_type,omitempty"`    // "standard"
 	EstimatedTimeMS *string           `bson:"estimated_time_ms,omitempty"` // "0"
 	EstimatedCost   *string           `bson:"estimated_cost,omitempty"`    // "0.000000"
 	Confidence      string            `bson:"confidence,omitempty"`
@@ -43,22 +45,23 @@ type storedMessage struct {
 	Upvotes         int               `bson:"upvotes,omitempty"`
 	Downvotes       int               `bson:"downvotes,omitempty"`
 	Reasoning       freeform.Object   `bson:"reasoning,omitempty"` // {}
-	Preference      storedPreference  `bson:"preference,omitempty"`
+	Preference      *storedPreference `bson:"preference,omitempty"`
 	Sources         []storedRef       `bson:"sources,omitempty"` // []
 	Interrupted     bool              `bson:"interrupted,omitempty"`
 	IsToolExecuting bool              `bson:"is_tool_executing,omitempty"`
-	User            storedMessageUser `bson:"user,omitempty"`
+	User            *storedUser       `bson:"user,omitempty"`
 	CreatedAt       time.Time         `bson:"created_at"`
 	UpdatedAt       *time.Time        `bson:"updated_at,omitempty"` // created_at
 	FirstTokenMS    int64             `bson:"first_token_ms,omitempty"`
 	Version         int               `bson:"version,omitempty"`
 }
 
-// storedPreference is a message's preference: a nil field is the message's own.
+// storedPreference is a message's preference: a nil field is the message's own (max_tokens:
+// 1024, the agents' default).
 type storedPreference struct {
 	ReasoningType *string `bson:"reasoning_type,omitempty"`
 	Model         *string `bson:"model,omitempty"`
-	MaxTokens     int     `bson:"max_tokens,omitempty"`
+	MaxTokens     *int    `bson:"max_tokens,omitempty"` // 1024
 	Complexity    *string `bson:"complexity,omitempty"`
 }
 
@@ -73,7 +76,7 @@ type storedRef struct {
 	Tags           []string `bson:"tags,omitempty"`
 }
 
-type storedMessageUser struct {
+type storedUser struct {
 	UUID       string `bson:"uuid,omitempty"`
 	Email      string `bson:"email,omitempty"`
 	Name       string `bson:"name,omitempty"`
@@ -99,15 +102,15 @@ func or[T any](p *T, def T) T {
 
 func storeMessage(m chats.Message) storedMessage {
 	s := storedMessage{
-		UUID: m.UUID, ChatID: m.ChatID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: m.Complexity,
-		ReasoningType: m.ReasoningType, EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
+		UUID: m.UUID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: unless(m.Complexity, "simple"),
+		ReasoningType: unless(m.ReasoningType, "standard"), EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
 		Confidence: m.Confidence, ConfidenceScore: m.ConfidenceScore, Channel: unless(m.Channel, "api"), CreditUsed: unless(m.CreditUsed, "0"),
 		Tokens: m.Tokens, Upvotes: m.Upvotes, Downvotes: m.Downvotes, Reasoning: m.Reasoning,
-		Preference: storedPreference{
+		Preference: unless(storedPreference{
 			ReasoningType: unless(m.Preference.ReasoningType, m.ReasoningType), Model: unless(m.Preference.Model, m.Model),
-			MaxTokens: m.Preference.MaxTokens, Complexity: unless(m.Preference.Complexity, m.Complexity),
-		},
-		Interrupted: m.Interrupted, IsToolExecuting: m.IsToolExecuting, User: storedMessageUser(m.User),
+			MaxTokens: unless(m.Preference.MaxTokens, 1024), Complexity: unless(m.Preference.Complexity, m.Complexity),
+		}, storedPreference{}),
+		Interrupted: m.Interrupted, IsToolExecuting: m.IsToolExecuting, User: unless(storedUser(m.User), storedUser{}),
 		CreatedAt: m.CreatedAt, UpdatedAt: unlessSameTime(m.UpdatedAt, m.CreatedAt), FirstTokenMS: m.FirstTokenMS, Version: m.Version,
 		Sources: make([]storedRef, len(m.Sources)),
 	}
@@ -127,16 +130,18 @@ func unlessSameTime(t, def time.Time) *time.Time {
 
 func (s storedMessage) message() chats.Message {
 	m := chats.Message{
-		UUID: s.UUID, ChatID: s.ChatID, Seq: s.Seq, Role: s.Role, Content: s.Content, Model: s.Model, Complexity: s.Complexity,
-		ReasoningType: s.ReasoningType, EstimatedTimeMS: or(s.EstimatedTimeMS, "0"), EstimatedCost: or(s.EstimatedCost, "0.000000"),
+		UUID: s.UUID, ChatID: s.ChatID, Seq: s.Seq, Role: s.Role, Content: s.Content, Model: s.Model, Complexity: or(s.Complexity, "simple"),
+		ReasoningType: or(s.ReasoningType, "standard"), EstimatedTimeMS: or(s.EstimatedTimeMS, "0"), EstimatedCost: or(s.EstimatedCost, "0.000000"),
 		Confidence: s.Confidence, ConfidenceScore: s.ConfidenceScore, Channel: or(s.Channel, "api"), CreditUsed: or(s.CreditUsed, "0"),
 		Tokens: s.Tokens, Upvotes: s.Upvotes, Downvotes: s.Downvotes, Reasoning: s.Reasoning,
-		Preference: chats.Preference{
-			ReasoningType: or(s.Preference.ReasoningType, s.ReasoningType), Model: or(s.Preference.Model, s.Model),
-			MaxTokens: s.Preference.MaxTokens, Complexity: or(s.Preference.Complexity, s.Complexity),
-		},
-		Sources: make([]memory.Ref, len(s.Sources)), Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(s.User),
+
+		Sources: make([]memory.Ref, len(s.Sources)), Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(or(s.User, storedUser{})),
 		CreatedAt: s.CreatedAt, UpdatedAt: or(s.UpdatedAt, s.CreatedAt), FirstTokenMS: s.FirstTokenMS, Version: s.Version,
+	}
+	p := or(s.Preference, storedPreference{})
+	m.Preference = chats.Preference{
+		ReasoningType: or(p.ReasoningType, m.ReasoningType), Model: or(p.Model, m.Model),
+		MaxTokens: or(p.MaxTokens, 1024), Complexity: or(p.Complexity, m.Complexity),
 	}
 	if m.Reasoning == nil {
 		m.Reasoning = freeform.Object{}

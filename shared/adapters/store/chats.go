@@ -56,32 +56,6 @@ func messagePageID(chatID string, seq int) string {
 // Chats stores conversations and their messages.
 type Chats struct{ db *mongo.Database }
 
-// findChat reads the chat filter selects, its recent messages with their chat's id: stored
-// messages leave it out (storedMessage).
-func (r Chats) findChat(ctx context.Context, filter bson.D) (chats.Chat, error) {
-	var c chats.Chat
-	err := r.coll().FindOne(ctx, filter).Decode(&c)
-	ownMessages(c.Recent, c.UUID)
-	return c, err
-}
-
-// findPage reads the page of messages filter selects, its messages with their chat's id.
-func (r Chats) findPage(ctx context.Context, filter bson.D) (messagePage, error) {
-	var p messagePage
-	err := r.db.Collection(chatMessagesColl).FindOne(ctx, filter).Decode(&p)
-	ownMessages(p.Messages, p.ChatID)
-	return p, err
-}
-
-// ownMessages gives the messages of chat chatID that do not name it (stored without) its id.
-func ownMessages(ms []chats.Message, chatID string) {
-	for i := range ms {
-		if ms[i].ChatID == "" {
-			ms[i].ChatID = chatID
-		}
-	}
-}
-
 var _ chats.Repo = Chats{}
 
 // NewChats returns the chat repository of db.
@@ -149,7 +123,8 @@ func (r Chats) StartWith(ctx context.Context, c *chats.Chat, ms []chats.Message,
 }
 
 func (r Chats) Get(ctx context.Context, projectID, botID, id string) (chats.Chat, error) {
-	c, err := r.findChat(ctx, bson.D{{Key: "_id", Value: id}})
+	var c chats.Chat
+	err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
 	if err == nil && (c.ProjectID != projectID || c.BotID != botID || c.DeletedAt != nil) {
 		err = mongo.ErrNoDocuments
 	}
@@ -293,7 +268,8 @@ func (r Chats) Range(ctx context.Context, c chats.Chat, from, to int) ([]chats.M
 		}
 	}
 	for seq := from; seq <= min(to, paged); seq = (seq-1)/messagesPerDoc*messagesPerDoc + messagesPerDoc + 1 {
-		p, err := r.findPage(ctx, bson.D{{Key: "_id", Value: messagePageID(c.UUID, seq)}})
+		var p messagePage
+		err := r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "_id", Value: messagePageID(c.UUID, seq)}}).Decode(&p)
 		if err == mongo.ErrNoDocuments {
 			continue
 		}
@@ -337,11 +313,12 @@ func (r Chats) SetChat(ctx context.Context, chatID string, set map[string]any, e
 // Message finds the chat whose recent messages hold the message, else the page that does
 // (MongoDB answers both from their uuid indexes), and checks its agent.
 func (r Chats) Message(ctx context.Context, projectID, botID, id string) (chats.Message, error) {
-	c, err := r.findChat(ctx, bson.D{{Key: "recent.uuid", Value: id}, notDeleted})
+	var c chats.Chat
+	err := r.coll().FindOne(ctx, bson.D{{Key: "recent.uuid", Value: id}, notDeleted}).Decode(&c)
 	msgs, project, bot := c.Recent, c.ProjectID, c.BotID
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		var p messagePage
-		p, err = r.findPage(ctx, bson.D{{Key: "messages.uuid", Value: id}})
+		err = r.db.Collection(chatMessagesColl).FindOne(ctx, bson.D{{Key: "messages.uuid", Value: id}}).Decode(&p)
 		msgs, project, bot = p.Messages, p.ProjectID, p.BotID
 	}
 	if err == nil && (project != projectID || bot != botID) {
@@ -418,7 +395,8 @@ func (r Chats) DeleteMessage(ctx context.Context, m chats.Message, ev outbox.Eve
 // came in between (retrying a few times when one did).
 func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, change func([]chats.Message) []chats.Message) (outbox.Ref, error) {
 	for range 5 {
-		c, err := r.findChat(ctx, bson.D{{Key: "_id", Value: m.ChatID}})
+		var c chats.Chat
+		err := r.coll().FindOne(ctx, bson.D{{Key: "_id", Value: m.ChatID}}).Decode(&c)
 		if err == nil && c.DeletedAt != nil {
 			err = mongo.ErrNoDocuments
 		}
@@ -429,8 +407,8 @@ func (r Chats) rewrite(ctx context.Context, m chats.Message, ev outbox.Event, ch
 		field, msgs, rev := "recent", c.Recent, c.Rev
 		if c.RecentFrom == 0 || m.Seq < c.RecentFrom {
 			coll, ref, field = r.db.Collection(chatMessagesColl), outbox.Ref{Resource: chats.Resource, ID: messagePageID(m.ChatID, m.Seq)}, "messages"
-			p, err := r.findPage(ctx, bson.D{{Key: "_id", Value: ref.ID}})
-			if err != nil {
+			var p messagePage
+			if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: ref.ID}}).Decode(&p); err != nil {
 				return ref, wrap(err, chats.MessageResource)
 			}
 			msgs, rev, filter = p.Messages, p.Rev, bson.D{{Key: "_id", Value: ref.ID}, {Key: "rev", Value: p.Rev}}

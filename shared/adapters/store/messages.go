@@ -14,8 +14,7 @@ import (
 // A chat message is stored without what every reader can tell without it: a field that holds
 // its zero value or the value nearly every message holds (estimated_time_ms "0", channel "api",
 // complexity "simple", reasoning_type "standard", max_tokens 1024),
-// the preference's fields that repeat the message's own, updated_at when it is created_at, the
-// chat's id (its chat's document or page names it: findChat, findPage), a
+// the preference's fields that repeat the message's own, updated_at when it is created_at, a
 // cited source's empty URL, favicon and tags. A
 // message is written with every write of its chat's document and read back with every read, so
 // its size is what a turn costs the store: about half the fields of a standard turn's messages
@@ -28,7 +27,7 @@ import (
 // default (the comment names it), an absent omitempty field for its zero value.
 type storedMessage struct {
 	UUID            string            `bson:"uuid"`
-	ChatID          string            `bson:"chat_id,omitempty"` // the chat's, which holds it
+	ChatID          string            `bson:"chat_id"`
 	Seq             int               `bson:"seq"`
 	Role            string            `bson:"role"`
 	Content         string            `bson:"content"`
@@ -102,7 +101,7 @@ func or[T any](p *T, def T) T {
 
 func storeMessage(m chats.Message) storedMessage {
 	s := storedMessage{
-		UUID: m.UUID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: unless(m.Complexity, "simple"),
+		UUID: m.UUID, ChatID: m.ChatID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: unless(m.Complexity, "simple"),
 		ReasoningType: unless(m.ReasoningType, "standard"), EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
 		Confidence: m.Confidence, ConfidenceScore: m.ConfidenceScore, Channel: unless(m.Channel, "api"), CreditUsed: unless(m.CreditUsed, "0"),
 		Tokens: m.Tokens, Upvotes: m.Upvotes, Downvotes: m.Downvotes, Reasoning: m.Reasoning,

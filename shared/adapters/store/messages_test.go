@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/agentplane/agentplane/shared/adapters/store"
+	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
@@ -100,7 +103,7 @@ func TestMessagesStoredCompactlyReadBackExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := fieldsOf(t, first.Document())
-	if wantKeys := []string{"uuid", "seq", "role", "content", "model", "tokens", "user", "created_at"}; !slices.Equal(keys, wantKeys) {
+	if wantKeys := []string{"uuid", "chat_id", "seq", "role", "content", "model", "tokens", "user", "created_at"}; !slices.Equal(keys, wantKeys) {
 		t.Fatalf("a standard turn's user message stored as %v, want %v", keys, wantKeys)
 	}
 	// The next, made like want[1], the answer, cites a source of no URL, favicon or tags.
@@ -155,5 +158,28 @@ func TestMessagesStoredWholeReadAsBefore(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Recent, want) {
 		t.Fatalf("read\n%+v\nwant\n%+v", got.Recent, want)
+	}
+}
+
+// A message stored in another document than its chat's, an agent run's question and answer,
+// reads back exactly too, its chat's id with it.
+func TestMessagesOfARunReadBackExactly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	ms := turnMessages(at)
+	e := agentruns.Execution{ID: "e1", ProjectID: "p", BotID: "b", ChatID: "c1", User: ms[0], Answer: &ms[1], Status: "done",
+		Cycles: []agentruns.Cycle{}, Log: []agentruns.Entry{}}
+	runs := store.NewExecutions(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := runs.Insert(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runs.Get(ctx, "p", "b", "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.User, ms[0]) || got.Answer == nil || !reflect.DeepEqual(*got.Answer, ms[1]) {
+		t.Fatalf("the run's messages read back as\n%+v\n%+v\nwant\n%+v\n%+v", got.User, got.Answer, ms[0], ms[1])
 	}
 }

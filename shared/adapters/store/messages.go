@@ -11,17 +11,17 @@ import (
 	"github.com/agentplane/agentplane/shared/memory"
 )
 
-// A chat message is stored without what every reader can tell without it: a field that holds
-// its zero value or the value nearly every message holds (estimated_time_ms "0", channel "api",
-// complexity "simple", reasoning_type "standard", max_tokens 1024),
-// the preference's fields that repeat the message's own, updated_at when it is created_at, a
-// cited source's empty URL, favicon and tags. A
-// message is written with every write of its chat's document and read back with every read, so
-// its size is what a turn costs the store: about half the fields of a standard turn's messages
-// go (on the embedded store, which keeps a schema of every field beside the document, a chat's
-// document of 30 recent messages fell from 67 to 38 KB, its messages' own data from 25 to 15
-// KB). Reading a field left out gives what the message held; messages stored whole, before, read
-// as they did.
+// A chat message is stored without what a reader can tell without it: a field that holds its
+// zero value or the value nearly every message holds (estimated_time_ms "0", channel "api",
+// complexity "simple", reasoning_type "standard", max_tokens 1024), the preference's fields that
+// repeat the message's own, updated_at when it is created_at, a cited source's empty URL, favicon
+// and tags. A message is written with every write of its chat's document and read back with
+// every read, so its size is what a turn costs the store: a standard turn's question keeps 9
+// fields of 30 (on the embedded store, which keeps a schema of every field beside the document,
+// the largest chat after a minute of the mixed load was 60 KB and is 28 KB: docs/BENCHMARKS.md).
+// Reading a field left out gives what the message held, whichever document holds the message (a
+// chat's, a page of its messages, an agent run's); messages stored whole, before, read as they
+// did.
 
 // storedMessage is chats.Message as the store keeps it. A nil pointer field stands for its
 // default (the comment names it), an absent omitempty field for its zero value.
@@ -133,7 +133,6 @@ func (s storedMessage) message() chats.Message {
 		ReasoningType: or(s.ReasoningType, "standard"), EstimatedTimeMS: or(s.EstimatedTimeMS, "0"), EstimatedCost: or(s.EstimatedCost, "0.000000"),
 		Confidence: s.Confidence, ConfidenceScore: s.ConfidenceScore, Channel: or(s.Channel, "api"), CreditUsed: or(s.CreditUsed, "0"),
 		Tokens: s.Tokens, Upvotes: s.Upvotes, Downvotes: s.Downvotes, Reasoning: s.Reasoning,
-
 		Sources: make([]memory.Ref, len(s.Sources)), Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(or(s.User, storedUser{})),
 		CreatedAt: s.CreatedAt, UpdatedAt: or(s.UpdatedAt, s.CreatedAt), FirstTokenMS: s.FirstTokenMS, Version: s.Version,
 	}

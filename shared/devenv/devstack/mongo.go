@@ -79,8 +79,8 @@ func StartMongo(ctx context.Context, dir, addr string, logger *slog.Logger) (*Mo
 // `_ferretdb_sjson->'$._id'`, while it builds its own _id index on `_ferretdb_sjson->"_id"` (the
 // same value, another expression, so SQLite never picks it) and an SQLite index for every index
 // the service creates, none of which any of its queries reads. Every write of a document still
-// keeps each of them, extracting its key from the document's JSON text (a chat's 38 KB, for its
-// four other indexes). So each collection gets one unique index on the expression FerretDB
+// keeps each of them, extracting its key from the document's JSON text (a chat's tens of KB,
+// for its four other indexes). So each collection gets one unique index on the expression FerretDB
 // filters on, which enforces what its _id index did (FerretDB reports a unique constraint of
 // either as a duplicate _id), and loses FerretDB's _id index and the non-unique indexes; unique
 // ones stay, as they enforce the service's constraints. The indexes stay in FerretDB's catalogue:

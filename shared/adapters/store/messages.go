@@ -18,10 +18,10 @@ import (
 // and tags. A message is written with every write of its chat's document and read back with
 // every read, so its size is what a turn costs the store: a standard turn's question keeps 9
 // fields of 30 (on the embedded store, which keeps a schema of every field beside the document,
-// the largest chat after a minute of the mixed load was 60 KB and is 28 KB: docs/BENCHMARKS.md).
-// Reading a field left out gives what the message held, whichever document holds the message (a
-// chat's, a page of its messages, an agent run's); messages stored whole, before, read as they
-// did.
+// the largest chat after a minute of the mixed load was 60-66 KB and is 28 KB, see
+// docs/BENCHMARKS.md). Reading a field left out gives what the message held, whichever document
+// holds the message (a chat's, a page of its messages, an agent run's); messages stored whole,
+// before, read as they did.
 
 // storedMessage is chats.Message as the store keeps it. A nil pointer field stands for its
 // default (the comment names it), an absent omitempty field for its zero value.

@@ -189,8 +189,7 @@ func (m Memory) readPages(ctx context.Context, botID, root string, level int) ([
 // only their _ids when idsOnly.
 func (m Memory) pages(ctx context.Context, botID string, digests []string, idsOnly bool) (map[string]pageDoc, error) {
 	got := make(map[string]pageDoc, len(digests))
-	for start := 0; start < len(digests); start += maxFind {
-		batch := digests[start:min(start+maxFind, len(digests))]
+	for batch := range slices.Chunk(digests, maxFind) {
 		ids := make([]string, len(batch))
 		for i, d := range batch {
 			ids[i] = sourceSetID(botID, d)

@@ -61,11 +61,11 @@ func eachOf[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, e
 	return wrap(cur.Err(), stats.Resource)
 }
 
-// HoursByID reads the stored hours among ids in one find by _id (a thousand at a time): the
+// HoursByID reads the stored hours among ids in one find by _id (maxFind at a time): the
 // embedded store reads such a find by _id, not by a collection scan.
 func (r Stats) HoursByID(ctx context.Context, ids []string) (map[string]stats.Hourly, error) {
 	out := map[string]stats.Hourly{}
-	for part := range slices.Chunk(ids, 1000) {
+	for part := range slices.Chunk(ids, maxFind) {
 		err := eachOf(ctx, r.db.Collection(statHoursColl), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: part}}}}, func(h stats.Hourly) error {
 			out[h.ID] = h
 			return nil

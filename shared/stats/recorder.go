@@ -257,17 +257,17 @@ func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored map[string]Hourly) (bool, error) {
 	docs, prev := map[string]*Hourly{}, map[string]uint64{}
 	var order []string
-	doc := func(id string) *Hourly {
-		if h := docs[id]; h != nil {
+	doc := func(docID string) *Hourly {
+		if h := docs[docID]; h != nil {
 			return h
 		}
-		h, ok := stored[id]
+		h, ok := stored[docID]
 		if !ok {
 			h = NewHourly(p.projectID, p.botID, p.at)
-			h.ID = id
+			h.ID = docID
 		}
-		docs[id], prev[id] = &h, h.Seq
-		order = append(order, id)
+		docs[docID], prev[docID] = &h, h.Seq
+		order = append(order, docID)
 		return &h
 	}
 	var unpaged *Hourly
@@ -290,12 +290,12 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 		}
 	}
 	all := true
-	for _, id := range order {
-		h := docs[id]
-		if h.Seq == prev[id] {
+	for _, docID := range order {
+		h := docs[docID]
+		if h.Seq == prev[docID] {
 			continue
 		}
-		written, err := r.ledger.PutHour(ctx, *h, prev[id])
+		written, err := r.ledger.PutHour(ctx, *h, prev[docID])
 		if err != nil {
 			return false, err
 		}

@@ -62,7 +62,11 @@ const (
 	keepAlive       = 30 * time.Second
 	tlsTimeout      = 10 * time.Second
 	idleConnTimeout = 90 * time.Second
-	maxHeaderBytes  = 1 << 20
+	// maxIdlePerHost is how many idle connections a host keeps: a model provider is one host
+	// answering many calls at once, and net/http's default of 2 closed every connection beyond
+	// the second after its call, to dial (and shake hands over TLS) again for the next.
+	maxIdlePerHost = 64
+	maxHeaderBytes = 1 << 20
 )
 
 var (
@@ -155,7 +159,8 @@ func newClient(o Options, dial dialFunc) *Client {
 }
 
 // newTransport is the connection layer under the URL checks: connections opened with dial, no
-// proxy, TLS 1.2 or later, and the time and size limits of o (defaults applied).
+// proxy, TLS 1.2 or later, idle connections kept for reuse, and the time and size limits of o
+// (defaults applied).
 func newTransport(o Options, dial dialFunc) *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
@@ -167,6 +172,7 @@ func newTransport(o Options, dial dialFunc) *http.Transport {
 		ExpectContinueTimeout:  time.Second,
 		IdleConnTimeout:        idleConnTimeout,
 		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    maxIdlePerHost,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 }

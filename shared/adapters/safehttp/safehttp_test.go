@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -904,5 +905,39 @@ func TestUnreachableHosts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrentCallsReuseTheirConnections makes 16 requests at once to one host, twice: the
+// second round reuses the first round's connections (a model provider answering many calls at
+// once is one host), where net/http's default kept two and dialed the others again.
+func TestConcurrentCallsReuseTheirConnections(t *testing.T) {
+	t.Parallel()
+	const calls = 16
+	var inFlight sync.WaitGroup
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		inFlight.Done()
+		inFlight.Wait() // every call of the round holds its connection until all have one
+		io.WriteString(w, "ok")
+	}))
+	hc := New(Options{AllowPrivate: true, Timeout: testTimeout}).HTTPClient()
+	for round := 1; round <= 2; round++ {
+		inFlight.Add(calls)
+		var done sync.WaitGroup
+		for range calls {
+			done.Go(func() {
+				resp, err := hc.Get(srv.URL)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+		}
+		done.Wait()
+		if n := srv.ln.accepted.Load(); n != calls {
+			t.Fatalf("after round %d the server accepted %d connections, want %d (one a call, reused in the second round)", round, n, calls)
+		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 var (
 	chatDuration = flag.Duration("chat.duration", 20*time.Second, "how long BenchmarkChatConcurrency holds each load")
 	chatStored   = flag.Int("chat.stored", 0, "how many chats BenchmarkChatConcurrency stores before its loads (of another agent)")
-	chatProfile  = flag.String("chat.profile", "", "a file BenchmarkChatConcurrency writes dev's CPU profile of the load at 16 connections to")
+	chatProfile  = flag.String("chat.profile", "", "a file BenchmarkChatConcurrency writes dev's CPU profile of the load at 16 connections to (and what it allocated meanwhile to the file's name with .allocs)")
 )
 
 // BenchmarkChatConcurrency measures standard chats (a new chat per request, an agent with one
@@ -33,6 +33,7 @@ var (
 // "agent", not streamed: the API waits for the worker's run, whose one model call answers) at 16, against `agentplane dev` in a process of its own on the store of
 // cmd/teststore, another process: chats a second, p50 and p99, the CPU a chat costs in each
 // process (from /proc/<pid>/stat), and the store commands a chat makes (the API's own count).
+// Dev's CPU a chat is also given beyond what it uses idle (measured over 10 s before the loads).
 // Run it under teststore (the store's CPU is counted apart from the service's) with wrk on PATH:
 //
 //	go build -o bin/teststore ./cmd/teststore
@@ -97,10 +98,12 @@ func BenchmarkChatConcurrency(b *testing.B) {
 	load := func(script string, conns int, d time.Duration, profile string) chatLoad {
 		b.Helper()
 		apiCPU, storeCPU, commands := processCPU(b, cmd.Process.Pid), processCPU(b, storePID), storeCommands(b, base)
-		profiled := make(chan error, 1)
+		profiled := make(chan error, 2)
 		if profile != "" {
-			go func() { profiled <- cpuProfile(base, admin, d, profile) }()
+			go func() { profiled <- fetchProfile(base, admin, "profile", d, profile) }()
+			go func() { profiled <- fetchProfile(base, admin, "allocs", d, profile+".allocs") }()
 		} else {
+			profiled <- nil
 			profiled <- nil
 		}
 		out, err := exec.Command(wrk, "-t", strconv.Itoa(min(conns, 2)), "-c", strconv.Itoa(conns), "-d", d.String(), "--timeout", "10s", "--latency", "-s", script, base+"/v1/bot/chat").CombinedOutput()
@@ -112,12 +115,22 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		l.apiCPU, l.storeCPU = processCPU(b, cmd.Process.Pid)-apiCPU, processCPU(b, storePID)-storeCPU
 		after := storeCommands(b, base)
 		l.commands = (after[0] - commands[0]) / (after[1] - commands[1])
-		if err := <-profiled; err != nil {
-			b.Fatal(err)
+		for range 2 {
+			if err := <-profiled; err != nil {
+				b.Fatal(err)
+			}
 		}
 		return l
 	}
 	load(chat, 4, 5*time.Second, "") // warm-up: connections, caches, the first plans
+	// The CPU dev uses with nothing to do (the worker's polls of its queue, the relay's and the
+	// schedulers' ticks), after the warm-up's statistics and events have settled: a cost of
+	// each second, not of each chat, shown apart as the CPU a chat costs beyond it.
+	time.Sleep(2 * time.Second)
+	idleFrom, idleFor := processCPU(b, cmd.Process.Pid), 10*time.Second
+	time.Sleep(idleFor)
+	idle := float64(processCPU(b, cmd.Process.Pid)-idleFrom) / float64(idleFor)
+	b.ReportMetric(idle, "agentplane-idle-cores")
 	one, sixteen := load(chat, 1, *chatDuration, ""), load(chat, 16, *chatDuration, *chatProfile)
 	load(run, 4, 5*time.Second, "")
 	runs := load(run, 16, *chatDuration, "")
@@ -129,6 +142,7 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		b.ReportMetric(l.p50, "p50-ms-"+l.name)
 		b.ReportMetric(l.p99, "p99-ms-"+l.name)
 		b.ReportMetric(l.apiCPU.Seconds()*1000/float64(l.requests), "agentplane-cpu-ms/"+l.name)
+		b.ReportMetric((l.apiCPU.Seconds()-idle*chatDuration.Seconds())*1000/float64(l.requests), "agentplane-beyond-idle-cpu-ms/"+l.name)
 		b.ReportMetric(l.storeCPU.Seconds()*1000/float64(l.requests), "store-cpu-ms/"+l.name)
 		b.ReportMetric(l.commands, "store-cmds/"+l.name)
 		if l.errors > 0 {
@@ -191,10 +205,10 @@ func chatAgent(b *testing.B, base, key string) (project, agent string) {
 	}
 }
 
-// cpuProfile writes the CPU profile of the process at base over d (its /debug/pprof/profile,
-// behind the admin token) to file.
-func cpuProfile(base, admin string, d time.Duration, file string) error {
-	req, _ := http.NewRequest(http.MethodGet, base+"/debug/pprof/profile?seconds="+strconv.Itoa(max(int(d.Seconds())-1, 1)), nil)
+// fetchProfile writes the profile kind ("profile" for the CPU's, "allocs") of the process at
+// base over d (its /debug/pprof/<kind>, behind the admin token) to file.
+func fetchProfile(base, admin, kind string, d time.Duration, file string) error {
+	req, _ := http.NewRequest(http.MethodGet, base+"/debug/pprof/"+kind+"?seconds="+strconv.Itoa(max(int(d.Seconds())-1, 1)), nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -2,9 +2,9 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/nats-io/nats.go"
+	"github.com/segmentio/encoding/json"
 
 	"github.com/agentplane/agentplane/shared/agentruns"
 )

@@ -2,10 +2,10 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/segmentio/encoding/json"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,8 @@ var (
 // "agent", not streamed: the API waits for the worker's run, whose one model call answers) at 16, against `agentplane dev` in a process of its own on the store of
 // cmd/teststore, another process: chats a second, p50 and p99, the CPU a chat costs in each
 // process (from /proc/<pid>/stat), and the store commands a chat makes (the API's own count).
-// Dev's CPU a chat is also given beyond what it uses idle (measured over 10 s before the loads).
+// Dev's CPU a chat is also given beyond what it uses idle (measured over 10 s before the loads),
+// and as a multiple of the CPU a request costs a bare Go HTTP server in the same run (bareCPU).
 // Run it under teststore (the store's CPU is counted apart from the service's) with wrk on PATH:
 //
 //	go build -o bin/teststore ./cmd/teststore
@@ -132,6 +134,9 @@ func BenchmarkChatConcurrency(b *testing.B) {
 	idle := float64(processCPU(b, cmd.Process.Pid)-idleFrom) / float64(idleFor)
 	b.ReportMetric(idle, "agentplane-idle-cores")
 	one, sixteen := load(chat, 1, *chatDuration, ""), load(chat, 16, *chatDuration, *chatProfile)
+	bare := bareCPU(b, wrk, chat, 5*time.Second)
+	b.ReportMetric(bare*1000, "bare-http-cpu-us/req-c16")
+	b.ReportMetric(sixteen.apiCPU.Seconds()*1000/float64(sixteen.requests)/bare, "agentplane-cpu/bare-http-c16")
 	load(run, 4, 5*time.Second, "")
 	runs := load(run, 16, *chatDuration, "")
 	for _, l := range []struct {
@@ -152,6 +157,36 @@ func BenchmarkChatConcurrency(b *testing.B) {
 	b.ReportMetric(sixteen.rate/one.rate, "rate-16/1")
 	cpu := func(l chatLoad) float64 { return (l.apiCPU + l.storeCPU).Seconds() / float64(l.requests) }
 	b.ReportMetric(cpu(sixteen)/cpu(one), "cpu/chat-16/1")
+}
+
+// bareCPU is the CPU in milliseconds a request of script costs a bare Go HTTP server (net/http
+// and encoding/json alone, in this process: it decodes the request's JSON and answers a small
+// JSON object) at 16 connections over d. It is the floor of any Go JSON API on the machine,
+// measured in the same run, so that dev's CPU a chat reads as a multiple of it whatever the
+// machine's speed.
+func bareCPU(b *testing.B, wrk, script string, d time.Duration) float64 {
+	b.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "message": body["message"]})
+	}))
+	defer srv.Close()
+	from := processCPU(b, os.Getpid())
+	out, err := exec.Command(wrk, "-t", "2", "-c", "16", "-d", d.String(), "--latency", "-s", script, srv.URL).CombinedOutput()
+	if err != nil {
+		b.Fatalf("wrk: %v\n%s", err, out)
+	}
+	cpu := processCPU(b, os.Getpid()) - from
+	l := parseWrk(b, string(out))
+	if l.errors > 0 || l.requests == 0 {
+		b.Fatalf("the bare server: %d of %d requests failed", l.errors, l.requests)
+	}
+	return cpu.Seconds() * 1000 / float64(l.requests)
 }
 
 // scanTook finds the time of the relay's scan at start in dev's log.

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/agentplane/agentplane/shared/kit/apperr"
 	"github.com/agentplane/agentplane/shared/outbox"
@@ -278,9 +279,10 @@ func (o Outbox) Ack(ctx context.Context, ps []outbox.Pending) error {
 	return wrap(err, "outbox")
 }
 
-// withEvent returns doc as a BSON document carrying evs in its outbox.
-func withEvent(doc any, evs ...outbox.Event) (bson.D, error) {
-	d, err := toD(doc)
+// withEvent returns doc as a BSON document carrying evs in its outbox: doc's encoding with the
+// outbox appended as its last element, which the driver sends as it is (nothing is encoded twice).
+func withEvent(doc any, evs ...outbox.Event) (bson.Raw, error) {
+	raw, err := marshal(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +290,15 @@ func withEvent(doc any, evs ...outbox.Event) (bson.D, error) {
 	for _, ev := range evs {
 		box = append(box, bson.E{Key: ev.ID, Value: ev})
 	}
-	return append(d, bson.E{Key: outbox.Field, Value: box}), nil
+	boxRaw, err := marshal(box)
+	if err != nil {
+		return nil, err
+	}
+	at, out := bsoncore.ReserveLength(make([]byte, 0, len(raw)+len(outbox.Field)+len(boxRaw)+2))
+	out = append(out, raw[4:len(raw)-1]...) // doc's elements, without its length and final zero
+	out = bsoncore.AppendDocumentElement(out, outbox.Field, boxRaw)
+	out = append(out, 0)
+	return bson.Raw(bsoncore.UpdateLength(out, at, int32(len(out)-int(at)))), nil
 }
 
 // slot is the path of an event in its document's outbox. Events are keyed by id, so adding one

@@ -22,7 +22,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
-	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -803,7 +802,6 @@ func TestAgentStreamCut(t *testing.T) {
 		})
 	}
 	http.DefaultClient.CloseIdleConnections()
-	provider.Transport().CloseIdleConnections() // the configured provider's connections
 }
 
 // A run the provider refuses fails: the chat answers the provider's error as the API's error

@@ -16,7 +16,6 @@ package provider
 
 import (
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/adapters/safehttp"
@@ -46,18 +45,15 @@ type Config struct {
 	MaxRetries int
 }
 
-// Transport is the one connection layer of calls to the operator's own endpoints (the configured
+// Transport is the connection layer of calls to the operator's own endpoints (the configured
 // provider, the embeddings service), which the SSRF guard does not check: net/http's default,
-// shared by the process's clients as [http.DefaultTransport] is, keeping as many idle connections
-// a host as the guarded client does (net/http's default of 2 dialed again every connection of
-// concurrent calls beyond the second).
-func Transport() *http.Transport { return pooled() }
-
-var pooled = sync.OnceValue(func() *http.Transport {
+// keeping as many idle connections a host as the guarded client does (net/http's default of 2
+// dialed again every connection of concurrent calls beyond the second).
+func Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = safehttp.IdleConnsPerHost
 	return t
-})
+}
 
 // countUsage estimates the usage of a call whose provider reported none.
 func countUsage(msgs []llm.Message, reply string) llm.Usage {

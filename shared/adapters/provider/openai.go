@@ -56,7 +56,7 @@ func NewOpenAI(c Config) llm.Model {
 	}
 	hc := c.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: Transport()}
+		hc = &http.Client{}
 	}
 	return &openAI{
 		svc: openai.NewChatCompletionService(

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/agentplane/agentplane/shared/agents"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/kit/freeform"
 	"github.com/agentplane/agentplane/shared/memory"
@@ -102,12 +103,12 @@ func or[T any](p *T, def T) T {
 func storeMessage(m chats.Message) storedMessage {
 	s := storedMessage{
 		UUID: m.UUID, ChatID: m.ChatID, Seq: m.Seq, Role: m.Role, Content: m.Content, Model: m.Model, Complexity: unless(m.Complexity, "simple"),
-		ReasoningType: unless(m.ReasoningType, "standard"), EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
+		ReasoningType: unless(m.ReasoningType, chats.ModeStandard), EstimatedTimeMS: unless(m.EstimatedTimeMS, "0"), EstimatedCost: unless(m.EstimatedCost, "0.000000"),
 		Confidence: m.Confidence, ConfidenceScore: m.ConfidenceScore, Channel: unless(m.Channel, "api"), CreditUsed: unless(m.CreditUsed, "0"),
 		Tokens: m.Tokens, Upvotes: m.Upvotes, Downvotes: m.Downvotes, Reasoning: m.Reasoning,
 		Preference: unless(storedPreference{
 			ReasoningType: unless(m.Preference.ReasoningType, m.ReasoningType), Model: unless(m.Preference.Model, m.Model),
-			MaxTokens: unless(m.Preference.MaxTokens, 1024), Complexity: unless(m.Preference.Complexity, m.Complexity),
+			MaxTokens: unless(m.Preference.MaxTokens, agents.DefaultReplyTokens), Complexity: unless(m.Preference.Complexity, m.Complexity),
 		}, storedPreference{}),
 		Interrupted: m.Interrupted, IsToolExecuting: m.IsToolExecuting, User: unless(storedUser(m.User), storedUser{}),
 		CreatedAt: m.CreatedAt, UpdatedAt: unlessSameTime(m.UpdatedAt, m.CreatedAt), FirstTokenMS: m.FirstTokenMS, Version: m.Version,
@@ -130,7 +131,7 @@ func unlessSameTime(t, def time.Time) *time.Time {
 func (s storedMessage) message() chats.Message {
 	m := chats.Message{
 		UUID: s.UUID, ChatID: s.ChatID, Seq: s.Seq, Role: s.Role, Content: s.Content, Model: s.Model, Complexity: or(s.Complexity, "simple"),
-		ReasoningType: or(s.ReasoningType, "standard"), EstimatedTimeMS: or(s.EstimatedTimeMS, "0"), EstimatedCost: or(s.EstimatedCost, "0.000000"),
+		ReasoningType: or(s.ReasoningType, chats.ModeStandard), EstimatedTimeMS: or(s.EstimatedTimeMS, "0"), EstimatedCost: or(s.EstimatedCost, "0.000000"),
 		Confidence: s.Confidence, ConfidenceScore: s.ConfidenceScore, Channel: or(s.Channel, "api"), CreditUsed: or(s.CreditUsed, "0"),
 		Tokens: s.Tokens, Upvotes: s.Upvotes, Downvotes: s.Downvotes, Reasoning: s.Reasoning,
 		Sources: make([]memory.Ref, len(s.Sources)), Interrupted: s.Interrupted, IsToolExecuting: s.IsToolExecuting, User: chats.User(or(s.User, storedUser{})),
@@ -139,7 +140,7 @@ func (s storedMessage) message() chats.Message {
 	p := or(s.Preference, storedPreference{})
 	m.Preference = chats.Preference{
 		ReasoningType: or(p.ReasoningType, m.ReasoningType), Model: or(p.Model, m.Model),
-		MaxTokens: or(p.MaxTokens, 1024), Complexity: or(p.Complexity, m.Complexity),
+		MaxTokens: or(p.MaxTokens, agents.DefaultReplyTokens), Complexity: or(p.Complexity, m.Complexity),
 	}
 	if m.Reasoning == nil {
 		m.Reasoning = freeform.Object{}

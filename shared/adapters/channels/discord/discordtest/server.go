@@ -153,10 +153,13 @@ func (s *Server) FailAt(k, status int, retryAfter time.Duration) {
 	s.fails = append(s.fails, failure{status: status, after: retryAfter})
 }
 
-// recorder keeps the status a handler answered.
+// recorder keeps the status a handler answered, and the message it created.
 type recorder struct {
 	http.ResponseWriter
 	status int
+	// sent is the message the call created: recorded with the call, so that a message in Sent
+	// has its call in Calls.
+	sent *Message
 }
 
 func (r *recorder) WriteHeader(status int) {
@@ -190,6 +193,9 @@ func (s *Server) record(next http.Handler) http.Handler {
 		call.Status = rec.status
 		s.mu.Lock()
 		s.calls = append(s.calls, call)
+		if rec.sent != nil {
+			s.sent = append(s.sent, *rec.sent)
+		}
 		s.mu.Unlock()
 	})
 }
@@ -308,9 +314,9 @@ func (s *Server) executeWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	id := s.snowflake()
-	s.sent = append(s.sent, Message{ApplicationID: s.ApplicationID, Token: token, Content: body.Content,
-		Buttons: buttons, AllowedMentions: body.AllowedMentions})
 	s.mu.Unlock()
+	w.(*recorder).sent = &Message{ApplicationID: s.ApplicationID, Token: token, Content: body.Content,
+		Buttons: buttons, AllowedMentions: body.AllowedMentions}
 	if r.URL.Query().Get("wait") != "true" {
 		w.WriteHeader(http.StatusNoContent)
 		return

@@ -24,15 +24,15 @@ import (
 
 // BenchmarkAgentRun measures agent runs (reasoning mode agent), which go through the task
 // queue: the API side stores the user's message and the execution and enqueues a task; a real
-// worker (asynq, concurrency 4, polling every 10 ms as AGENTPLANE_WORKER_POLL does by default)
-// claims the execution and runs its cycles against the fake provider on loopback. Every run
-// makes two model calls: a list_deals tool call, then the answer. Each finished execution is
+// worker (asynq, concurrency 4, woken by the task's enqueue: see queue.Waiter) claims the
+// execution and runs its cycles against the fake provider on loopback. Every run makes two model
+// calls: a list_deals tool call, then the answer. Each finished execution is
 // deleted (see forget), so that every run meets the same store.
 //
 //   - QueueLatency: from agentruns.Service.Chat returning (the task is enqueued) to the arrival at
 //     the provider of the run's first model request (the first cycle's start), one run at a
-//     time, the worker idle for 20-40 ms before each enqueue so that it lands at a random point
-//     of the worker's polling. Reports p50/p99.
+//     time, the worker idle for 20-40 ms before each enqueue (its look for tasks waiting for a
+//     wake). Reports p50/p99.
 //   - Throughput: complete runs per second with 4 (the worker's concurrency) and 16 runs in
 //     flight (agentruns.Service.Chat, then Follow until the answer), against the same two model
 //     calls made directly with the provider client at the same concurrency. Reports p50/p99 per

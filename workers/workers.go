@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentplane/agentplane/shared/adapters/metrics"
+	"github.com/agentplane/agentplane/shared/adapters/queue"
 	"github.com/agentplane/agentplane/shared/adapters/tracing"
 	"github.com/agentplane/agentplane/shared/agentruns"
 	"github.com/agentplane/agentplane/shared/channels"
@@ -47,7 +49,8 @@ type Deps struct {
 	Workflows       *workflows.Executor
 	// Heartbeats carry out the firings of heartbeats.
 	Heartbeats *heartbeats.Service
-	// Poll is how often an idle worker looks for tasks; 0 is asynq's 1s.
+	// Poll is how long an idle worker waits for the wake of a task enqueued before it looks for
+	// tasks again (see queue.Waiter).
 	Poll time.Duration
 	// Metrics count the tasks run.
 	Metrics *metrics.Metrics
@@ -73,6 +76,10 @@ type Deps struct {
 	OnlineEvals *evals.Online
 }
 
+// lookPause is asynq's sleep after a look for tasks found none, which the waiter held until a wake
+// or its poll: a task enqueued meanwhile waits for its end.
+const lookPause = 10 * time.Millisecond
+
 // drainTimeout bounds how long a stopping worker waits for handlers it cancelled to return
 // (an agent run gives its lease back then).
 const drainTimeout = 5 * time.Second
@@ -94,17 +101,33 @@ func Serve(ctx context.Context, d Deps) error {
 		})
 	})
 	m.Use(traced)
-	srv := asynq.NewServer(d.Redis, asynq.Config{
+	waiter := queue.NewWaiter(d.Queue, d.Poll, ctx.Done())
+	srv := asynq.NewServer(waiter.ConnOpt(d.Redis), asynq.Config{
 		BaseContext:              func() context.Context { return base },
 		Concurrency:              d.Concurrency,
 		Queues:                   map[string]int{d.Queue: 1},
 		ShutdownTimeout:          d.ShutdownTimeout,
 		RetryDelayFunc:           retryDelay(d.RetryDelay),
 		DelayedTaskCheckInterval: d.RetryCheckInterval,
-		TaskCheckInterval:        d.Poll,
+		TaskCheckInterval:        lookPause,
 		Logger:                   asynqLogger{d.Logger.With("component", "worker")},
 		LogLevel:                 asynq.WarnLevel,
 	})
+	wakes, ok := d.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return fmt.Errorf("worker: the Redis of %T is not a go-redis client", d.Redis)
+	}
+	defer func() { _ = wakes.Close() }()
+	listen, stopListening := context.WithCancel(ctx)
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		waiter.Listen(listen, wakes)
+	}()
+	defer func() {
+		stopListening()
+		<-listening
+	}()
 	if err := srv.Start(m); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -574,7 +574,9 @@ func (a *App) workflowRuns() workflows.RunRepo {
 }
 
 // Queue is the task queue of the process.
-func (a *App) Queue() *queue.Queue { return queue.New(a.tasks, a.inspector, a.Cfg.Queue) }
+func (a *App) Queue() *queue.Queue {
+	return queue.New(a.tasks, a.inspector, a.Conns.Redis, a.Cfg.Queue)
+}
 
 // embedder is the configured embeddings endpoint, or nil for lexical retrieval only. The
 // operator configures it, so it is called directly, not through the guarded client.

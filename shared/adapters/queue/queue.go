@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -44,14 +45,16 @@ var options = map[string][]asynq.Option{
 type Queue struct {
 	client *asynq.Client
 	insp   *asynq.Inspector
+	wakes  redis.UniversalClient
 	name   string
 }
 
 var _ tasks.Tracker = (*Queue)(nil)
 
-// New returns a queue named name of the Redis of client and insp.
-func New(client *asynq.Client, insp *asynq.Inspector, name string) *Queue {
-	return &Queue{client: client, insp: insp, name: name}
+// New returns a queue named name of the Redis of client and insp; the wakes of its workers are
+// published on wakes, a client of the same Redis.
+func New(client *asynq.Client, insp *asynq.Inspector, wakes redis.UniversalClient, name string) *Queue {
+	return &Queue{client: client, insp: insp, wakes: wakes, name: name}
 }
 
 // Live reports whether the task of t's type and id is queued, scheduled, running or waiting to
@@ -72,7 +75,8 @@ func (q *Queue) Live(ctx context.Context, t tasks.Task) (bool, error) {
 
 // Enqueue adds t. A task of the same type and id that is still queued, running or retrying
 // makes this a no-op. A Redis failure is Unavailable. The task's headers carry the trace
-// context of ctx, for the worker's span of the task.
+// context of ctx, for the worker's span of the task. A task to run now wakes the idle workers
+// (see Waiter); one that did not wake them is taken at their next poll.
 func (q *Queue) Enqueue(ctx context.Context, t tasks.Task) error {
 	raw, err := json.Marshal(t.Payload)
 	if err != nil {
@@ -85,6 +89,9 @@ func (q *Queue) Enqueue(ctx context.Context, t tasks.Task) error {
 		opts = append(opts, asynq.ProcessIn(t.After))
 	}
 	_, err = q.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(t.Type, raw, headers), opts...)
+	if err == nil && t.After <= 0 {
+		_ = q.wakes.Publish(context.WithoutCancel(ctx), wakeChannel(q.name), "").Err() // the task is queued whatever becomes of ctx
+	}
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
 	}

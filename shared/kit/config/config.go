@@ -68,7 +68,7 @@ var Vars = []Var{
 	{"AGENTPLANE_METRICS_ADDR", "unset (no listener)", "Address on which the `worker` and `scheduler` roles serve Prometheus metrics at `/metrics` and their probes at `/healthz` and `/readyz` (e.g. `:9090`); the `api` and `dev` roles serve all three on `AGENTPLANE_HTTP_ADDR`."},
 	{"AGENTPLANE_QUEUE", "`agentplane`", "Name of the asynq queue the roles share: deployments (or tests) sharing one Redis keep apart by naming their own."},
 	{"AGENTPLANE_WORKER_CONCURRENCY", "`10`", "Tasks a worker runs at once."},
-	{"AGENTPLANE_WORKER_POLL", "`10ms`", "How often an idle worker looks for new tasks (asynq's task check interval): the queue latency of an agent run."},
+	{"AGENTPLANE_WORKER_POLL", "`1s`", "How long an idle worker waits for the wake that an enqueued task publishes on Redis before it looks for tasks anyway: a task enqueued wakes the idle workers at once, and one whose wake was lost (a Redis connection lost meanwhile) waits at most this."},
 	{"AGENTPLANE_RETENTION_DAYS", "`90`", "Days heartbeat firings, tool calls, agents' emails (received and sent; their threads' chats stay) and anonymous subscribers who never started a chat are kept (from when they fired, were called, were last seen); the scheduler deletes older ones every 10 minutes, in batches. Tool statistics (`/v1/bot/stats/tools`) reach back as far. `0` keeps them for ever."},
 	{"AGENTPLANE_SHUTDOWN_TIMEOUT", "`30s`", "How long a stopping process waits for in-flight requests and tasks."},
 	{"AGENTPLANE_LOG_LEVEL", "`info`", "`debug`, `info`, `warn` or `error`."},
@@ -263,7 +263,7 @@ func Load(role string, getenv func(string) string) (Config, error) {
 		{&c.SourceStuckAfter, "AGENTPLANE_SOURCE_STUCK_AFTER", "15m"},
 		{&c.RunWait, "AGENTPLANE_RUN_WAIT", "60s"},
 		{&c.RunLease, "AGENTPLANE_RUN_LEASE", "30s"},
-		{&c.WorkerPoll, "AGENTPLANE_WORKER_POLL", "10ms"},
+		{&c.WorkerPoll, "AGENTPLANE_WORKER_POLL", "1s"},
 		{&c.CacheTTL, "AGENTPLANE_CACHE_TTL", "30s"},
 	} {
 		if *d.dst, err = time.ParseDuration(get(d.name, d.def)); err != nil || *d.dst <= 0 {

@@ -224,14 +224,12 @@ func testConfig(o options) config.Config {
 		CacheEntries:      1000,
 		CacheTTL:          cmp.Or(o.cacheTTL, 30*time.Second),
 		WorkerConcurrency: 4,
-		// An hour: the tests' workers take each task because its enqueue (or its coming due)
-		// woke them, not at a poll.
-		WorkerPoll:      time.Hour,
-		ShutdownTimeout: 5 * time.Second,
-		RunLease:        3 * time.Second,
-		FetchTimeout:    2 * time.Second,
-		CrawlMaxPages:   20,
-		SecretsKey:      testSecretsKey,
+		WorkerPoll:        time.Second,
+		ShutdownTimeout:   5 * time.Second,
+		RunLease:          3 * time.Second,
+		FetchTimeout:      2 * time.Second,
+		CrawlMaxPages:     20,
+		SecretsKey:        testSecretsKey,
 
 		// The tests name their clients' addresses in X-Forwarded-For.
 		PublicRateLimit:      o.publicRate,

@@ -51,7 +51,7 @@ func newEngine(t *testing.T, autoApprove bool) engine {
 	// their end is never taken for a lost lease.
 	cfg := config.Config{Role: "test", Queue: testenv.NewName(), DefaultCurrency: "USD", AllowPrivate: true, ProviderURL: fake.URL,
 		ProviderTimeout: 5 * time.Second, MemoryCacheBytes: 16 << 20, RunLease: 300 * time.Millisecond, WorkerConcurrency: 1,
-		WorkerPoll: time.Hour, ShutdownTimeout: time.Second, FetchTimeout: time.Second, MaxBodyBytes: 1 << 20}
+		WorkerPoll: time.Second, ShutdownTimeout: time.Second, FetchTimeout: time.Second, MaxBodyBytes: 1 << 20}
 	a := app.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), app.Conns{DB: testenv.Mongo(t), Redis: testenv.Redis(t), RedisOpt: opt, NATS: testenv.NATS(t)})
 	t.Cleanup(a.Close)
 	// Followers read runs on their notices alone, never on a poll tick.

@@ -123,11 +123,11 @@ func (w *Waiter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		case first == w.pending && second == w.paused:
 			return w.look(ctx, cmd, next)
 		case second == w.pending && (first == w.scheduled || first == w.retry):
+			// A move that failed may have moved tasks all the same (a reply lost): looking again
+			// costs one look.
 			err := next(ctx, cmd)
-			if c, ok := cmd.(*redis.Cmd); ok && err == nil {
-				if moved, _ := c.Int64(); moved > 0 {
-					w.wake()
-				}
+			if c, ok := cmd.(*redis.Cmd); !ok || err != nil || c.Val() != int64(0) {
+				w.wake()
 			}
 			return err
 		}

@@ -117,6 +117,7 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		l.apiCPU, l.storeCPU = processCPU(b, cmd.Process.Pid)-apiCPU, processCPU(b, storePID)-storeCPU
 		after := storeCommands(b, base)
 		l.commands = (after[0] - commands[0]) / (after[1] - commands[1])
+		l.allCommands = (after[2] - commands[2]) / (after[1] - commands[1])
 		for range 2 {
 			if err := <-profiled; err != nil {
 				b.Fatal(err)
@@ -125,7 +126,7 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		return l
 	}
 	load(chat, 4, 5*time.Second, "") // warm-up: connections, caches, the first plans
-	// The CPU dev uses with nothing to do (the worker's polls of its queue, the relay's and the
+	// The CPU dev uses with nothing to do (the worker's look for tasks at its poll, the relay's and the
 	// schedulers' ticks), after the warm-up's statistics and events have settled: a cost of
 	// each second, not of each chat, shown apart as the CPU a chat costs beyond it.
 	time.Sleep(2 * time.Second)
@@ -150,6 +151,7 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		b.ReportMetric((l.apiCPU.Seconds()-idle*chatDuration.Seconds())*1000/float64(l.requests), "agentplane-beyond-idle-cpu-ms/"+l.name)
 		b.ReportMetric(l.storeCPU.Seconds()*1000/float64(l.requests), "store-cpu-ms/"+l.name)
 		b.ReportMetric(l.commands, "store-cmds/"+l.name)
+		b.ReportMetric(l.allCommands, "store-cmds-all/"+l.name)
 		if l.errors > 0 {
 			b.Errorf("%s: %d of %d requests failed", l.name, l.errors, l.requests)
 		}
@@ -198,6 +200,7 @@ type chatLoad struct {
 	rate, p50, p99   float64 // chats a second, milliseconds
 	apiCPU, storeCPU time.Duration
 	commands         float64 // store commands a request
+	allCommands      float64 // every store command dev made during the load, a request
 }
 
 // chatAgent makes a project and an agent with one small text source, ready, with the key.
@@ -279,11 +282,13 @@ func processCPU(b *testing.B, pid int) time.Duration {
 var (
 	storeCommandsLine = regexp.MustCompile(`(?m)^agentplane_http_store_commands_(sum|count)\{[^}]*route="/v1/bot/chat"[^}]*\} (\S+)$`)
 	runCommandsLine   = regexp.MustCompile(`(?m)^agentplane_task_store_commands_sum\{type="agent:run"\} (\S+)$`)
+	allCommandsLine   = regexp.MustCompile(`(?m)^agentplane_store_commands_total\{[^}]*\} (\S+)$`)
 )
 
 // storeCommands are the store commands counted for chats (the API's, and the worker's for the
-// agent runs among them), and the chats.
-func storeCommands(b *testing.B, base string) [2]float64 {
+// agent runs among them), the chats, and every store command dev made (its background work's
+// too: the relay's, the statistics recorder's, the schedulers').
+func storeCommands(b *testing.B, base string) [3]float64 {
 	b.Helper()
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -292,7 +297,11 @@ func storeCommands(b *testing.B, base string) [2]float64 {
 	defer res.Body.Close()
 	var text bytes.Buffer
 	_, _ = text.ReadFrom(res.Body)
-	var out [2]float64
+	var out [3]float64
+	for _, m := range allCommandsLine.FindAllStringSubmatch(text.String(), -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		out[2] += v
+	}
 	for _, m := range storeCommandsLine.FindAllStringSubmatch(text.String(), -1) {
 		v, _ := strconv.ParseFloat(m[2], 64)
 		if m[1] == "sum" {

@@ -126,9 +126,9 @@ func BenchmarkChatConcurrency(b *testing.B) {
 		return l
 	}
 	load(chat, 4, 5*time.Second, "") // warm-up: connections, caches, the first plans
-	// The CPU dev uses with nothing to do (the worker's look for tasks at its poll, the relay's and the
-	// schedulers' ticks), after the warm-up's statistics and events have settled: a cost of
-	// each second, not of each chat, shown apart as the CPU a chat costs beyond it.
+	// The CPU dev uses with nothing to do (the worker's look for tasks at its poll, the relay's
+	// and the schedulers' ticks), after the warm-up's statistics and events have settled: a cost
+	// of each second, not of each chat, shown apart as the CPU a chat costs beyond it.
 	time.Sleep(2 * time.Second)
 	idleFrom, idleFor := processCPU(b, cmd.Process.Pid), 10*time.Second
 	time.Sleep(idleFor)

@@ -17,8 +17,8 @@ import (
 // Redis, and a worker's look that finds the queue empty waits for a wake, or for the poll (the
 // fallback for wakes lost with a connection), before it looks again: the look is held in the
 // Redis client the worker's asynq server uses, by a hook that knows asynq's dequeue script by the
-// keys it names (and its move of scheduled and retried tasks to the queue, which wakes the worker
-// that made it).
+// keys it names (and its move of scheduled and retried tasks to the queue, which wakes the
+// workers too).
 
 // wakeChannel is the Redis channel of the wakes of the queue name.
 func wakeChannel(name string) string { return "agentplane:queue:{" + name + "}:ready" }
@@ -115,18 +115,20 @@ func (w *Waiter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
-// ProcessHook holds asynq's empty looks for a task (see look), and wakes the waiter when asynq
-// moves scheduled or retried tasks to the queue.
+// ProcessHook holds asynq's empty looks for a task (see look), and wakes the queue's workers when
+// asynq moves scheduled or retried tasks to the queue.
 func (w *Waiter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch first, second := w.keys(cmd); {
 		case first == w.pending && second == w.paused:
 			return w.look(ctx, cmd, next)
 		case second == w.pending && (first == w.scheduled || first == w.retry):
-			// A move that failed may have moved tasks all the same (a reply lost): looking again
-			// costs one look.
+			// The tasks moved wake every worker of the queue (this one may have no room for them),
+			// this one at once. A move that failed may have moved tasks all the same (a reply
+			// lost): looking again costs one look.
 			err := next(ctx, cmd)
 			if c, ok := cmd.(*redis.Cmd); !ok || err != nil || c.Val() != int64(0) {
+				_ = next(ctx, redis.NewIntCmd(ctx, "publish", w.channel, ""))
 				w.wake()
 			}
 			return err

@@ -29,21 +29,32 @@ type worker struct {
 
 func startWorker(t *testing.T, poll time.Duration) *worker {
 	t.Helper()
+	return startWorkerOn(t, testenv.NewName(), poll, 2, 50*time.Millisecond, nil)
+}
+
+// startWorkerOn starts a worker of the queue name that runs concurrency tasks at once and moves
+// due tasks to the queue every delayed; a task whose payload is "hold" holds its slot until hold
+// is closed.
+func startWorkerOn(t *testing.T, name string, poll time.Duration, concurrency int, delayed time.Duration, hold <-chan struct{}) *worker {
+	t.Helper()
 	opt, err := asynq.ParseRedisURI(testenv.RedisURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &worker{name: testenv.NewName(), ran: make(chan string, 8), client: asynq.NewClient(opt)}
+	w := &worker{name: name, ran: make(chan string, 8), client: asynq.NewClient(opt)}
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = w.client.Close(); _ = insp.Close() })
 	w.q = queue.New(w.client, insp, testenv.Redis(t), w.name)
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop = stop
 	w.waiter = queue.NewWaiter(w.name, poll, ctx.Done())
-	w.srv = asynq.NewServer(w.waiter.ConnOpt(opt), asynq.Config{Concurrency: 2, Queues: map[string]int{w.name: 1},
-		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	w.srv = asynq.NewServer(w.waiter.ConnOpt(opt), asynq.Config{Concurrency: concurrency, Queues: map[string]int{w.name: 1},
+		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: delayed, LogLevel: asynq.FatalLevel})
 	if err := w.srv.Start(asynq.HandlerFunc(func(_ context.Context, task *asynq.Task) error {
 		w.ran <- string(task.Payload())
+		if string(task.Payload()) == `"hold"` {
+			<-hold
+		}
 		return nil
 	})); err != nil {
 		t.Fatal(err)
@@ -122,6 +133,27 @@ func TestAnIdleWorkerIsWokenByATaskScheduledComingDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.runs(t, `"later"`)
+}
+
+// A task coming due wakes every worker of the queue: the one whose asynq moved it to the queue
+// may have no room for it. Here the first worker runs one task at a time and holds it, and the
+// second's asynq never moves due tasks itself (it would every hour).
+func TestATaskComingDueWakesTheOtherWorkers(t *testing.T) {
+	t.Parallel()
+	name, hold := testenv.NewName(), make(chan struct{})
+	busy := startWorkerOn(t, name, time.Hour, 1, 50*time.Millisecond, hold)
+	t.Cleanup(func() { close(hold) })
+	busy.idle(t)
+	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "hold", Payload: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	busy.runs(t, `"hold"`)
+	idle := startWorkerOn(t, name, time.Hour, 1, time.Hour, nil)
+	idle.idle(t)
+	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "later", Payload: "later", After: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	idle.runs(t, `"later"`)
 }
 
 // A task whose wake was lost (here: enqueued without one) is taken at the worker's poll.

@@ -17,8 +17,8 @@ import (
 // Redis, and a worker's look that finds the queue empty waits for a wake, or for the poll (the
 // fallback for wakes lost with a connection), before it looks again: the look is held in the
 // Redis client the worker's asynq server uses, by a hook that knows asynq's dequeue script by the
-// keys it names (and its move of scheduled and retried tasks to the queue, which wakes the
-// workers too).
+// keys it names (and its moves of tasks to the queue, scheduled or retried ones come due and
+// unfinished ones given back by a worker that stops, which wake the workers too).
 
 // wakeChannel is the Redis channel of the wakes of the queue name.
 func wakeChannel(name string) string { return "agentplane:queue:{" + name + "}:ready" }
@@ -26,10 +26,10 @@ func wakeChannel(name string) string { return "agentplane:queue:{" + name + "}:r
 // Waiter holds a worker's look for tasks in the queue while it is empty, until a wake, the poll
 // or the end of the worker.
 type Waiter struct {
-	channel                           string
-	pending, paused, scheduled, retry string // asynq's keys of the queue
-	poll                              time.Duration
-	stop                              <-chan struct{}
+	channel                                          string
+	pending, paused, scheduled, retry, active, lease string // asynq's keys of the queue
+	poll                                             time.Duration
+	stop                                             <-chan struct{}
 
 	mu      sync.Mutex
 	woken   chan struct{} // closed at the next wake
@@ -41,7 +41,8 @@ type Waiter struct {
 func NewWaiter(name string, poll time.Duration, stop <-chan struct{}) *Waiter {
 	prefix := "asynq:{" + name + "}:"
 	return &Waiter{channel: wakeChannel(name), pending: prefix + "pending", paused: prefix + "paused",
-		scheduled: prefix + "scheduled", retry: prefix + "retry", poll: poll, stop: stop, woken: make(chan struct{})}
+		scheduled: prefix + "scheduled", retry: prefix + "retry", active: prefix + "active", lease: prefix + "lease",
+		poll: poll, stop: stop, woken: make(chan struct{})}
 }
 
 // ConnOpt is opt with the waiter's hook in the clients it makes: the worker's asynq server is
@@ -116,16 +117,19 @@ func (w *Waiter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 }
 
 // ProcessHook holds asynq's empty looks for a task (see look), and wakes the queue's workers when
-// asynq moves scheduled or retried tasks to the queue.
+// asynq moves tasks to the queue: scheduled or retried ones come due, unfinished ones given back.
 func (w *Waiter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		switch first, second := w.keys(cmd); {
-		case first == w.pending && second == w.paused:
+		keys := w.keys(cmd)
+		switch {
+		case len(keys) >= 2 && keys[0] == w.pending && keys[1] == w.paused:
 			return w.look(ctx, cmd, next)
-		case second == w.pending && (first == w.scheduled || first == w.retry):
-			// The tasks moved wake every worker of the queue (this one may have no room for them),
-			// this one at once. A move that failed may have moved tasks all the same (a reply
-			// lost): looking again costs one look.
+		case len(keys) >= 2 && keys[1] == w.pending && (keys[0] == w.scheduled || keys[0] == w.retry),
+			len(keys) >= 3 && keys[0] == w.active && keys[1] == w.lease && keys[2] == w.pending:
+			// Tasks moved to the queue (due, or given back by a worker stopping with them
+			// unfinished) wake every worker of the queue (this one may have no room for them, or
+			// be stopping), this one at once. A move that failed may have moved tasks all the same
+			// (a reply lost): looking again costs one look.
 			err := next(ctx, cmd)
 			if c, ok := cmd.(*redis.Cmd); !ok || err != nil || c.Val() != int64(0) {
 				_ = next(ctx, redis.NewIntCmd(ctx, "publish", w.channel, ""))
@@ -137,18 +141,24 @@ func (w *Waiter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// keys are the first two keys a script names (none for other commands).
-func (w *Waiter) keys(cmd redis.Cmder) (first, second string) {
+// keys are the keys a script names (none for other commands).
+func (w *Waiter) keys(cmd redis.Cmder) []string {
 	if name := cmd.Name(); name != "evalsha" && name != "eval" {
-		return "", ""
+		return nil
 	}
 	args := cmd.Args() // the command, the script, the number of keys, the keys, the arguments
-	if len(args) < 5 {
-		return "", ""
+	if len(args) < 3 {
+		return nil
 	}
-	first, _ = args[3].(string)
-	second, _ = args[4].(string)
-	return first, second
+	n, ok := args[2].(int)
+	if !ok || len(args) < 3+n {
+		return nil
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i], _ = args[3+i].(string)
+	}
+	return keys
 }
 
 // look runs the dequeue script cmd, and again at each wake while it finds nothing, for at most

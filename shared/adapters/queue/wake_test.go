@@ -29,13 +29,20 @@ type worker struct {
 
 func startWorker(t *testing.T, poll time.Duration) *worker {
 	t.Helper()
-	return startWorkerOn(t, testenv.NewName(), poll, 2, 50*time.Millisecond, nil)
+	return startWorkerOn(t, testenv.NewName(), options{poll: poll, concurrency: 2, delayed: 50 * time.Millisecond})
 }
 
-// startWorkerOn starts a worker of the queue name that runs concurrency tasks at once and moves
-// due tasks to the queue every delayed; a task whose payload is "hold" holds its slot until hold
-// is closed.
-func startWorkerOn(t *testing.T, name string, poll time.Duration, concurrency int, delayed time.Duration, hold <-chan struct{}) *worker {
+// options are a worker's: its poll, the tasks it runs at once, how often its asynq moves due
+// tasks to the queue, how long its shutdown waits for tasks under way (asynq's 8 s when 0), and
+// the channel whose close ends a task whose payload is "hold".
+type options struct {
+	poll, delayed, shutdown time.Duration
+	concurrency             int
+	hold                    <-chan struct{}
+}
+
+// startWorkerOn starts a worker of the queue name.
+func startWorkerOn(t *testing.T, name string, o options) *worker {
 	t.Helper()
 	opt, err := asynq.ParseRedisURI(testenv.RedisURL())
 	if err != nil {
@@ -47,13 +54,14 @@ func startWorkerOn(t *testing.T, name string, poll time.Duration, concurrency in
 	w.q = queue.New(w.client, insp, testenv.Redis(t), w.name)
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop = stop
-	w.waiter = queue.NewWaiter(w.name, poll, ctx.Done())
-	w.srv = asynq.NewServer(w.waiter.ConnOpt(opt), asynq.Config{Concurrency: concurrency, Queues: map[string]int{w.name: 1},
-		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: delayed, LogLevel: asynq.FatalLevel})
+	w.waiter = queue.NewWaiter(w.name, o.poll, ctx.Done())
+	w.srv = asynq.NewServer(w.waiter.ConnOpt(opt), asynq.Config{Concurrency: o.concurrency, Queues: map[string]int{w.name: 1},
+		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: o.delayed, ShutdownTimeout: o.shutdown,
+		LogLevel: asynq.FatalLevel})
 	if err := w.srv.Start(asynq.HandlerFunc(func(_ context.Context, task *asynq.Task) error {
 		w.ran <- string(task.Payload())
 		if string(task.Payload()) == `"hold"` {
-			<-hold
+			<-o.hold
 		}
 		return nil
 	})); err != nil {
@@ -141,19 +149,36 @@ func TestAnIdleWorkerIsWokenByATaskScheduledComingDue(t *testing.T) {
 func TestATaskComingDueWakesTheOtherWorkers(t *testing.T) {
 	t.Parallel()
 	name, hold := testenv.NewName(), make(chan struct{})
-	busy := startWorkerOn(t, name, time.Hour, 1, 50*time.Millisecond, hold)
+	busy := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: 50 * time.Millisecond, hold: hold})
 	t.Cleanup(func() { close(hold) })
 	busy.idle(t)
 	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "hold", Payload: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	busy.runs(t, `"hold"`)
-	idle := startWorkerOn(t, name, time.Hour, 1, time.Hour, nil)
+	idle := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour})
 	idle.idle(t)
 	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "later", Payload: "later", After: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	idle.runs(t, `"later"`)
+}
+
+// A task that a stopping worker gives back unfinished wakes the other workers of the queue.
+func TestATaskGivenBackWakesTheOtherWorkers(t *testing.T) {
+	t.Parallel()
+	name, hold := testenv.NewName(), make(chan struct{})
+	stopping := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour, shutdown: 100 * time.Millisecond, hold: hold})
+	stopping.idle(t)
+	if err := stopping.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "hold", Payload: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	stopping.runs(t, `"hold"`)
+	other := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour, hold: hold})
+	t.Cleanup(func() { close(hold) })
+	other.idle(t)
+	stopping.shutdown(t)
+	other.runs(t, `"hold"`)
 }
 
 // A task whose wake was lost (here: enqueued without one) is taken at the worker's poll.

@@ -119,6 +119,23 @@ func (w *worker) runs(t *testing.T, want string) {
 	}
 }
 
+// enqueue enqueues, through the queue (with its wake), the task whose id and payload are id, to
+// run after the delay after.
+func (w *worker) enqueue(t *testing.T, id string, after time.Duration) {
+	t.Helper()
+	if err := w.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: id, Payload: id, After: after}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holding has the idle worker run a task that holds its slot (see options.hold).
+func (w *worker) holding(t *testing.T) {
+	t.Helper()
+	w.idle(t)
+	w.enqueue(t, "hold", 0)
+	w.runs(t, `"hold"`)
+}
+
 // The looks of these workers wait an hour for a wake: a task they run within the test's bounds
 // was taken because its enqueue (or asynq's move of a scheduled task to the queue) woke them.
 func TestAnIdleWorkerIsWokenByATaskEnqueued(t *testing.T) {
@@ -126,9 +143,7 @@ func TestAnIdleWorkerIsWokenByATaskEnqueued(t *testing.T) {
 	w := startWorker(t, time.Hour)
 	for _, id := range []string{"first", "second", "third"} {
 		w.idle(t)
-		if err := w.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: id, Payload: id}); err != nil {
-			t.Fatal(err)
-		}
+		w.enqueue(t, id, 0)
 		w.runs(t, `"`+id+`"`)
 	}
 }
@@ -137,9 +152,7 @@ func TestAnIdleWorkerIsWokenByATaskScheduledComingDue(t *testing.T) {
 	t.Parallel()
 	w := startWorker(t, time.Hour)
 	w.idle(t)
-	if err := w.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "later", Payload: "later", After: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	w.enqueue(t, "later", 200*time.Millisecond)
 	w.runs(t, `"later"`)
 }
 
@@ -151,16 +164,10 @@ func TestATaskComingDueWakesTheOtherWorkers(t *testing.T) {
 	name, hold := testenv.NewName(), make(chan struct{})
 	busy := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: 50 * time.Millisecond, hold: hold})
 	t.Cleanup(func() { close(hold) })
-	busy.idle(t)
-	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "hold", Payload: "hold"}); err != nil {
-		t.Fatal(err)
-	}
-	busy.runs(t, `"hold"`)
+	busy.holding(t)
 	idle := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour})
 	idle.idle(t)
-	if err := busy.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "later", Payload: "later", After: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	busy.enqueue(t, "later", 200*time.Millisecond)
 	idle.runs(t, `"later"`)
 }
 
@@ -169,11 +176,7 @@ func TestATaskGivenBackWakesTheOtherWorkers(t *testing.T) {
 	t.Parallel()
 	name, hold := testenv.NewName(), make(chan struct{})
 	stopping := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour, shutdown: 100 * time.Millisecond, hold: hold})
-	stopping.idle(t)
-	if err := stopping.q.Enqueue(t.Context(), tasks.Task{Type: "test:wake", ID: "hold", Payload: "hold"}); err != nil {
-		t.Fatal(err)
-	}
-	stopping.runs(t, `"hold"`)
+	stopping.holding(t)
 	other := startWorkerOn(t, name, options{poll: time.Hour, concurrency: 1, delayed: time.Hour, hold: hold})
 	t.Cleanup(func() { close(hold) })
 	other.idle(t)

@@ -119,12 +119,18 @@ func duplicates(err error) bool {
 // moveTimeout bounds a batch of moves to the finished ones.
 const moveTimeout = 10 * time.Second
 
+// moveGrace is how long a batch of moves waits before it moves: the followers of a run read it
+// when its end's notice comes, by _id among the live ones, and one that has been moved already
+// costs them a second read, among the finished ones.
+const moveGrace = 250 * time.Millisecond
+
 // moves moves the executions that ended in this process (as they ended) to the finished ones
-// off their runs' path, in batches of whatever ended meanwhile. A process that stops with moves
-// left leaves them to the scheduler's sweep (MoveEnded); reads find the executions among the
-// live ones until then.
+// off their runs' path, in batches of whatever ended meanwhile, each after moveGrace. A process
+// that stops with moves left leaves them to the scheduler's sweep (MoveEnded); reads find the
+// executions among the live ones until then.
 func moves(db *mongo.Database, log *slog.Logger) *batch.Batcher[bson.Raw] {
 	return batch.New(func(ended []bson.Raw) {
+		time.Sleep(moveGrace)
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		defer cancel()
 		if err := move(ctx, db, ended); err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/devenv/devstack"
 )
@@ -447,6 +448,7 @@ func TestChatStreamDisconnect(t *testing.T) {
 		waitABit()
 	}
 	http.DefaultClient.CloseIdleConnections()
+	provider.Transport().CloseIdleConnections() // the configured provider's connections
 }
 
 // An agent's own limit (ratelimit_requests per ratelimit_seconds, for each API key) applies and

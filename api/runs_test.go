@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentplane/agentplane/api/apitest"
+	"github.com/agentplane/agentplane/shared/adapters/provider"
 	"github.com/agentplane/agentplane/shared/adapters/provider/providertest"
 	"github.com/agentplane/agentplane/shared/chats"
 	"github.com/agentplane/agentplane/shared/devenv/testenv"
@@ -802,6 +803,7 @@ func TestAgentStreamCut(t *testing.T) {
 		})
 	}
 	http.DefaultClient.CloseIdleConnections()
+	provider.Transport().CloseIdleConnections() // the configured provider's connections
 }
 
 // A run the provider refuses fails: the chat answers the provider's error as the API's error

@@ -584,7 +584,7 @@ func (a *App) embedder() memory.Embedder {
 	if a.Cfg.EmbeddingURL == "" {
 		return nil
 	}
-	return provider.NewEmbedder(a.Cfg.EmbeddingURL, a.Cfg.EmbeddingKey, a.Cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second})
+	return provider.NewEmbedder(a.Cfg.EmbeddingURL, a.Cfg.EmbeddingKey, a.Cfg.EmbeddingModel, &http.Client{Timeout: 30 * time.Second, Transport: provider.Transport()})
 }
 
 // providerClients is how many clients of provider hosts and keys that requests and agents name
@@ -608,7 +608,7 @@ func (a *App) providers() chats.Providers {
 	p := chats.Providers{Default: provider.NewOffline(), BaseURL: a.Cfg.ProviderURL, Open: open}
 	if a.Cfg.ProviderURL != "" {
 		p.Default = provider.NewOpenAI(provider.Config{BaseURL: a.Cfg.ProviderURL, APIKey: a.Cfg.ProviderKey, Timeout: a.Cfg.ProviderTimeout,
-			HTTPClient: &http.Client{Transport: a.Metrics.Provider(nil)}})
+			HTTPClient: &http.Client{Transport: a.Metrics.Provider(provider.Transport())}})
 	}
 	return p
 }

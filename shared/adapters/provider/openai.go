@@ -56,7 +56,7 @@ func NewOpenAI(c Config) llm.Model {
 	}
 	hc := c.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: Transport()}
 	}
 	return &openAI{
 		svc: openai.NewChatCompletionService(

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -569,5 +572,43 @@ func TestToolCalls(t *testing.T) {
 				t.Errorf("call and result sent back as %+v", got)
 			}
 		})
+	}
+}
+
+// TestConcurrentCallsReuseTheirConnections makes 16 calls at once to a provider, twice, through
+// the default client (the configured provider's): the second round reuses the first round's
+// connections, where net/http's default transport kept two and dialed the others again.
+func TestConcurrentCallsReuseTheirConnections(t *testing.T) {
+	const calls = 16
+	var inFlight sync.WaitGroup
+	var dialed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		inFlight.Done()
+		inFlight.Wait() // every call of the round holds its connection until all have one
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dialed.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	m := provider.NewOpenAI(provider.Config{BaseURL: srv.URL, APIKey: "sk-test"})
+	for round := 1; round <= 2; round++ {
+		inFlight.Add(calls)
+		var done sync.WaitGroup
+		for range calls {
+			done.Go(func() {
+				if _, err := m.Complete(t.Context(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		done.Wait()
+		if n := dialed.Load(); n != calls {
+			t.Fatalf("after round %d the provider saw %d connections, want %d (one a call, reused in the second round)", round, n, calls)
+		}
 	}
 }

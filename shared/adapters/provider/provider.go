@@ -16,8 +16,10 @@ package provider
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/adapters/safehttp"
 	"github.com/agentplane/agentplane/shared/llm"
 	"github.com/agentplane/agentplane/shared/memory/text"
 )
@@ -30,8 +32,8 @@ type Config struct {
 	// APIKey is sent as "Authorization: Bearer <key>" when not empty.
 	APIKey string
 	// HTTPClient sends the requests. Callers pass the SSRF-guarded client of package safehttp
-	// for user-supplied hosts; nil means a plain client without a timeout (the deadlines below
-	// apply).
+	// for user-supplied hosts; nil means a plain client over [Transport] without a timeout (the
+	// deadlines below apply).
 	HTTPClient *http.Client
 	// Timeout bounds a whole non-streamed call, and the time to the first chunk of a stream,
 	// retries and their waits included; 60s when zero or negative.
@@ -43,6 +45,19 @@ type Config struct {
 	// retries).
 	MaxRetries int
 }
+
+// Transport is the one connection layer of calls to the operator's own endpoints (the configured
+// provider, the embeddings service), which the SSRF guard does not check: net/http's default,
+// shared by the process's clients as [http.DefaultTransport] is, keeping as many idle connections
+// a host as the guarded client does (net/http's default of 2 dialed again every connection of
+// concurrent calls beyond the second).
+func Transport() *http.Transport { return pooled() }
+
+var pooled = sync.OnceValue(func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = safehttp.IdleConnsPerHost
+	return t
+})
 
 // countUsage estimates the usage of a call whose provider reported none.
 func countUsage(msgs []llm.Message, reply string) llm.Usage {

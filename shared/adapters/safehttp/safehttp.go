@@ -62,12 +62,13 @@ const (
 	keepAlive       = 30 * time.Second
 	tlsTimeout      = 10 * time.Second
 	idleConnTimeout = 90 * time.Second
-	// maxIdlePerHost is how many idle connections a host keeps: a model provider is one host
-	// answering many calls at once, and net/http's default of 2 closed every connection beyond
-	// the second after its call, to dial (and shake hands over TLS) again for the next.
-	maxIdlePerHost = 64
-	maxHeaderBytes = 1 << 20
+	maxHeaderBytes  = 1 << 20
 )
+
+// IdleConnsPerHost is how many idle connections a host keeps for reuse: a model provider is one
+// host answering many calls at once, and net/http's default of 2 closed every connection beyond
+// the second after its call, to dial (and shake hands over TLS) again for the next.
+const IdleConnsPerHost = 64
 
 var (
 	// ErrBlocked matches (with errors.Is) every refusal by the policy: a scheme other than
@@ -172,7 +173,7 @@ func newTransport(o Options, dial dialFunc) *http.Transport {
 		ExpectContinueTimeout:  time.Second,
 		IdleConnTimeout:        idleConnTimeout,
 		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    maxIdlePerHost,
+		MaxIdleConnsPerHost:    IdleConnsPerHost,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 }

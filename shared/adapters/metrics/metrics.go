@@ -150,9 +150,6 @@ func (m *Metrics) OutboxSetAside(typ string) { m.outboxAside.WithLabelValues(typ
 // Provider wraps the transport of a model provider's client so that its requests are counted
 // and timed (to the response headers; a stream's body is the caller's).
 func (m *Metrics) Provider(rt http.RoundTripper) http.RoundTripper {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		start := time.Now()
 		res, err := rt.RoundTrip(req)

@@ -36,7 +36,7 @@ func TestProviderRequests(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 
-	client := &http.Client{Transport: m.Provider(nil)}
+	client := &http.Client{Transport: m.Provider(http.DefaultTransport)}
 	for _, url := range []string{provider.URL + "/ok", provider.URL + "/ok", provider.URL + "/fail", closed} {
 		res, err := client.Get(url)
 		if err == nil {

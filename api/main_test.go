@@ -87,6 +87,7 @@ type options struct {
 	runWait     time.Duration
 	cacheTTL    time.Duration
 	runPoll     time.Duration
+	workerPoll  time.Duration
 	// providerTimeout bounds a model call (2 s when zero).
 	providerTimeout time.Duration
 	logs            io.Writer
@@ -124,6 +125,9 @@ func withRunWait(d time.Duration) option { return func(o *options) { o.runWait =
 // withRunPoll has followers of agent runs read them every d when no notice comes, instead of
 // every 200 ms.
 func withRunPoll(d time.Duration) option { return func(o *options) { o.runPoll = d } }
+
+// withWorkerPoll has the workers' looks for tasks wait up to d for a wake instead of 1 s.
+func withWorkerPoll(d time.Duration) option { return func(o *options) { o.workerPoll = d } }
 
 // withCacheTTL keeps cached entries for d instead of 30 s.
 func withCacheTTL(d time.Duration) option { return func(o *options) { o.cacheTTL = d } }
@@ -224,7 +228,7 @@ func testConfig(o options) config.Config {
 		CacheEntries:      1000,
 		CacheTTL:          cmp.Or(o.cacheTTL, 30*time.Second),
 		WorkerConcurrency: 4,
-		WorkerPoll:        time.Second,
+		WorkerPoll:        cmp.Or(o.workerPoll, time.Second),
 		ShutdownTimeout:   5 * time.Second,
 		RunLease:          3 * time.Second,
 		FetchTimeout:      2 * time.Second,

@@ -41,8 +41,6 @@ type workerOptions struct {
 	maxPages     int
 	// lease is how long the worker holds a run without renewing it.
 	lease time.Duration
-	// poll is how long the worker's look for tasks waits for a wake (the tests' second).
-	poll time.Duration
 }
 
 // startWorker runs a real worker, built by the composition root as a worker process is, on the
@@ -69,9 +67,6 @@ func (b *bundle) stoppableWorker(t testing.TB, o workerOptions) (*sources.Ingest
 	cfg.FetchMaxBytes = o.maxBytes
 	if o.lease != 0 {
 		cfg.RunLease = o.lease
-	}
-	if o.poll != 0 {
-		cfg.WorkerPoll = o.poll
 	}
 	w := app.New(cfg, b.log, b.app.Conns)
 	t.Cleanup(w.Close)

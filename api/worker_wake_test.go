@@ -14,10 +14,7 @@ import (
 // woke it.
 func TestTasksWakeAnIdleWorker(t *testing.T) {
 	t.Parallel()
-	fake := providertest.New(t)
-	b := setup(t, withProvider(fake.URL))
-	a := b.chatBot(t, map[string]any{"provider_key": "sk-run-key"})
-	b.startWorker(t, workerOptions{poll: time.Hour})
+	_, a, fake := agentSetup(t, nil, withWorkerPoll(time.Hour))
 	fake.Set(providertest.Behavior{Reply: "It opens at nine."})
 	for _, question := range []string{"When does the shop open?", "And on Sundays?"} {
 		_, chat := a.chat(t, map[string]any{"message": question, "reasoning_mode": "agent"})

@@ -13,10 +13,11 @@ import (
 
 // Hourly is what the statistics keep of an agent's messages written in one hour (UTC): counters,
 // the chats and authors it saw, and the distributions of its reply times, folded from the
-// chat.message.created events in the order the stream holds them. An hour is kept in Pages
-// pages (PageID), each an Hourly of the chats the page holds; the figures of the hour are the
-// sum (or union) of its pages', and of its unpaged document when it was written before hours were
-// paged (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
+// chat.message.created events in the order the stream holds them. An hour is kept in pages
+// (PageID), each an Hourly of the messages written in ten seconds of it; the figures of the hour
+// are the sum (or union) of its pages', of its chat pages when it was begun before pages were
+// by time (ChatPageID), and of its unpaged document when it was written before hours were paged
+// (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
 // it is already counted.
 type Hourly struct {
 	ID        string    `bson:"_id"`
@@ -67,24 +68,38 @@ func HourlyID(botID string, at time.Time) string {
 	return botID + "@" + strconv.FormatInt(at.UTC().Truncate(time.Hour).Unix(), 10)
 }
 
-// Pages is how many pages an agent's hour is split into, by chat. What a page holds grows with
-// its chats (about 130 bytes each, in its chats and authors): 16 pages keep an hour of 180 new
-// chats a second (650,000 chats) near 5 MB a page, under the store's 16 MB a document, and a
-// batch of events rewrites the pages of its chats only (a batch of many chats, all of them). More
-// pages would hold more chats an hour but make a busy hour that many more documents to read and a
-// batch that many more writes; the pages a batch touches are read in one find.
-const Pages = 16
+// PageSpan is the part of an hour a page keeps: the messages written in it, their votes with
+// them. The stream delivers events about as they happen, so a batch of them rewrites the page of
+// the last seconds (two at a span's end, and those of the messages it sets votes of): what a page
+// holds grows with the agent's chats in ten seconds (about 130 bytes each, in its chats and
+// authors), not with its hour's so far, and each chat is rewritten about PageSpan over the
+// batches' interval (half a second under load) times, however long the hour and however many
+// chats it holds. A chat whose messages span pages is in each, with the messages of each: the
+// figures sum and unite them. A busy hour is up to 360 pages, a quiet one a page a burst of
+// messages.
+const PageSpan = 10 * time.Second
 
-// PageID names the page of the agent's hour holding at that keeps the chat chatID.
-func PageID(botID string, at time.Time, chatID string) string {
-	return HourlyID(botID, at) + "." + strconv.Itoa(PageOf(chatID))
+// PageID names the page of the agent's hour holding at that keeps what was written at at.
+func PageID(botID string, at time.Time) string {
+	at = at.UTC()
+	return HourlyID(botID, at) + ":" + strconv.Itoa(int(at.Sub(at.Truncate(time.Hour))/PageSpan))
 }
 
-// PageOf is the page of its hour a chat is kept in (0 to Pages-1): a hash of its id.
-func PageOf(chatID string) int {
+// ChatPages is how many pages an hour begun before pages were by time is kept in, by chat: such
+// an hour keeps them to its end (the events it counts are in them).
+const ChatPages = 16
+
+// ChatPageID names the page of the agent's hour holding at that keeps the chat chatID, in an
+// hour kept in chat pages.
+func ChatPageID(botID string, at time.Time, chatID string) string {
+	return HourlyID(botID, at) + "." + strconv.Itoa(chatPageOf(chatID))
+}
+
+// chatPageOf is the chat page a chat is kept in (0 to ChatPages-1): a hash of its id.
+func chatPageOf(chatID string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(chatID))
-	return int(h.Sum32() % Pages)
+	return int(h.Sum32() % ChatPages)
 }
 
 // NewHourly is the empty hour of the agent holding at.

@@ -70,12 +70,35 @@ type Recorder struct {
 	owner    string
 	since    time.Time
 	log      *slog.Logger
+
+	// mu makes batches fold one at a time; it guards layouts and kept.
+	mu sync.Mutex
+	// layouts are how the hours this recorder folded into lately are kept; kept the documents of
+	// them it last read or wrote, which a batch need not read again: each write is conditional on
+	// the sequence it was read at, so a document another recorder wrote meanwhile is read again
+	// (and folded into again) rather than overwritten. Each is emptied when it outgrows its bound.
+	layouts map[string]layout
+	kept    map[string]Hourly
 }
+
+// layout is how an hour is kept: in pages by time or, begun before they were, in chat pages;
+// with or without the one document it was kept in before hours were paged.
+type layout struct {
+	chatPages, unpaged bool
+}
+
+// The bounds of a recorder's layouts and kept documents: a batch folds into the pages of its
+// last seconds, and the hours of the last day at most.
+const (
+	maxLayouts = 1024
+	maxKept    = 64
+)
 
 // NewRecorder returns the recorder owner (a name unique to the process), reading events with
 // tail; the first recorder of a deployment starts at the events published since since.
 func NewRecorder(ledger Ledger, a Agents, m Messages, tail Tail, owner string, since time.Time, log *slog.Logger) *Recorder {
-	return &Recorder{ledger: ledger, agents: a, messages: m, tail: tail, owner: owner, since: since, log: log.With("component", "stats")}
+	return &Recorder{ledger: ledger, agents: a, messages: m, tail: tail, owner: owner, since: since, log: log.With("component", "stats"),
+		layouts: map[string]layout{}, kept: map[string]Hourly{}}
 }
 
 // claimFor is how long a claim holds without renewal; retryAfter how long a recorder without
@@ -146,20 +169,20 @@ func (r *Recorder) lead(ctx context.Context) error {
 	return errors.Join(err, context.Cause(ctx))
 }
 
-// change is what one event changes in an hour: the chat it is about, the message whose votes it
-// sets (none: it counts a message), and the event's sequence.
+// change is what one event changes in an hour: the chat it is about and when its message was
+// written, the message whose votes it sets (none: it counts a message), and the event's sequence.
 type change struct {
 	seq           uint64
+	at            time.Time
 	chat, message string
 	apply         func(*Hourly)
 }
 
-// pending are the changes a batch makes to one hour of an agent, and the pages they touch.
+// pending are the changes a batch makes to one hour of an agent.
 type pending struct {
 	projectID, botID string
 	at               time.Time
 	changes          []change
-	pages            []string
 }
 
 // hourChanges are the changes of a batch by hour, the hours in the order they were first
@@ -169,23 +192,22 @@ type hourChanges struct {
 	pending map[string]*pending
 }
 
-func (hs *hourChanges) add(projectID, botID string, at time.Time, c change) {
-	id := HourlyID(botID, at)
+func (hs *hourChanges) add(projectID, botID string, c change) {
+	id := HourlyID(botID, c.at)
 	p := hs.pending[id]
 	if p == nil {
-		p = &pending{projectID: projectID, botID: botID, at: at}
+		p = &pending{projectID: projectID, botID: botID, at: c.at}
 		hs.pending[id] = p
 		hs.ids = append(hs.ids, id)
 	}
 	p.changes = append(p.changes, c)
-	if page := PageID(botID, at, c.chat); !slices.Contains(p.pages, page) {
-		p.pages = append(p.pages, page)
-	}
 }
 
 // Record folds batch (in stream order) into the hours: a message into the page of its chat in
 // the hour it was written in, its votes (as an event sets them) into that page too.
 func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	hs := &hourChanges{pending: map[string]*pending{}}
 	known := map[string]bool{}
 	for _, d := range batch {
@@ -206,22 +228,23 @@ func (r *Recorder) Record(ctx context.Context, batch []Delivery) error {
 		switch ev.Type {
 		case outbox.ChatMessageCreated:
 			f := factOf(m)
-			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{seq: d.Seq, chat: m.ChatID, apply: func(h *Hourly) { h.add(f) }})
+			hs.add(ev.ProjectID, ev.BotID, change{seq: d.Seq, at: m.CreatedAt, chat: m.ChatID, apply: func(h *Hourly) { h.add(f) }})
 		case outbox.ChatMessageUpdated, outbox.ChatMessageDeleted:
 			v := Vote{ChatID: m.ChatID, Role: m.Role, Upvotes: m.Upvotes, Downvotes: m.Downvotes, CreatedAt: m.CreatedAt, Version: m.Version}
 			if ev.Type == outbox.ChatMessageDeleted {
 				v.Upvotes, v.Downvotes = 0, 0
 			}
 			id := m.UUID
-			hs.add(ev.ProjectID, ev.BotID, m.CreatedAt, change{seq: d.Seq, chat: m.ChatID, message: id, apply: func(h *Hourly) { h.vote(id, v) }})
+			hs.add(ev.ProjectID, ev.BotID, change{seq: d.Seq, at: m.CreatedAt, chat: m.ChatID, message: id, apply: func(h *Hourly) { h.vote(id, v) }})
 		}
 	}
 	return r.fold(ctx, hs)
 }
 
-// fold applies the changes of each hour of hs not yet applied to it, reading the pages the
-// batch touches (and each hour's unpaged document) in one read and writing each page once
-// (again, with the rest of its hour, when another recorder wrote it meanwhile).
+// fold applies the changes of each hour of hs not yet applied to it, reading in one read the
+// documents the batch touches that the recorder does not keep (and, of an hour it has not
+// folded into lately, those that tell how the hour is kept) and writing each page once (again,
+// with the rest of its hour, when another recorder wrote it meanwhile).
 func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 	hours := hs.ids
 	for attempt := 0; len(hours) > 0; attempt++ {
@@ -230,11 +253,14 @@ func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 		}
 		var ids []string
 		for _, id := range hours {
-			ids = append(append(ids, id), hs.pending[id].pages...)
+			ids = append(ids, r.unread(id, hs.pending[id])...)
 		}
-		stored, err := r.ledger.HoursByID(ctx, ids)
-		if err != nil {
-			return err
+		stored := map[string]Hourly{}
+		if len(ids) > 0 {
+			var err error
+			if stored, err = r.ledger.HoursByID(ctx, ids); err != nil {
+				return err
+			}
 		}
 		var again []string
 		for _, id := range hours {
@@ -251,11 +277,73 @@ func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 	return nil
 }
 
+// unread are the documents of hour id that p's changes touch and the recorder does not keep:
+// of an hour whose layout it does not know, every document that tells it too.
+func (r *Recorder) unread(id string, p *pending) []string {
+	l, known := r.layouts[id]
+	var ids []string
+	want := func(docID string) {
+		if _, ok := r.kept[docID]; (!ok || !known) && !slices.Contains(ids, docID) {
+			ids = append(ids, docID)
+		}
+	}
+	if !known || l.unpaged {
+		want(id)
+	}
+	if !known {
+		for page := range ChatPages {
+			want(id + "." + strconv.Itoa(page))
+		}
+	}
+	for _, c := range p.changes {
+		want(pageOf(l, p.botID, c))
+	}
+	return ids
+}
+
+// pageOf is the page of the hour of layout l that keeps c.
+func pageOf(l layout, botID string, c change) string {
+	if l.chatPages {
+		return ChatPageID(botID, c.at, c.chat)
+	}
+	return PageID(botID, c.at)
+}
+
+// layoutOf is the layout of hour id, learnt from the documents stored when the recorder does not
+// know it.
+func (r *Recorder) layoutOf(id string, stored map[string]Hourly) layout {
+	if l, ok := r.layouts[id]; ok {
+		return l
+	}
+	_, unpaged := stored[id]
+	l := layout{unpaged: unpaged}
+	for page := range ChatPages {
+		if _, ok := stored[id+"."+strconv.Itoa(page)]; ok {
+			l.chatPages = true
+		}
+	}
+	if len(r.layouts) >= maxLayouts {
+		clear(r.layouts)
+	}
+	r.layouts[id] = l
+	return l
+}
+
+// keep remembers h as stored.
+func (r *Recorder) keep(h Hourly) {
+	if len(r.kept) >= maxKept {
+		clear(r.kept)
+	}
+	r.kept[h.ID] = h
+}
+
 // foldHour applies the changes of p not yet applied to the pages of hour id and writes the
 // pages it changed; false when another write came first to one of them. When the hour has an
 // unpaged document (written before hours were paged), the events up to the sequence it was
-// sealed at are counted in it, and the votes of the messages it holds votes of stay in it.
+// sealed at are counted in it, and the votes of the messages it holds votes of stay in it. A
+// document is kept only once written (or when unchanged): one whose write failed is read again.
 func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored map[string]Hourly) (bool, error) {
+	l := r.layoutOf(id, stored)
 	docs, prev := map[string]*Hourly{}, map[string]uint64{}
 	var order []string
 	doc := func(docID string) *Hourly {
@@ -263,6 +351,12 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 			return h
 		}
 		h, ok := stored[docID]
+		if kept, isKept := r.kept[docID]; isKept {
+			delete(r.kept, docID)
+			if !ok {
+				h, ok = kept, true
+			}
+		}
 		if !ok {
 			h = NewHourly(p.projectID, p.botID, p.at)
 			h.ID = docID
@@ -273,7 +367,7 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 	}
 	var unpaged *Hourly
 	var floor uint64
-	if _, ok := stored[id]; ok {
+	if l.unpaged {
 		unpaged = doc(id)
 		floor = cmp.Or(unpaged.Sealed, unpaged.Seq)
 	}
@@ -283,7 +377,7 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 			h = doc(id)
 			h.Sealed = floor
 		} else if c.seq > floor {
-			h = doc(PageID(p.botID, p.at, c.chat))
+			h = doc(pageOf(l, p.botID, c))
 		}
 		if h != nil && c.seq > h.Seq {
 			c.apply(h)
@@ -294,11 +388,17 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 	for _, docID := range order {
 		h := docs[docID]
 		if h.Seq == prev[docID] {
+			if h.Seq > 0 {
+				r.keep(*h)
+			}
 			continue
 		}
 		written, err := r.ledger.PutHour(ctx, *h, prev[docID])
 		if err != nil {
 			return false, err
+		}
+		if written {
+			r.keep(*h)
 		}
 		all = all && written
 	}

@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"reflect"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,8 +64,9 @@ func storedHours(t *testing.T, db *mongo.Database) map[string]stats.Hourly {
 	return out
 }
 
-// An hour of 5,000 chats is kept in pages of about an even share of its chats each, and reads
-// back as exactly what was written, each event counted once however often it is delivered.
+// An hour of 5,000 chats is kept in pages of its ten seconds, each holding the chats written in
+// them only, and reads back as exactly what was written, each event counted once however often
+// it is delivered.
 func TestStatsHourOfManyChatsIsPaged(t *testing.T) {
 	t.Parallel()
 	db := testenv.Mongo(t)
@@ -148,16 +151,21 @@ func TestStatsHourOfManyChatsIsPaged(t *testing.T) {
 		t.Fatalf("the history is not the one meant: %+v, %+v", want.Behavior, want.Votes)
 	}
 	pages := storedHours(t, db)
-	if len(pages) != stats.Pages {
-		t.Fatalf("the hour is kept in %d documents, want %d pages", len(pages), stats.Pages)
+	if span := int(time.Hour / stats.PageSpan); len(pages) != span {
+		t.Fatalf("the hour is kept in %d documents, want %d pages", len(pages), span)
 	}
-	stem := stats.HourlyID("b", statsMonday) + "."
 	for id, p := range pages {
-		if !strings.HasPrefix(id, stem) || p.Start != statsMonday || p.BotID != "b" || p.ProjectID != "p" {
-			t.Fatalf("page %s of the hour %s: %+v", id, stem, p)
+		if p.Start != statsMonday || p.BotID != "b" || p.ProjectID != "p" {
+			t.Fatalf("page %s of the hour: %+v", id, p)
 		}
-		if len(p.Chats) > 2*chatsN/stats.Pages {
-			t.Fatalf("page %s holds %d chats, more than twice its share of %d", id, len(p.Chats), chatsN/stats.Pages)
+		for chat := range p.Chats {
+			var i int
+			if _, err := fmt.Sscanf(chat, "chat-%d", &i); err != nil {
+				t.Fatal(err)
+			}
+			if at := statsMonday.Add(time.Duration(i%3600) * time.Second); stats.PageID("b", at) != id {
+				t.Fatalf("page %s holds chat %s, written at %s", id, chat, at.Format(time.TimeOnly))
+			}
 		}
 	}
 	record()
@@ -212,8 +220,86 @@ func TestStatsUnpagedHourIsKept(t *testing.T) {
 		}
 	}
 	var page stats.Hourly
-	if err := db.Collection("stat_hours").FindOne(ctx, bson.D{{Key: "_id", Value: stats.PageID("b", statsMonday, "M")}}).Decode(&page); err != nil ||
-		page.Messages != 2 || page.Voted["M-2"].Downvotes != 2 {
-		t.Fatalf("the page of chat M: %+v (%v)", page, err)
+	if err := db.Collection("stat_hours").FindOne(ctx, bson.D{{Key: "_id", Value: stats.PageID("b", statsMonday.Add(2*time.Minute))}}).Decode(&page); err != nil ||
+		page.Messages != 1 || page.Voted["M-2"].Downvotes != 2 {
+		t.Fatalf("the page of M's second message: %+v (%v)", page, err)
+	}
+}
+
+// An hour begun in chat pages (before pages were by time) is kept in them to its end: its events
+// delivered again are not counted twice, and the events after them go to the pages of their chats.
+func TestStatsHourBegunInChatPagesKeepsThem(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	ctx, h := context.Background(), newHistory(t, db)
+	msg := func(chat string, n int, role, author string, down int) chats.Message {
+		return chats.Message{UUID: fmt.Sprintf("%s-%d", chat, n), ChatID: chat, Role: role, User: chats.User{UUID: author}, Tokens: 10,
+			Downvotes: down, CreatedAt: statsMonday.Add(time.Duration(n) * time.Minute)}
+	}
+	// The chat page of L, as the recorder wrote it before, with L's first two messages.
+	const written = 2
+	old := stats.NewHourly("p", "b", statsMonday)
+	old.ID, old.Seq, old.Messages, old.UserMessages, old.AgentMessages, old.Tokens = stats.ChatPageID("b", statsMonday, "L"), written, 2, 1, 1, 20
+	old.Chats["L"] = 2
+	old.Authors["old"] = map[string]int{"L": 1}
+	old.Modes["standard"] = 1
+	if ok, err := store.NewStats(db).PutHour(ctx, old, 0); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	want := hourFigures{
+		Totals: stats.Totals{Chats: 2, Messages: 5, UserMessages: 3, AgentMessages: 2, Users: 2, Tokens: 50, Versions: map[string]stats.VersionTotals{}},
+		Votes:  stats.Votes{Downvotes: 3, Rated: 2},
+	}
+	for _, step := range []string{"recorded", "delivered again"} {
+		h.seq = 0
+		h.record(outbox.ChatMessageCreated, "b", msg("L", 1, chats.RoleUser, "old", 0), msg("L", 2, chats.RoleAgent, "bot", 0),
+			msg("L", 3, chats.RoleUser, "old", 0))
+		h.record(outbox.ChatMessageCreated, "b", msg("M", 1, chats.RoleUser, "new", 0), msg("M", 2, chats.RoleAgent, "bot", 0))
+		h.record(outbox.ChatMessageUpdated, "b", msg("L", 2, chats.RoleAgent, "bot", 1), msg("M", 2, chats.RoleAgent, "bot", 2))
+		got := readHour(t, db)
+		got.Behavior = stats.Behavior{}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %+v, want %+v", step, got, want)
+		}
+		docs := storedHours(t, db)
+		if len(docs) != 2 || docs[stats.ChatPageID("b", statsMonday, "L")].Messages != 3 || docs[stats.ChatPageID("b", statsMonday, "M")].Messages != 2 {
+			t.Fatalf("%s: the hour is kept in %v", step, slices.Collect(maps.Keys(docs)))
+		}
+	}
+}
+
+// A recorder that keeps the pages it wrote does not write over a page another recorder wrote
+// since: a batch folded by each of two recorders in turn is counted, every one.
+func TestStatsRecordersTakingTurnsCountEveryBatch(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	h := newHistory(t, db)
+	tail := func(context.Context, uint64, time.Time, func(context.Context, []stats.Delivery) error) error {
+		return nil
+	}
+	recorders := []*stats.Recorder{h.recorder,
+		stats.NewRecorder(store.NewStats(db), store.NewAgents(db), store.NewChats(db), tail, "other", time.Now(), slog.New(slog.DiscardHandler))}
+	want := hourFigures{Totals: stats.Totals{Versions: map[string]stats.VersionTotals{}}}
+	for turn := range 6 {
+		h.recorder = recorders[turn%2]
+		// Each batch is a chat of its own in the same ten seconds: one page.
+		chat := fmt.Sprint("turn-", turn)
+		h.record(outbox.ChatMessageCreated, "b",
+			chats.Message{UUID: chat + "-1", ChatID: chat, Role: chats.RoleUser, User: chats.User{UUID: chat}, Tokens: 1 + turn, CreatedAt: statsMonday},
+			chats.Message{UUID: chat + "-2", ChatID: chat, Role: chats.RoleAgent, User: chats.User{UUID: "bot"}, Tokens: 1, CreatedAt: statsMonday.Add(time.Second)})
+		want.Totals.Chats++
+		want.Totals.Users++
+		want.Totals.Messages += 2
+		want.Totals.UserMessages++
+		want.Totals.AgentMessages++
+		want.Totals.Tokens += 2 + turn
+	}
+	got := readHour(t, db)
+	got.Behavior, got.Votes = stats.Behavior{}, stats.Votes{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+	if docs := storedHours(t, db); len(docs) != 1 {
+		t.Fatalf("the ten seconds are kept in %d pages", len(docs))
 	}
 }

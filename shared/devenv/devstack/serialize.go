@@ -27,6 +27,8 @@ type serializer struct {
 	backend string
 	// dir is the store's data directory, where ReindexCommand finds the database's file.
 	dir string
+	// fields answers the checks of conditional writes it can from the documents' rows.
+	fields *fieldChecker
 
 	locks sync.Map // "database.collection" -> *collectionLock
 
@@ -49,7 +51,7 @@ func startSerializer(addr, backend, dir string) (*serializer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded mongo: listen %s: %w", addr, err)
 	}
-	s := &serializer{ln: ln, backend: backend, dir: dir, conns: map[net.Conn]struct{}{}}
+	s := &serializer{ln: ln, backend: backend, dir: dir, fields: newFieldChecker(dir), conns: map[net.Conn]struct{}{}}
 	s.wg.Go(s.accept)
 	return s, nil
 }
@@ -134,7 +136,10 @@ func (s *serializer) exchange(server net.Conn, cmd, coll string, req []byte) ([]
 	if serialized[cmd] {
 		defer s.lock(coll, req)()
 		if w, ok := byID(req); ok {
-			matched, err := w.check(server)
+			matched, err := s.fields.check(w)
+			if errors.Is(err, errAskFerretDB) {
+				matched, err = w.check(server)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -241,6 +246,7 @@ func (s *serializer) close() {
 		_ = c.Close()
 	}
 	s.wg.Wait()
+	s.fields.close()
 }
 
 // maxMessage is MongoDB's largest wire message (48 MB).

@@ -201,6 +201,27 @@ func (c fieldCondition) matches(typ string, v any) (matched, ok bool) {
 	return false, true
 }
 
+// forget drops what the checker holds of database name (its pool, its tables) after the
+// database or one of its collections was dropped or renamed: a database made again under the
+// name is another file, a collection made again may be another table.
+func (f *fieldChecker) forget(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if db := f.dbs[name]; db != nil {
+		_ = db.Close()
+		delete(f.dbs, name)
+	}
+	f.tables.Range(func(key, _ any) bool {
+		if strings.HasPrefix(key.(string), name+".") {
+			f.tables.Delete(key)
+		}
+		return true
+	})
+}
+
+// forgets are the commands after which the checker forgets their database.
+var forgets = map[string]bool{"dropDatabase": true, "drop": true, "renameCollection": true}
+
 // close closes the pools.
 func (f *fieldChecker) close() {
 	f.mu.Lock()

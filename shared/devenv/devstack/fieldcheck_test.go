@@ -68,4 +68,15 @@ func TestConditionalWritesCheckedFromTheRow(t *testing.T) {
 			t.Errorf("%s: answered from the row %v (want %v): %v, %v", c.name, fromRow, c.fromRow, got, err)
 		}
 	}
+	// A database dropped and made again under its name is another file: its checks read it.
+	if err := colls[1].Database().Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := colls[1].InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "rev", Value: int32(7)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := colls[1].UpdateOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "rev", Value: 7}}, bson.D{{Key: "$set", Value: bson.D{{Key: "touched", Value: true}}}})
+	if err != nil || res.MatchedCount != 1 {
+		t.Fatalf("the write of the database made again: %+v, %v", res, err)
+	}
 }

@@ -122,6 +122,13 @@ func (s *serializer) roundTrip(server, client net.Conn, req []byte) error {
 	} else {
 		reply, err = s.exchange(server, cmd, coll, req)
 	}
+	if forgets[cmd] {
+		db, rest, _ := strings.Cut(coll, ".")
+		if cmd == "renameCollection" { // sent to admin, naming "database.collection"
+			db, _, _ = strings.Cut(rest, ".")
+		}
+		s.fields.forget(db)
+	}
 	if err != nil || reply == nil {
 		return err // nil: the client asked for no reply
 	}

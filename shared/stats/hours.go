@@ -14,10 +14,10 @@ import (
 // Hourly is what the statistics keep of an agent's messages written in one hour (UTC): counters,
 // the chats and authors it saw, and the distributions of its reply times, folded from the
 // chat.message.created events in the order the stream holds them. An hour is kept in pages
-// (PageID), each an Hourly of the messages written in ten seconds of it; the figures of the hour
-// are the sum (or union) of its pages', of its chat pages when it was begun before pages were
-// by time (ChatPageID), and of its unpaged document when it was written before hours were paged
-// (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
+// (PageID), each an Hourly of the messages it took; the figures of the hour are the
+// sum (or union) of its pages', of its chat pages when it was begun before pages took messages
+// in the stream's order (ChatPageID), and of its unpaged document when it was written before
+// hours were paged (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
 // it is already counted.
 type Hourly struct {
 	ID        string    `bson:"_id"`
@@ -29,6 +29,9 @@ type Hourly struct {
 	// paged: the events up to it are counted in it, none after (but the votes of the messages
 	// it holds votes of, which stay in it).
 	Sealed uint64 `bson:"sealed,omitempty"`
+	// Pages, on an hour's first page, are the stream sequences its later pages begin at (page
+	// n+1 takes the hour's message events from Pages[n] on).
+	Pages []uint64 `bson:"pages,omitempty"`
 
 	Messages      int     `bson:"messages"`
 	UserMessages  int     `bson:"user_messages"`
@@ -68,25 +71,23 @@ func HourlyID(botID string, at time.Time) string {
 	return botID + "@" + strconv.FormatInt(at.UTC().Truncate(time.Hour).Unix(), 10)
 }
 
-// PageSpan is the part of an hour a page keeps: the messages written in it, their votes with
-// them. The stream delivers events about as they happen, so a batch of them rewrites the page of
-// the last seconds (two at a span's end, and those of the messages it sets votes of): what a page
-// holds grows with the agent's chats in ten seconds (about 130 bytes each, in its chats and
-// authors), not with its hour's so far, and each chat is rewritten about PageSpan over the
-// batches' interval (half a second under load) times, however long the hour and however many
-// chats it holds. A chat whose messages span pages is in each, with the messages of each: the
-// figures sum and unite them. A busy hour is up to 360 pages, a quiet one a page a burst of
-// messages.
-const PageSpan = 10 * time.Second
+// PageChats is how many chats a page of an hour holds before the next page opens. An hour's
+// pages take its message events in the stream's order: the first page until it holds
+// PageChats chats, then the next, and so on (the first page lists where each later one begins in
+// the stream, Pages), so a batch of events rewrites the open page only, whose size PageChats
+// bounds (about 130 bytes a chat, in its chats and authors) whatever the hour holds, and a quiet
+// hour is one page. A chat whose messages span pages is in each, with the messages of each: the
+// figures sum and unite them. The votes of an hour's messages are kept in its first page: votes
+// are set (not added) by their events, so each message's are kept in one place.
+const PageChats = 1000
 
-// PageID names the page of the agent's hour holding at that keeps what was written at at.
-func PageID(botID string, at time.Time) string {
-	at = at.UTC()
-	return HourlyID(botID, at) + ":" + strconv.Itoa(int(at.Sub(at.Truncate(time.Hour))/PageSpan))
+// PageID names page n of the agent's hour holding at.
+func PageID(botID string, at time.Time, n int) string {
+	return HourlyID(botID, at) + ":" + strconv.Itoa(n)
 }
 
-// ChatPages is how many pages an hour begun before pages were by time is kept in, by chat: such
-// an hour keeps them to its end (the events it counts are in them).
+// ChatPages is how many pages an hour begun before pages took messages in the stream's order is
+// kept in, by chat: such an hour keeps them to its end (the events it counts are in them).
 const ChatPages = 16
 
 // ChatPageID names the page of the agent's hour holding at that keeps the chat chatID, in an

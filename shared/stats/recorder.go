@@ -277,8 +277,9 @@ func (r *Recorder) fold(ctx context.Context, hs *hourChanges) error {
 	return nil
 }
 
-// unread are the documents of hour id that p's changes touch and the recorder does not keep:
-// of an hour whose layout it does not know, every document that tells it too.
+// unread are the documents of hour id that p's changes touch and the recorder does not keep
+// (those it cannot name before reading the hour's first page are read as it folds): of an hour
+// whose layout it does not know, every document that tells it too.
 func (r *Recorder) unread(id string, p *pending) []string {
 	l, known := r.layouts[id]
 	var ids []string
@@ -296,17 +297,19 @@ func (r *Recorder) unread(id string, p *pending) []string {
 		}
 	}
 	for _, c := range p.changes {
-		want(pageOf(l, p.botID, c))
+		switch {
+		case l.chatPages:
+			want(ChatPageID(p.botID, c.at, c.chat))
+		case c.message != "":
+			want(PageID(p.botID, p.at, 0))
+		default:
+			want(PageID(p.botID, p.at, 0))
+			if first, ok := r.kept[PageID(p.botID, p.at, 0)]; ok && known {
+				want(PageID(p.botID, p.at, len(first.Pages)))
+			}
+		}
 	}
 	return ids
-}
-
-// pageOf is the page of the hour of layout l that keeps c.
-func pageOf(l layout, botID string, c change) string {
-	if l.chatPages {
-		return ChatPageID(botID, c.at, c.chat)
-	}
-	return PageID(botID, c.at)
 }
 
 // layoutOf is the layout of hour id, learnt from the documents stored when the recorder does not
@@ -338,17 +341,23 @@ func (r *Recorder) keep(h Hourly) {
 }
 
 // foldHour applies the changes of p not yet applied to the pages of hour id and writes the
-// pages it changed; false when another write came first to one of them. When the hour has an
-// unpaged document (written before hours were paged), the events up to the sequence it was
-// sealed at are counted in it, and the votes of the messages it holds votes of stay in it. A
-// document is kept only once written (or when unchanged): one whose write failed is read again.
+// pages it changed, in the order it first touched them, the hour's first page first; false when
+// another write came first to one of them (the pages after it are not written). A message event
+// goes to the page that takes the hour's events from its sequence on, the open page (the last)
+// when the page before it does not hold it; when the open page holds PageChats chats, the event
+// opens the next, listed in the first page, whose sequence moves to the event's (so that two
+// recorders opening pages do not both write). A vote event goes to the hour's first page.
+// When the hour has an unpaged document (written before hours were paged), the events up to the
+// sequence it was sealed at are counted in it, and the votes of the messages it holds votes of
+// stay in it; an hour begun in chat pages keeps its events and votes in the pages of their chats.
+// A document is kept only once written (or when unchanged): one whose write failed is read again.
 func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored map[string]Hourly) (bool, error) {
 	l := r.layoutOf(id, stored)
 	docs, prev := map[string]*Hourly{}, map[string]uint64{}
 	var order []string
-	doc := func(docID string) *Hourly {
+	doc := func(docID string) (*Hourly, error) {
 		if h := docs[docID]; h != nil {
-			return h
+			return h, nil
 		}
 		h, ok := stored[docID]
 		if kept, isKept := r.kept[docID]; isKept {
@@ -358,33 +367,50 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 			}
 		}
 		if !ok {
-			h = NewHourly(p.projectID, p.botID, p.at)
-			h.ID = docID
+			read, err := r.ledger.HoursByID(ctx, []string{docID})
+			if err != nil {
+				return nil, err
+			}
+			if h, ok = read[docID]; !ok {
+				h = NewHourly(p.projectID, p.botID, p.at)
+				h.ID = docID
+			}
 		}
 		docs[docID], prev[docID] = &h, h.Seq
 		order = append(order, docID)
-		return &h
+		return &h, nil
 	}
 	var unpaged *Hourly
 	var floor uint64
+	var err error
 	if l.unpaged {
-		unpaged = doc(id)
+		if unpaged, err = doc(id); err != nil {
+			return false, err
+		}
 		floor = cmp.Or(unpaged.Sealed, unpaged.Seq)
 	}
 	for _, c := range p.changes {
 		var h *Hourly
-		if unpaged.holdsVotes(c.message) {
-			h = doc(id)
+		switch {
+		case unpaged.holdsVotes(c.message):
+			h = unpaged
 			h.Sealed = floor
-		} else if c.seq > floor {
-			h = doc(pageOf(l, p.botID, c))
+		case c.seq <= floor:
+		case l.chatPages:
+			h, err = doc(ChatPageID(p.botID, c.at, c.chat))
+		case c.message != "":
+			h, err = doc(PageID(p.botID, p.at, 0))
+		default:
+			h, err = pageFor(doc, p, c)
+		}
+		if err != nil {
+			return false, err
 		}
 		if h != nil && c.seq > h.Seq {
 			c.apply(h)
 			h.Seq = c.seq
 		}
 	}
-	all := true
 	for _, docID := range order {
 		h := docs[docID]
 		if h.Seq == prev[docID] {
@@ -394,15 +420,32 @@ func (r *Recorder) foldHour(ctx context.Context, id string, p *pending, stored m
 			continue
 		}
 		written, err := r.ledger.PutHour(ctx, *h, prev[docID])
-		if err != nil {
+		if err != nil || !written {
 			return false, err
 		}
-		if written {
-			r.keep(*h)
-		}
-		all = all && written
+		r.keep(*h)
 	}
-	return all, nil
+	return true, nil
+}
+
+// pageFor is the page of the hour that takes the message event c, opening the next page when
+// c comes after the open page's events and the open page is full.
+func pageFor(doc func(string) (*Hourly, error), p *pending, c change) (*Hourly, error) {
+	first, err := doc(PageID(p.botID, p.at, 0))
+	if err != nil {
+		return nil, err
+	}
+	n, _ := slices.BinarySearch(first.Pages, c.seq+1)
+	if n < len(first.Pages) {
+		return doc(PageID(p.botID, p.at, n))
+	}
+	open, err := doc(PageID(p.botID, p.at, n))
+	if err != nil || c.seq <= open.Seq || len(open.Chats) < PageChats {
+		return open, err
+	}
+	first.Pages = append(first.Pages, c.seq)
+	first.Seq = max(first.Seq, c.seq)
+	return doc(PageID(p.botID, p.at, n+1))
 }
 
 // known reports whether the event's agent exists, asking once per batch.

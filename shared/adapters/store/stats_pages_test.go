@@ -64,9 +64,9 @@ func storedHours(t *testing.T, db *mongo.Database) map[string]stats.Hourly {
 	return out
 }
 
-// An hour of 5,000 chats is kept in pages of its ten seconds, each holding the chats written in
-// them only, and reads back as exactly what was written, each event counted once however often
-// it is delivered.
+// An hour of 5,000 chats is kept in pages of at most about PageChats chats each, its votes in
+// the first, and reads back as exactly what was written, each event counted once however
+// often it is delivered.
 func TestStatsHourOfManyChatsIsPaged(t *testing.T) {
 	t.Parallel()
 	db := testenv.Mongo(t)
@@ -151,22 +151,17 @@ func TestStatsHourOfManyChatsIsPaged(t *testing.T) {
 		t.Fatalf("the history is not the one meant: %+v, %+v", want.Behavior, want.Votes)
 	}
 	pages := storedHours(t, db)
-	if span := int(time.Hour / stats.PageSpan); len(pages) != span {
-		t.Fatalf("the hour is kept in %d documents, want %d pages", len(pages), span)
-	}
 	for id, p := range pages {
 		if p.Start != statsMonday || p.BotID != "b" || p.ProjectID != "p" {
 			t.Fatalf("page %s of the hour: %+v", id, p)
 		}
-		for chat := range p.Chats {
-			var i int
-			if _, err := fmt.Sscanf(chat, "chat-%d", &i); err != nil {
-				t.Fatal(err)
-			}
-			if at := statsMonday.Add(time.Duration(i%3600) * time.Second); stats.PageID("b", at) != id {
-				t.Fatalf("page %s holds chat %s, written at %s", id, chat, at.Format(time.TimeOnly))
-			}
+		if len(p.Chats) > stats.PageChats+250 {
+			t.Fatalf("page %s holds %d chats, more than %d and a batch's", id, len(p.Chats), stats.PageChats)
 		}
+	}
+	first := pages[stats.PageID("b", statsMonday, 0)]
+	if n := len(first.Pages) + 1; n < chatsN/stats.PageChats || len(pages) != n || len(first.Voted) != want.Votes.Rated {
+		t.Fatalf("the hour is kept in %d documents, %d listed; the first holds %d votes", len(pages), n, len(first.Voted))
 	}
 	record()
 	check("delivered again")
@@ -220,9 +215,9 @@ func TestStatsUnpagedHourIsKept(t *testing.T) {
 		}
 	}
 	var page stats.Hourly
-	if err := db.Collection("stat_hours").FindOne(ctx, bson.D{{Key: "_id", Value: stats.PageID("b", statsMonday.Add(2*time.Minute))}}).Decode(&page); err != nil ||
-		page.Messages != 1 || page.Voted["M-2"].Downvotes != 2 {
-		t.Fatalf("the page of M's second message: %+v (%v)", page, err)
+	if err := db.Collection("stat_hours").FindOne(ctx, bson.D{{Key: "_id", Value: stats.PageID("b", statsMonday, 0)}}).Decode(&page); err != nil ||
+		page.Messages != 2 || page.Voted["M-2"].Downvotes != 2 {
+		t.Fatalf("the hour's first page: %+v (%v)", page, err)
 	}
 }
 
@@ -282,7 +277,7 @@ func TestStatsRecordersTakingTurnsCountEveryBatch(t *testing.T) {
 	want := hourFigures{Totals: stats.Totals{Versions: map[string]stats.VersionTotals{}}}
 	for turn := range 6 {
 		h.recorder = recorders[turn%2]
-		// Each batch is a chat of its own in the same ten seconds: one page.
+		// Each batch is a chat of its own in the same hour: one page.
 		chat := fmt.Sprint("turn-", turn)
 		h.record(outbox.ChatMessageCreated, "b",
 			chats.Message{UUID: chat + "-1", ChatID: chat, Role: chats.RoleUser, User: chats.User{UUID: chat}, Tokens: 1 + turn, CreatedAt: statsMonday},
@@ -300,6 +295,33 @@ func TestStatsRecordersTakingTurnsCountEveryBatch(t *testing.T) {
 		t.Fatalf("%+v, want %+v", got, want)
 	}
 	if docs := storedHours(t, db); len(docs) != 1 {
-		t.Fatalf("the ten seconds are kept in %d pages", len(docs))
+		t.Fatalf("the hour is kept in %d pages", len(docs))
+	}
+}
+
+// A recorder that stopped between listing the hour's next page and writing it leaves the events
+// before the page's start to the pages they were counted in: delivered again, none counts twice.
+func TestStatsNextPageListedButNotWritten(t *testing.T) {
+	t.Parallel()
+	db := testenv.Mongo(t)
+	ctx, h := context.Background(), newHistory(t, db)
+	msg := func(chat string, n int) chats.Message {
+		return chats.Message{UUID: fmt.Sprintf("%s-%d", chat, n), ChatID: chat, Role: chats.RoleUser, User: chats.User{UUID: "u"}, Tokens: 1,
+			CreatedAt: statsMonday.Add(time.Duration(n) * time.Minute)}
+	}
+	h.record(outbox.ChatMessageCreated, "b", msg("A", 1), msg("A", 2))
+	first := storedHours(t, db)[stats.PageID("b", statsMonday, 0)]
+	listed := first
+	listed.Pages, listed.Seq = []uint64{3}, 3
+	if ok, err := store.NewStats(db).PutHour(ctx, listed, first.Seq); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	h.seq = 0
+	h.record(outbox.ChatMessageCreated, "b", msg("A", 1), msg("A", 2), msg("B", 3), msg("B", 4))
+	if got := readHour(t, db).Totals; got.Messages != 4 || got.Chats != 2 {
+		t.Fatalf("%+v, want 4 messages in 2 chats", got)
+	}
+	if second := storedHours(t, db)[stats.PageID("b", statsMonday, 1)]; second.Messages != 2 || second.Chats["B"] != 2 {
+		t.Fatalf("the second page: %+v", second)
 	}
 }

@@ -14,10 +14,10 @@ import (
 // Hourly is what the statistics keep of an agent's messages written in one hour (UTC): counters,
 // the chats and authors it saw, and the distributions of its reply times, folded from the
 // chat.message.created events in the order the stream holds them. An hour is kept in pages
-// (PageID), each an Hourly of the messages it took; the figures of the hour are the
-// sum (or union) of its pages', of its chat pages when it was begun before pages took messages
-// in the stream's order (ChatPageID), and of its unpaged document when it was written before
-// hours were paged (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
+// (PageID), each an Hourly of the messages it took; the figures of the hour are the sum (or
+// union) of its pages', of its chat pages when it was begun before pages took messages in the
+// stream's order (ChatPageID), and of its unpaged document when it was written before hours were
+// paged (HourlyID). Seq is the stream sequence of the last event folded in: an event at or below
 // it is already counted.
 type Hourly struct {
 	ID        string    `bson:"_id"`

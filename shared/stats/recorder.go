@@ -81,14 +81,15 @@ type Recorder struct {
 	kept    map[string]Hourly
 }
 
-// layout is how an hour is kept: in pages by time or, begun before they were, in chat pages;
-// with or without the one document it was kept in before hours were paged.
+// layout is how an hour is kept: in pages that take its events in the stream's order or, begun
+// before they did, in chat pages; with or without the one document it was kept in before hours
+// were paged.
 type layout struct {
 	chatPages, unpaged bool
 }
 
-// The bounds of a recorder's layouts and kept documents: a batch folds into the pages of its
-// last seconds, and the hours of the last day at most.
+// The bounds of a recorder's layouts and kept documents: a batch folds into the open and first
+// pages of the hours it touches, those of the last day at most.
 const (
 	maxLayouts = 1024
 	maxKept    = 64

@@ -135,7 +135,7 @@ func (f *fieldChecker) check(w byIDWrite) (bool, error) {
 	ctx := context.Background()
 	db, err := f.db(w.db)
 	if err != nil {
-		return false, err
+		return false, errAskFerretDB
 	}
 	table, err := f.table(ctx, db, w.db, w.coll)
 	if err != nil || table == "" {
